@@ -1,0 +1,12 @@
+"""Build the native HSS core (hss_gym._core): page table, LRU, migration queue and the simulated
+device model's hot path. Plain C99 against the CPython API, no system library needed."""
+from setuptools import Extension, setup
+
+core = Extension(
+    "hss_gym._core",
+    sources=["hss_gym/_core/module.c", "hss_gym/_core/hss.c", "backends/simdev.c"],
+    include_dirs=["hss_gym/_core", "backends"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+)
+
+setup(ext_modules=[core])
