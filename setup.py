@@ -4,8 +4,8 @@ from setuptools import Extension, setup
 
 core = Extension(
     "hss_gym._core",
-    sources=["hss_gym/_core/module.c", "hss_gym/_core/hss.c", "backends/simdev.c"],
-    include_dirs=["hss_gym/_core", "backends"],
+    sources=["hss_gym/csrc/module.c", "hss_gym/csrc/hss.c", "backends/simdev.c"],
+    include_dirs=["hss_gym/csrc", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 

@@ -104,6 +104,18 @@ class Trace:
                      self.size[start:stop], self.stream[start:stop], name=self.name,
                      source={**self.source, "window": [start, stop]})
 
+    def page_ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """First and last 4 KiB page (inclusive) of every request."""
+        first = self.offset // PAGE_SIZE
+        return first, (self.offset + self.size - 1) // PAGE_SIZE
+
+    def footprint_pages(self) -> int:
+        """Number of distinct 4 KiB pages the trace touches."""
+        first, last = self.page_ranges()
+        counts = last - first + 1
+        starts = np.repeat(first - np.cumsum(counts) + counts, counts)
+        return int(np.unique(starts + np.arange(int(counts.sum()))).size)
+
     def relative(self) -> "Trace":
         """The same trace with arrival times shifted to start at 0."""
         t0 = self.time_us[0] if len(self) else 0.0

@@ -1,0 +1,1 @@
+"""Reference agents and baselines (Harmonia, Sibyl, CDE, ...). Installed as ``hss_gym.agents``."""

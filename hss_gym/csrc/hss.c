@@ -1,0 +1,593 @@
+/* The HSS core. See hss.h for the data structures and the two-phase request protocol. */
+#include "hss.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ page table */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static int pt_init(hss_pagetable *pt)
+{
+    memset(pt, 0, sizeof *pt);
+    pt->dir_cap = 64;
+    pt->dir = calloc(pt->dir_cap, sizeof *pt->dir);
+    pt->cached_key = UINT64_MAX;
+    return pt->dir ? HSS_OK : HSS_ENOMEM;
+}
+
+static void pt_free(hss_pagetable *pt)
+{
+    for (uint32_t i = 0; i < pt->nchunks; i++)
+        free(pt->chunks[i]);
+    free(pt->chunks);
+    free(pt->chunk_keys);
+    free(pt->dir);
+    memset(pt, 0, sizeof *pt);
+}
+
+static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint64_t key, uint32_t idx)
+{
+    uint64_t i = mix64(key) & (cap - 1);
+    while (dir[i].idx)
+        i = (i + 1) & (cap - 1);
+    dir[i].key = key;
+    dir[i].idx = idx;
+}
+
+static hss_page *pt_chunk(hss_pagetable *pt, uint64_t key, int create)
+{
+    if (key == pt->cached_key)
+        return pt->cached;
+    uint64_t i = mix64(key) & (pt->dir_cap - 1);
+    while (pt->dir[i].idx) {
+        if (pt->dir[i].key == key) {
+            pt->cached_key = key;
+            return pt->cached = pt->chunks[pt->dir[i].idx - 1];
+        }
+        i = (i + 1) & (pt->dir_cap - 1);
+    }
+    if (!create)
+        return NULL;
+    if ((uint64_t)(pt->nchunks + 1) * 2 > pt->dir_cap) { /* keep load <= 1/2 */
+        uint64_t ncap = pt->dir_cap * 2;
+        hss_dir_slot *nd = calloc(ncap, sizeof *nd);
+        if (!nd)
+            return NULL;
+        for (uint32_t c = 0; c < pt->nchunks; c++)
+            dir_insert(nd, ncap, pt->chunk_keys[c], c + 1);
+        free(pt->dir);
+        pt->dir = nd;
+        pt->dir_cap = ncap;
+    }
+    if (pt->nchunks == pt->chunks_cap) {
+        uint32_t ncap = pt->chunks_cap ? pt->chunks_cap * 2 : 64;
+        hss_page **nc = realloc(pt->chunks, ncap * sizeof *nc);
+        if (!nc)
+            return NULL;
+        pt->chunks = nc;
+        uint64_t *nk = realloc(pt->chunk_keys, ncap * sizeof *nk);
+        if (!nk)
+            return NULL;
+        pt->chunk_keys = nk;
+        pt->chunks_cap = ncap;
+    }
+    hss_page *chunk = calloc(HSS_CHUNK, sizeof *chunk);
+    if (!chunk)
+        return NULL;
+    pt->chunks[pt->nchunks] = chunk;
+    pt->chunk_keys[pt->nchunks] = key;
+    pt->nchunks++;
+    dir_insert(pt->dir, pt->dir_cap, key, pt->nchunks);
+    pt->cached_key = key;
+    return pt->cached = chunk;
+}
+
+static hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
+{
+    hss_page *c = pt_chunk(pt, page >> HSS_CHUNK_BITS, create);
+    return c ? &c[page & (HSS_CHUNK - 1)] : NULL;
+}
+
+hss_page *hss_lookup(hss *h, uint64_t page)
+{
+    return pt_get(&h->pt, page, 0);
+}
+
+int hss_dev_of(const hss_page *pg)
+{
+    return pg && pg->dev ? pg->dev - 1 : -1;
+}
+
+/* ------------------------------------------------------------------ LRU (lazy queue) */
+
+static int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
+{
+    if (q->len == q->cap) {
+        uint64_t ncap = q->cap ? q->cap * 2 : 1024;
+        hss_lru_ent *nb = malloc(ncap * sizeof *nb);
+        if (!nb)
+            return HSS_ENOMEM;
+        for (uint64_t i = 0; i < q->len; i++)
+            nb[i] = q->buf[(q->head + i) % q->cap];
+        free(q->buf);
+        q->buf = nb;
+        q->head = 0;
+        q->cap = ncap;
+    }
+    q->buf[(q->head + q->len) % q->cap] = (hss_lru_ent){page, stamp};
+    q->len++;
+    return HSS_OK;
+}
+
+/* An entry is live while the page is still on device d with the same last access. */
+static hss_page *lru_live(hss *h, const hss_lru_ent *e, int d)
+{
+    hss_page *pg = pt_get(&h->pt, e->page, 0);
+    return (pg && pg->dev == d + 1 && pg->last_access == e->stamp) ? pg : NULL;
+}
+
+/* Drop dead entries (and duplicates) when the queue outgrows the device's live pages. */
+static void lru_compact(hss *h, int d)
+{
+    hss_lru *q = &h->lru[d];
+    uint64_t w = 0;
+    for (uint64_t i = 0; i < q->len; i++) {
+        hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+        hss_page *pg = lru_live(h, &e, d);
+        if (pg && !(pg->flags & HSS_F_MARK)) {
+            pg->flags |= HSS_F_MARK;
+            q->buf[(q->head + w) % q->cap] = e;
+            w++;
+        }
+    }
+    /* Rewrite from the start of the ring so the order stays oldest -> newest. */
+    for (uint64_t i = 0; i < w; i++) {
+        hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+        hss_page *pg = pt_get(&h->pt, e.page, 0);
+        pg->flags &= (uint8_t)~HSS_F_MARK;
+    }
+    q->len = w;
+}
+
+/* Pop the least recently used live page of device d; returns 0 if there is none. */
+static int lru_pop(hss *h, int d, uint64_t *page)
+{
+    hss_lru *q = &h->lru[d];
+    while (q->len) {
+        hss_lru_ent e = q->buf[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->len--;
+        if (lru_live(h, &e, d)) {
+            *page = e.page;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
+{
+    if (d == h->home)
+        return HSS_OK;
+    int rc = lru_push(&h->lru[d], page, stamp);
+    if (rc == HSS_OK && h->lru[d].len > 2 * h->dev[d].used_pages + 4096)
+        lru_compact(h, d);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ slots */
+
+static int slot_alloc(hss *h, int d, uint32_t *slot)
+{
+    hss_alloc *a = &h->alloc[d];
+    if (a->nfree) {
+        *slot = a->free[--a->nfree];
+        return HSS_OK;
+    }
+    if (a->next == UINT32_MAX)
+        return HSS_EFULL;
+    *slot = a->next++;
+    return HSS_OK;
+}
+
+static int slot_release(hss *h, int d, uint32_t slot)
+{
+    hss_alloc *a = &h->alloc[d];
+    if (a->nfree == a->cap_free) {
+        uint32_t ncap = a->cap_free ? a->cap_free * 2 : 1024;
+        uint32_t *nf = realloc(a->free, ncap * sizeof *nf);
+        if (!nf)
+            return HSS_ENOMEM;
+        a->free = nf;
+        a->cap_free = ncap;
+    }
+    a->free[a->nfree++] = slot;
+    return HSS_OK;
+}
+
+static uint64_t dev_slot(const hss *h, int d, uint64_t page, const hss_page *pg)
+{
+    return d == h->home ? page % h->dev[d].p.capacity_pages : pg->slot;
+}
+
+uint64_t hss_used(const hss *h, int d)
+{
+    return h->dev[d].used_pages;
+}
+
+/* Detach a page from its device (slot freed, occupancy decremented). */
+static int detach(hss *h, hss_page *pg)
+{
+    int d = hss_dev_of(pg);
+    if (d < 0)
+        return HSS_OK;
+    h->dev[d].used_pages--;
+    pg->dev = 0;
+    return d == h->home ? HSS_OK : slot_release(h, d, pg->slot);
+}
+
+static int evict_one(hss *h, int d, double t, double *done);
+
+/* Attach a page to device d, evicting d's LRU page first when d is full (critical path: *ready is
+ * raised to when the eviction completes). A full device with nothing to evict passes the page on
+ * to the next slower device, so a page is never lost. Returns the device used, or an error. */
+static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
+{
+    while (d != h->home && h->dev[d].used_pages >= h->cap[d]) {
+        double done;
+        int rc = evict_one(h, d, t, &done);
+        if (rc == HSS_OK) {
+            if (done > *ready)
+                *ready = done;
+            break;
+        }
+        if (rc != HSS_EFULL)
+            return rc;
+        d++;
+    }
+    if (d != h->home) {
+        int rc = slot_alloc(h, d, &pg->slot);
+        if (rc != HSS_OK)
+            return rc;
+    }
+    pg->dev = (uint8_t)(d + 1);
+    h->dev[d].used_pages++;
+    return d;
+}
+
+/* Copy one page from its device to `target`, starting at t; *done = completion. The page keeps
+ * its access stamp, so its LRU position on the target reflects its last real access. */
+static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, double *done)
+{
+    int src = hss_dev_of(pg);
+    double rdone = simdev_io(&h->dev[src], SIMDEV_READ, dev_slot(h, src, page, pg), 1, t, 1);
+    int rc = detach(h, pg);
+    if (rc != HSS_OK)
+        return rc;
+    double ready = rdone;
+    rc = attach(h, pg, target, rdone, &ready);
+    if (rc < 0)
+        return rc;
+    target = rc;
+    *done = simdev_io(&h->dev[target], SIMDEV_WRITE, dev_slot(h, target, page, pg), 1, ready, 1);
+    pg->last_move = h->now;
+    h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
+    h->c.mig_pages_out[src]++;
+    h->c.mig_pages_in[target]++;
+    return lru_touch(h, target, page, pg->last_access);
+}
+
+static int evict_one(hss *h, int d, double t, double *done)
+{
+    uint64_t victim;
+    if (d == h->home || !lru_pop(h, d, &victim))
+        return HSS_EFULL;
+    h->c.evictions++;
+    return move_page(h, victim, pt_get(&h->pt, victim, 0), d + 1, t, done);
+}
+
+int hss_move(hss *h, uint64_t page, int target, double t, double *done)
+{
+    hss_page *pg = pt_get(&h->pt, page, 0);
+    if (!pg || !pg->dev || target < 0 || target >= h->ndev)
+        return HSS_EINVAL;
+    *done = t;
+    if (hss_dev_of(pg) == target)
+        return HSS_OK;
+    h->c.migrations++;
+    return move_page(h, page, pg, target, t, done);
+}
+
+/* ------------------------------------------------------------------ migration queue */
+
+int hss_run_idle(hss *h, double t)
+{
+    while (h->mq_len) {
+        hss_mq_ent *e = &h->mq[h->mq_head];
+        hss_page *pg = pt_get(&h->pt, e->page, 0);
+        int src = hss_dev_of(pg);
+        if (src < 0 || src == e->target) { /* rewritten elsewhere meanwhile: stale */
+            if (pg)
+                pg->flags &= (uint8_t)~HSS_F_QUEUED;
+            h->c.migrations_stale++;
+        } else {
+            double a = simdev_free_at(&h->dev[src]), b = simdev_free_at(&h->dev[e->target]);
+            double start = a > b ? a : b;
+            if (start >= t)
+                return HSS_OK; /* no idle time left before this request */
+            double done;
+            pg->flags &= (uint8_t)~HSS_F_QUEUED;
+            int rc = hss_move(h, e->page, e->target, start, &done);
+            if (rc != HSS_OK && rc != HSS_EFULL)
+                return rc;
+        }
+        h->mq_head = (h->mq_head + 1) % h->mq_cap;
+        h->mq_len--;
+    }
+    return HSS_OK;
+}
+
+int hss_enqueue(hss *h, uint64_t page, int target)
+{
+    hss_page *pg = pt_get(&h->pt, page, 0);
+    if (!pg || !pg->dev || target < 0 || target >= h->ndev || hss_dev_of(pg) == target
+        || (pg->flags & HSS_F_QUEUED) || h->mq_cap == 0)
+        return 0;
+    if (h->mq_len == h->mq_cap) {
+        /* Full: the oldest move runs now, at low priority behind the device's queued I/O. */
+        hss_mq_ent *e = &h->mq[h->mq_head];
+        hss_page *old = pt_get(&h->pt, e->page, 0);
+        old->flags &= (uint8_t)~HSS_F_QUEUED;
+        double done;
+        int rc = hss_dev_of(old) >= 0 ? hss_move(h, e->page, e->target, h->cur.t, &done) : HSS_OK;
+        if (rc == HSS_OK)
+            h->c.migrations_busy++;
+        else if (rc != HSS_EFULL)
+            return rc;
+        h->mq_head = (h->mq_head + 1) % h->mq_cap;
+        h->mq_len--;
+    }
+    int i = (h->mq_head + h->mq_len) % h->mq_cap;
+    h->mq[i] = (hss_mq_ent){page, h->now, (uint8_t)target};
+    h->mq_len++;
+    pg->flags |= HSS_F_QUEUED;
+    return 1;
+}
+
+int hss_candidate(hss *h, uint64_t *page)
+{
+    hss_pagetable *pt = &h->pt;
+    if (!pt->nchunks)
+        return 0;
+    uint32_t examined = 0, budget = h->scan_window * 8, seen = 0;
+    uint64_t best_interval = 0;
+    int found = 0;
+    while (examined < budget && seen < h->scan_window) {
+        if (h->scan_chunk >= pt->nchunks) {
+            h->scan_chunk = 0;
+            h->scan_off = 0;
+        }
+        hss_page *pg = &pt->chunks[h->scan_chunk][h->scan_off];
+        uint64_t pno = (pt->chunk_keys[h->scan_chunk] << HSS_CHUNK_BITS) | h->scan_off;
+        if (++h->scan_off == HSS_CHUNK) {
+            h->scan_off = 0;
+            h->scan_chunk++;
+        }
+        examined++;
+        if (!pg->dev)
+            continue;
+        seen++;
+        uint64_t interval = h->now - pg->last_move;
+        if ((pg->flags & HSS_F_QUEUED) || interval < h->min_interval || pg->last_access == h->now)
+            continue;
+        if (!found || interval > best_interval) {
+            best_interval = interval;
+            *page = pno;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* ------------------------------------------------------------------ requests */
+
+int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
+{
+    if (size == 0 || (op != SIMDEV_READ && op != SIMDEV_WRITE))
+        return HSS_EINVAL;
+    if (h->now >= UINT32_MAX - 1)
+        return HSS_ESTEPS;
+    h->now++;
+    hss_req *r = &h->cur;
+    int slot = 0;
+    for (int i = 1; i < h->qd; i++)
+        if (h->inflight[i] < h->inflight[slot])
+            slot = i;
+    if (h->c.requests == 0)
+        h->c.first_arrival = t;
+    if (h->inflight[slot] > t) {
+        h->c.host_wait_us += h->inflight[slot] - t;
+        t = h->inflight[slot];
+    }
+    r->slot = slot;
+    r->t = t;
+    r->op = op;
+    r->bytes = size;
+    r->p0 = offset >> 12;
+    r->p1 = (offset + size - 1) >> 12;
+    r->active = 1;
+    int rc = hss_run_idle(h, t);
+    if (rc != HSS_OK)
+        return rc;
+    r->needs_placement = op == SIMDEV_WRITE;
+    for (uint64_t p = r->p0; !r->needs_placement && p <= r->p1; p++) {
+        hss_page *pg = pt_get(&h->pt, p, 0);
+        if (!pg || !pg->dev)
+            r->needs_placement = 1;
+    }
+    return HSS_OK;
+}
+
+/* Issue one contiguous run of pages on one device. */
+static void issue_run(hss *h, int d, uint64_t slot, uint32_t n, double ready, double *done)
+{
+    double end = simdev_io(&h->dev[d], h->cur.op, slot, n, ready, 0);
+    if (end > *done)
+        *done = end;
+}
+
+int hss_finish(hss *h, int place, double *latency)
+{
+    hss_req *r = &h->cur;
+    if (!r->active)
+        return HSS_EINVAL;
+    if (r->needs_placement && (place < 0 || place >= h->ndev))
+        return HSS_EINVAL;
+    double ready = r->t;
+    int rc;
+    /* Placement: a write goes wholly to `place`; a read places only its untouched pages. */
+    if (r->needs_placement) {
+        h->c.placements++;
+        for (uint64_t p = r->p0; p <= r->p1; p++) {
+            hss_page *pg = pt_get(&h->pt, p, 1);
+            if (!pg)
+                return HSS_ENOMEM;
+            if (!pg->dev)
+                h->pt.touched++;
+            else if (r->op == SIMDEV_READ || hss_dev_of(pg) == place)
+                continue;
+            if ((rc = detach(h, pg)) != HSS_OK)
+                return rc;
+            if ((rc = attach(h, pg, place, r->t, &ready)) < 0)
+                return rc;
+            pg->last_move = h->now;
+        }
+    }
+    /* Issue the I/O in runs of contiguous slots per device; update metadata. */
+    double done = ready;
+    int run_dev = -1;
+    uint64_t run_slot = 0;
+    uint32_t run_len = 0;
+    for (uint64_t p = r->p0; p <= r->p1; p++) {
+        hss_page *pg = pt_get(&h->pt, p, 0);
+        int d = hss_dev_of(pg);
+        uint64_t s = dev_slot(h, d, p, pg);
+        if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
+            run_len++;
+        } else {
+            if (run_len)
+                issue_run(h, run_dev, run_slot, run_len, ready, &done);
+            run_dev = d;
+            run_slot = s;
+            run_len = 1;
+        }
+        if (pg->count < HSS_COUNT_MAX)
+            pg->count++;
+        pg->last_access = h->now;
+        if (d == 0)
+            h->c.fast_pages++;
+        if ((rc = lru_touch(h, d, p, h->now)) != HSS_OK)
+            return rc;
+    }
+    issue_run(h, run_dev, run_slot, run_len, ready, &done);
+
+    uint64_t npages = r->p1 - r->p0 + 1;
+    h->c.requests++;
+    h->c.pages_accessed += npages;
+    if (r->op == SIMDEV_READ) {
+        h->c.reads++;
+        h->c.host_bytes_read += r->bytes;
+    } else {
+        h->c.writes++;
+        h->c.host_bytes_written += r->bytes;
+    }
+    if (done > h->c.last_completion)
+        h->c.last_completion = done;
+    h->inflight[r->slot] = done;
+    *latency = done - r->t;
+    h->c.latency_sum += *latency;
+    r->active = 0;
+    return HSS_OK;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+int hss_init(hss *h, int ndev, simdev *dev, const uint64_t *cap, int mq_cap,
+             uint32_t min_interval, uint32_t scan_window, int queue_depth)
+{
+    memset(h, 0, sizeof *h);
+    if (ndev < 1 || ndev > HSS_MAX_DEV || mq_cap < 0 || scan_window < 1 || queue_depth < 1)
+        return HSS_EINVAL;
+    h->qd = queue_depth;
+    h->inflight = calloc((size_t)queue_depth, sizeof *h->inflight);
+    if (!h->inflight)
+        return HSS_ENOMEM;
+    h->ndev = ndev;
+    h->home = ndev - 1;
+    h->dev = dev;
+    for (int d = 0; d < ndev; d++) {
+        if (cap[d] == 0)
+            return HSS_EINVAL;
+        h->cap[d] = cap[d];
+    }
+    h->mq_cap = mq_cap;
+    h->mq = calloc(mq_cap ? (size_t)mq_cap : 1, sizeof *h->mq);
+    h->min_interval = min_interval;
+    h->scan_window = scan_window;
+    if (!h->mq)
+        return HSS_ENOMEM;
+    return pt_init(&h->pt);
+}
+
+void hss_free(hss *h)
+{
+    pt_free(&h->pt);
+    for (int d = 0; d < HSS_MAX_DEV; d++) {
+        free(h->lru[d].buf);
+        free(h->alloc[d].free);
+    }
+    free(h->mq);
+    free(h->inflight);
+    h->inflight = NULL;
+    memset(h->lru, 0, sizeof h->lru);
+    memset(h->alloc, 0, sizeof h->alloc);
+    h->mq = NULL;
+}
+
+int hss_reset(hss *h, uint64_t seed)
+{
+    pt_free(&h->pt);
+    int rc = pt_init(&h->pt);
+    for (int d = 0; d < h->ndev; d++) {
+        free(h->lru[d].buf);
+        free(h->alloc[d].free);
+        memset(&h->lru[d], 0, sizeof h->lru[d]);
+        memset(&h->alloc[d], 0, sizeof h->alloc[d]);
+        simdev_reset(&h->dev[d], seed + (uint64_t)d);
+    }
+    h->mq_head = h->mq_len = 0;
+    memset(h->inflight, 0, (size_t)h->qd * sizeof *h->inflight);
+    h->scan_chunk = h->scan_off = 0;
+    h->now = 0;
+    memset(&h->cur, 0, sizeof h->cur);
+    memset(&h->c, 0, sizeof h->c);
+    return rc;
+}
+
+size_t hss_memory_bytes(const hss *h)
+{
+    size_t b = (size_t)h->pt.nchunks * HSS_CHUNK * sizeof(hss_page)
+             + h->pt.dir_cap * sizeof(hss_dir_slot)
+             + (size_t)h->pt.chunks_cap * (sizeof(hss_page *) + sizeof(uint64_t));
+    for (int d = 0; d < h->ndev; d++)
+        b += h->lru[d].cap * sizeof(hss_lru_ent) + (size_t)h->alloc[d].cap_free * sizeof(uint32_t);
+    return b;
+}

@@ -1,0 +1,141 @@
+/* The HSS core: what a hybrid storage system's data-management layer keeps and does, in C.
+ *
+ *  - page table: logical 4 KiB page -> 16-byte metadata (device, slot, access count, last access,
+ *    last placement/migration), in a radix table of 512-page chunks allocated on first touch and
+ *    found through a hash directory, so sparse 64-bit address spaces cost memory only where touched;
+ *  - per-device slot allocators (bump + free list). The last device is the *home* device: it is
+ *    large enough for everything and maps pages to their own logical address (identity), as the
+ *    backing store of an HSS does, so its seek distances and sequentiality are the trace's own;
+ *  - per-device LRU order (except home) as a lazy queue of (page, access stamp): exact LRU with
+ *    O(1) amortised cost and no per-page links;
+ *  - the migration queue (default 10) executed in device idle time, or at once (low priority)
+ *    when a new move arrives while it is full;
+ *  - the candidate scanner of the migration agent (Harmonia 4.3): a round-robin cursor over placed
+ *    pages that skips recently placed or migrated pages and pages already queued, and prefers the
+ *    longest migration interval.
+ * Requests are processed in two phases so a policy can decide in between:
+ *   hss_begin()  (issues the request when it has arrived and one of the host's `queue_depth`
+ *                 slots is free — a real host's bounded outstanding I/O, e.g. SATA NCQ's 32 —
+ *                 runs idle-time migrations, tells whether a placement decision is needed)
+ *   hss_finish() (applies the placement, evicts LRU pages on the critical path if the target is
+ *                 full, issues the I/O, returns the latency).
+ * Request indices ("steps") start at 1; 0 in a timestamp field means "never".
+ */
+#ifndef HSS_CORE_H
+#define HSS_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simdev.h"
+
+#define HSS_MAX_DEV 8
+#define HSS_CHUNK_BITS 9
+#define HSS_CHUNK (1u << HSS_CHUNK_BITS)
+#define HSS_COUNT_MAX 0xFFFFu
+
+#define HSS_F_QUEUED 1u   /* page is in the migration queue */
+#define HSS_F_MARK 2u     /* scratch bit for LRU compaction */
+
+typedef struct hss_page {
+    uint32_t last_access;  /* step of the last access (0 = never) */
+    uint32_t last_move;    /* step of the last placement or migration */
+    uint32_t slot;         /* slot on its device (unused on the home device) */
+    uint16_t count;        /* access count, saturating */
+    uint8_t dev;           /* device index + 1; 0 = not placed yet */
+    uint8_t flags;
+} hss_page;
+
+typedef struct hss_dir_slot { uint64_t key; uint32_t idx; } hss_dir_slot; /* idx = chunk + 1 */
+
+typedef struct hss_pagetable {
+    hss_dir_slot *dir;
+    uint64_t dir_cap;          /* power of two */
+    hss_page **chunks;
+    uint64_t *chunk_keys;
+    uint32_t nchunks, chunks_cap;
+    uint64_t cached_key;
+    hss_page *cached;
+    uint64_t touched;          /* distinct pages placed so far */
+} hss_pagetable;
+
+typedef struct hss_lru_ent { uint64_t page; uint32_t stamp; } hss_lru_ent;
+typedef struct hss_lru { hss_lru_ent *buf; uint64_t head, len, cap; } hss_lru; /* ring */
+
+typedef struct hss_alloc { uint32_t next, nfree, cap_free; uint32_t *free; } hss_alloc;
+
+typedef struct hss_mq_ent { uint64_t page; uint32_t step; uint8_t target; } hss_mq_ent;
+
+typedef struct hss_counters {
+    uint64_t requests, reads, writes, host_bytes_read, host_bytes_written;
+    uint64_t pages_accessed, fast_pages;           /* fast-device hit ratio = fast/accessed */
+    uint64_t placements, evictions, migrations, migrations_busy, migrations_stale;
+    uint64_t mig_bytes_written;                    /* migrations + evictions */
+    uint64_t mig_pages_in[HSS_MAX_DEV], mig_pages_out[HSS_MAX_DEV];
+    double first_arrival, last_completion, latency_sum;
+    double host_wait_us;                           /* time requests waited for a host slot */
+} hss_counters;
+
+typedef struct hss_req {
+    double t;                  /* issue time: arrival, or later when all host slots were busy */
+    int slot;                  /* host queue slot it occupies */
+    uint64_t p0, p1;           /* first and last page (inclusive) */
+    uint64_t bytes;
+    int op;
+    int needs_placement;
+    int active;
+} hss_req;
+
+typedef struct hss {
+    int ndev, home;
+    simdev *dev;               /* borrowed array of ndev devices */
+    uint64_t cap[HSS_MAX_DEV]; /* capacity in pages (home: unbounded) */
+    hss_pagetable pt;
+    hss_lru lru[HSS_MAX_DEV];
+    hss_alloc alloc[HSS_MAX_DEV];
+    hss_mq_ent *mq;
+    int mq_cap, mq_head, mq_len;
+    uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
+    uint32_t scan_window;      /* placed pages examined per candidate */
+    uint32_t scan_chunk, scan_off;
+    int qd;                    /* host queue depth: requests in flight at most */
+    double *inflight;          /* completion time of each host slot's last request */
+    uint32_t now;              /* current step */
+    hss_req cur;
+    hss_counters c;
+} hss;
+
+/* Status codes */
+#define HSS_OK 0
+#define HSS_ENOMEM (-1)
+#define HSS_EINVAL (-2)
+#define HSS_EFULL (-3)   /* no device can take the page (all bounded devices full, no victim) */
+#define HSS_ESTEPS (-4)  /* more than 2^32 - 2 requests */
+
+int hss_init(hss *h, int ndev, simdev *dev, const uint64_t *cap, int mq_cap,
+             uint32_t min_interval, uint32_t scan_window, int queue_depth);
+void hss_free(hss *h);
+int hss_reset(hss *h, uint64_t seed);
+
+/* Phase 1 of a request; returns HSS_OK or an error. h->cur.needs_placement tells if a placement
+ * decision is needed (a write, or a first touch). */
+int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size);
+/* Phase 2: place on device `place` (ignored when no decision is needed); *latency gets the
+ * request's latency in microseconds. */
+int hss_finish(hss *h, int place, double *latency);
+
+/* Migration interface. */
+hss_page *hss_lookup(hss *h, uint64_t page);
+int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was found */
+int hss_enqueue(hss *h, uint64_t page, int target);    /* 1 queued, 0 ignored (stay/invalid) */
+/* Run queued migrations that can start before time t (idle time). */
+int hss_run_idle(hss *h, double t);
+/* Move one page now (used by the scheduled migrator and by policies that migrate on the critical
+ * path); *done gets the completion time. */
+int hss_move(hss *h, uint64_t page, int target, double t, double *done);
+
+int hss_dev_of(const hss_page *pg);                    /* -1 if not placed */
+uint64_t hss_used(const hss *h, int d);
+size_t hss_memory_bytes(const hss *h);                 /* page table + LRU + allocator bytes */
+
+#endif

@@ -1,0 +1,549 @@
+/* CPython bindings of the native core (module hss_gym._core).
+ *
+ *   SimDevices(params, seed)  the simulated devices (backends/simdev.c), one dict of timing
+ *                             parameters per device; built by hss_gym.backends.sim.SimBackend.
+ *   HSS(devices, capacities, queue_size, min_interval, scan_window)
+ *                             the HSS core (hss.c) over a SimDevices object. Python wrappers in
+ *                             hss_gym/hss.py; this file only converts arguments and errors.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "hss.h"
+#include "simdev.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+static int raise_rc(int rc)
+{
+    switch (rc) {
+    case HSS_ENOMEM: PyErr_NoMemory(); break;
+    case HSS_EINVAL: PyErr_SetString(PyExc_ValueError, "invalid argument to the HSS core"); break;
+    case HSS_EFULL: PyErr_SetString(PyExc_RuntimeError, "no device can take the page"); break;
+    case HSS_ESTEPS: PyErr_SetString(PyExc_OverflowError, "more than 2**32 - 2 requests in one episode"); break;
+    default: PyErr_Format(PyExc_RuntimeError, "HSS core error %d", rc);
+    }
+    return -1;
+}
+
+/* Get a C-contiguous 1-D buffer of the given struct format character ('d', 'B', 'q'). */
+static int get_buf(PyObject *o, char fmt, int writable, Py_buffer *b, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(o, b, flags) < 0)
+        return -1;
+    const char *f = b->format ? b->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok = b->ndim == 1 && (f[0] == fmt || (fmt == 'q' && f[0] == 'l' && b->itemsize == 8))
+             && f[1] == '\0';
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s must be a 1-D contiguous array of format '%c' (got '%s')",
+                     name, fmt, f);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static double dict_num(PyObject *d, const char *key, double dflt, int required)
+{
+    PyObject *v = PyDict_GetItemString(d, key);
+    if (!v) {
+        if (required)
+            PyErr_Format(PyExc_KeyError, "device parameter %s is missing", key);
+        return dflt;
+    }
+    return PyFloat_AsDouble(v);
+}
+
+/* ------------------------------------------------------------------ SimDevices */
+
+typedef struct {
+    PyObject_HEAD
+    int n;
+    simdev dev[HSS_MAX_DEV];
+} SimDevicesObject;
+
+static int SimDevices_init(SimDevicesObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"params", "seed", NULL};
+    PyObject *params;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|K", kwlist, &params, &seed))
+        return -1;
+    PyObject *seq = PySequence_Fast(params, "params must be a sequence of dicts");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1 || n > HSS_MAX_DEV) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "between 1 and %d devices are supported, got %zd", HSS_MAX_DEV, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyDict_Check(d)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "each device's params must be a dict");
+            return -1;
+        }
+        simdev_params p;
+        memset(&p, 0, sizeof p);
+        p.kind = (int)dict_num(d, "kind", 0, 1);
+        p.servers = (int)dict_num(d, "servers", 1, 1);
+        p.read_us = dict_num(d, "read_us", 0, 1);
+        p.write_us = dict_num(d, "write_us", 0, 1);
+        p.read_bw = dict_num(d, "read_bw", 0, 1);
+        p.write_bw = dict_num(d, "write_bw", 0, 1);
+        p.capacity_pages = (uint64_t)dict_num(d, "capacity_pages", 0, 1);
+        p.gc_thr = dict_num(d, "gc_thr", 0, 0);
+        p.gc_max = dict_num(d, "gc_max", 1, 0);
+        p.slc_bytes = dict_num(d, "slc_bytes", 0, 0);
+        p.slc_refill_bw = dict_num(d, "slc_refill_bw", 0, 0);
+        p.cliff_bw = dict_num(d, "cliff_bw", 0, 0);
+        p.seek_min_us = dict_num(d, "seek_min_us", 0, 0);
+        p.seek_max_us = dict_num(d, "seek_max_us", 0, 0);
+        p.rotation_us = dict_num(d, "rotation_us", 0, 0);
+        p.noise_p = dict_num(d, "noise_p", 0, 0);
+        p.noise_sigma = dict_num(d, "noise_sigma", 0, 0);
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        const char *err = simdev_check(&p);
+        if (err) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "device %zd: %s", i, err);
+            return -1;
+        }
+        simdev_init(&self->dev[i], &p, seed + (uint64_t)i);
+    }
+    self->n = (int)n;
+    Py_DECREF(seq);
+    return 0;
+}
+
+static int check_dev(SimDevicesObject *self, int d)
+{
+    if (d < 0 || d >= self->n) {
+        PyErr_Format(PyExc_IndexError, "device %d out of range 0..%d", d, self->n - 1);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *SimDevices_io(SimDevicesObject *self, PyObject *args)
+{
+    int d, op, bg = 0;
+    unsigned long long slot;
+    unsigned int npages;
+    double t;
+    if (!PyArg_ParseTuple(args, "iiKId|p", &d, &op, &slot, &npages, &t, &bg) || check_dev(self, d) < 0)
+        return NULL;
+    if ((op != SIMDEV_READ && op != SIMDEV_WRITE) || npages == 0) {
+        PyErr_SetString(PyExc_ValueError, "op must be 0 (read) or 1 (write) and npages > 0");
+        return NULL;
+    }
+    return PyFloat_FromDouble(simdev_io(&self->dev[d], op, slot, npages, t, bg));
+}
+
+static PyObject *SimDevices_free_at(SimDevicesObject *self, PyObject *args)
+{
+    int d;
+    if (!PyArg_ParseTuple(args, "i", &d) || check_dev(self, d) < 0)
+        return NULL;
+    return PyFloat_FromDouble(simdev_free_at(&self->dev[d]));
+}
+
+static PyObject *SimDevices_reset(SimDevicesObject *self, PyObject *args)
+{
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "|K", &seed))
+        return NULL;
+    for (int i = 0; i < self->n; i++)
+        simdev_reset(&self->dev[i], seed + (uint64_t)i);
+    Py_RETURN_NONE;
+}
+
+static PyObject *SimDevices_stats(SimDevicesObject *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *out = PyList_New(self->n);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < self->n; i++) {
+        const simdev *d = &self->dev[i];
+        const simdev_stats *s = &d->st;
+        PyObject *o = Py_BuildValue(
+            "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:K,s:d}",
+            "reads", s->reads, "writes", s->writes, "bytes_read", s->bytes_read,
+            "bytes_written", s->bytes_written, "bg_reads", s->bg_reads, "bg_writes", s->bg_writes,
+            "bg_bytes_read", s->bg_bytes_read, "bg_bytes_written", s->bg_bytes_written,
+            "seq_ios", s->seq_ios, "busy_us", s->busy_us, "used_pages", d->used_pages,
+            "slc_free_bytes", d->slc_free);
+        if (!o) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, o);
+    }
+    return out;
+}
+
+static PyObject *SimDevices_len(SimDevicesObject *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLong(self->n);
+}
+
+static PyMethodDef SimDevices_methods[] = {
+    {"io", (PyCFunction)SimDevices_io, METH_VARARGS,
+     "io(device, op, slot, npages, t, background=False) -> completion time (us)"},
+    {"free_at", (PyCFunction)SimDevices_free_at, METH_VARARGS, "free_at(device) -> time a server is free"},
+    {"reset", (PyCFunction)SimDevices_reset, METH_VARARGS, "reset(seed=0): idle, empty devices"},
+    {"stats", (PyCFunction)SimDevices_stats, METH_NOARGS, "per-device counters"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef SimDevices_getset[] = {
+    {"n", (getter)SimDevices_len, NULL, "number of devices", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SimDevicesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hss_gym._core.SimDevices",
+    .tp_basicsize = sizeof(SimDevicesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Simulated block devices (timing model of backends/simdev.c).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)SimDevices_init,
+    .tp_methods = SimDevices_methods,
+    .tp_getset = SimDevices_getset,
+};
+
+/* ------------------------------------------------------------------ HSS */
+
+typedef struct {
+    PyObject_HEAD
+    hss h;
+    int ready;
+    SimDevicesObject *devices; /* strong reference: h.dev points into it */
+} HSSObject;
+
+static void HSS_dealloc(HSSObject *self)
+{
+    if (self->ready)
+        hss_free(&self->h);
+    Py_XDECREF(self->devices);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int HSS_init(HSSObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"devices", "capacities", "queue_size", "min_interval", "scan_window",
+                             "queue_depth", NULL};
+    PyObject *devs, *caps;
+    int qs = 10;
+    unsigned int min_interval = 16, window = 32;
+    int qd = 32;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O|iIIi", kwlist, &SimDevicesType, &devs, &caps,
+                                     &qs, &min_interval, &window, &qd))
+        return -1;
+    SimDevicesObject *sd = (SimDevicesObject *)devs;
+    PyObject *seq = PySequence_Fast(caps, "capacities must be a sequence of page counts");
+    if (!seq)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != sd->n) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%d devices but %zd capacities", sd->n, PySequence_Fast_GET_SIZE(seq));
+        return -1;
+    }
+    uint64_t cap[HSS_MAX_DEV];
+    for (int i = 0; i < sd->n; i++) {
+        cap[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    if (qs < 0 || window < 1 || qd < 1) {
+        PyErr_SetString(PyExc_ValueError, "queue_size must be >= 0, scan_window >= 1 and queue_depth >= 1");
+        return -1;
+    }
+    if (self->ready) {
+        hss_free(&self->h);
+        self->ready = 0;
+    }
+    int rc = hss_init(&self->h, sd->n, sd->dev, cap, qs, min_interval, window, qd);
+    if (rc != HSS_OK) {
+        hss_free(&self->h);
+        return raise_rc(rc);
+    }
+    self->ready = 1;
+    Py_INCREF(devs);
+    Py_XSETREF(self->devices, sd);
+    return 0;
+}
+
+static PyObject *HSS_reset(HSSObject *self, PyObject *args)
+{
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTuple(args, "|K", &seed))
+        return NULL;
+    int rc = hss_reset(&self->h, seed);
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    Py_RETURN_NONE;
+}
+
+/* replay(time_us, op, offset, size, place, latency_out, start=0, stop=len)
+ * Whole-trace fast path for fixed placement on device `place` (LRU eviction when it is full):
+ * Fast-Only, Slow-Only and "fast until full, then LRU" are this with different capacities. */
+static PyObject *HSS_replay(HSSObject *self, PyObject *args)
+{
+    PyObject *ot, *oo, *ooff, *osz, *olat;
+    int place;
+    Py_ssize_t start = 0, stop = -1;
+    if (!PyArg_ParseTuple(args, "OOOOiO|nn", &ot, &oo, &ooff, &osz, &place, &olat, &start, &stop))
+        return NULL;
+    if (place < 0 || place >= self->h.ndev) {
+        PyErr_Format(PyExc_ValueError, "place must be a device in 0..%d", self->h.ndev - 1);
+        return NULL;
+    }
+    Py_buffer bt, bo, boff, bsz, blat;
+    if (get_buf(ot, 'd', 0, &bt, "time_us") < 0)
+        return NULL;
+    if (get_buf(oo, 'B', 0, &bo, "op") < 0)
+        goto e1;
+    if (get_buf(ooff, 'q', 0, &boff, "offset") < 0)
+        goto e2;
+    if (get_buf(osz, 'q', 0, &bsz, "size") < 0)
+        goto e3;
+    if (get_buf(olat, 'd', 1, &blat, "latency_out") < 0)
+        goto e4;
+    Py_ssize_t n = bt.shape[0];
+    if (stop < 0)
+        stop = n;
+    if (bo.shape[0] != n || boff.shape[0] != n || bsz.shape[0] != n || blat.shape[0] < n
+        || start < 0 || stop > n || start > stop) {
+        PyErr_SetString(PyExc_ValueError, "columns must have equal lengths and 0 <= start <= stop <= len");
+        goto e5;
+    }
+    const double *t = bt.buf;
+    const uint8_t *op = bo.buf;
+    const int64_t *off = boff.buf, *sz = bsz.buf;
+    double *lat = blat.buf;
+    int rc = HSS_OK;
+    Py_ssize_t i;
+    Py_BEGIN_ALLOW_THREADS
+    for (i = start; i < stop; i++) {
+        if (off[i] < 0 || sz[i] <= 0) {
+            rc = HSS_EINVAL;
+            break;
+        }
+        rc = hss_begin(&self->h, t[i], op[i], (uint64_t)off[i], (uint64_t)sz[i]);
+        if (rc == HSS_OK)
+            rc = hss_finish(&self->h, place, &lat[i]);
+        if (rc != HSS_OK)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&blat);
+    PyBuffer_Release(&bsz);
+    PyBuffer_Release(&boff);
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&bt);
+    if (rc != HSS_OK) {
+        if (rc == HSS_EINVAL)
+            PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0 and size > 0", i);
+        else
+            raise_rc(rc);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+e5: PyBuffer_Release(&blat);
+e4: PyBuffer_Release(&bsz);
+e3: PyBuffer_Release(&boff);
+e2: PyBuffer_Release(&bo);
+e1: PyBuffer_Release(&bt);
+    return NULL;
+}
+
+static PyObject *HSS_begin(HSSObject *self, PyObject *args)
+{
+    double t;
+    int op;
+    long long off, size;
+    if (!PyArg_ParseTuple(args, "diLL", &t, &op, &off, &size))
+        return NULL;
+    if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
+        PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld "
+                     "(op must be 0/1, offset >= 0, size > 0)", op, off, size);
+        return NULL;
+    }
+    int rc = hss_begin(&self->h, t, op, (uint64_t)off, (uint64_t)size);
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    return PyBool_FromLong(self->h.cur.needs_placement);
+}
+
+static PyObject *HSS_finish(HSSObject *self, PyObject *args)
+{
+    int place = 0;
+    if (!PyArg_ParseTuple(args, "|i", &place))
+        return NULL;
+    if (!self->h.cur.active) {
+        PyErr_SetString(PyExc_RuntimeError, "finish() called without a pending request (call begin() first)");
+        return NULL;
+    }
+    if (self->h.cur.needs_placement && (place < 0 || place >= self->h.ndev)) {
+        PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", self->h.ndev - 1, place);
+        return NULL;
+    }
+    double lat;
+    int rc = hss_finish(&self->h, place, &lat);
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    return PyFloat_FromDouble(lat);
+}
+
+static PyObject *HSS_candidate(HSSObject *self, PyObject *Py_UNUSED(ignored))
+{
+    uint64_t page;
+    if (!hss_candidate(&self->h, &page))
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(page);
+}
+
+static PyObject *HSS_enqueue(HSSObject *self, PyObject *args)
+{
+    unsigned long long page;
+    int target;
+    if (!PyArg_ParseTuple(args, "Ki", &page, &target))
+        return NULL;
+    int rc = hss_enqueue(&self->h, page, target);
+    if (rc < 0)
+        return raise_rc(rc), NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *HSS_move(HSSObject *self, PyObject *args)
+{
+    unsigned long long page;
+    int target;
+    double t;
+    if (!PyArg_ParseTuple(args, "Kid", &page, &target, &t))
+        return NULL;
+    double done;
+    int rc = hss_move(&self->h, page, target, t, &done);
+    if (rc == HSS_EINVAL) {
+        PyErr_Format(PyExc_ValueError, "cannot move page %llu to device %d (not placed, or no such device)", page, target);
+        return NULL;
+    }
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    return PyFloat_FromDouble(done);
+}
+
+static PyObject *HSS_page(HSSObject *self, PyObject *args)
+{
+    unsigned long long page;
+    if (!PyArg_ParseTuple(args, "K", &page))
+        return NULL;
+    hss_page *pg = hss_lookup(&self->h, page);
+    if (!pg || !pg->dev)
+        Py_RETURN_NONE;
+    return Py_BuildValue("{s:i,s:I,s:I,s:I,s:O}", "device", hss_dev_of(pg), "count", (unsigned)pg->count,
+                         "last_access", pg->last_access, "last_move", pg->last_move,
+                         "queued", (pg->flags & HSS_F_QUEUED) ? Py_True : Py_False);
+}
+
+static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
+{
+    const hss_counters *c = &self->h.c;
+    PyObject *in = PyList_New(self->h.ndev), *out = PyList_New(self->h.ndev), *used = PyList_New(self->h.ndev);
+    if (!in || !out || !used) {
+        Py_XDECREF(in);
+        Py_XDECREF(out);
+        Py_XDECREF(used);
+        return NULL;
+    }
+    for (int d = 0; d < self->h.ndev; d++) {
+        PyList_SET_ITEM(in, d, PyLong_FromUnsignedLongLong(c->mig_pages_in[d]));
+        PyList_SET_ITEM(out, d, PyLong_FromUnsignedLongLong(c->mig_pages_out[d]));
+        PyList_SET_ITEM(used, d, PyLong_FromUnsignedLongLong(self->h.dev[d].used_pages));
+    }
+    return Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
+        "requests", c->requests, "reads", c->reads, "writes", c->writes,
+        "host_bytes_read", c->host_bytes_read, "host_bytes_written", c->host_bytes_written,
+        "pages_accessed", c->pages_accessed, "fast_pages", c->fast_pages,
+        "placements", c->placements, "evictions", c->evictions, "migrations", c->migrations,
+        "migrations_busy", c->migrations_busy, "migrations_stale", c->migrations_stale,
+        "migration_bytes_written", c->mig_bytes_written, "migrated_pages_in", in,
+        "migrated_pages_out", out, "used_pages", used, "first_arrival_us", c->first_arrival,
+        "last_completion_us", c->last_completion, "latency_sum_us", c->latency_sum,
+        "host_wait_us", c->host_wait_us,
+        "touched_pages", self->h.pt.touched, "step", self->h.now, "queue_length", self->h.mq_len);
+}
+
+static PyObject *HSS_memory_bytes(HSSObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSize_t(hss_memory_bytes(&self->h));
+}
+
+static PyMethodDef HSS_methods[] = {
+    {"reset", (PyCFunction)HSS_reset, METH_VARARGS, "reset(seed=0): empty HSS, idle devices"},
+    {"replay", (PyCFunction)HSS_replay, METH_VARARGS,
+     "replay(time_us, op, offset, size, place, latency_out, start=0, stop=-1): fixed placement"},
+    {"begin", (PyCFunction)HSS_begin, METH_VARARGS,
+     "begin(t, op, offset, size) -> needs_placement: phase 1 of a request"},
+    {"finish", (PyCFunction)HSS_finish, METH_VARARGS, "finish(place=0) -> latency_us: phase 2"},
+    {"candidate", (PyCFunction)HSS_candidate, METH_NOARGS, "next migration candidate page, or None"},
+    {"enqueue", (PyCFunction)HSS_enqueue, METH_VARARGS, "enqueue(page, target) -> queued?"},
+    {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
+    {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},
+    {"counters", (PyCFunction)HSS_counters, METH_NOARGS, "run counters"},
+    {"memory_bytes", (PyCFunction)HSS_memory_bytes, METH_NOARGS, "bytes held by the page table, LRU and allocators"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject HSSType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hss_gym._core.HSS",
+    .tp_basicsize = sizeof(HSSObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The native HSS core (hss_gym/csrc/hss.c).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)HSS_init,
+    .tp_dealloc = (destructor)HSS_dealloc,
+    .tp_methods = HSS_methods,
+};
+
+static struct PyModuleDef coremodule = {
+    PyModuleDef_HEAD_INIT, "_core", "Native HSS core and simulated device model.", -1, NULL,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    if (PyType_Ready(&SimDevicesType) < 0 || PyType_Ready(&HSSType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&coremodule);
+    if (!m)
+        return NULL;
+    Py_INCREF(&SimDevicesType);
+    Py_INCREF(&HSSType);
+    if (PyModule_AddObject(m, "SimDevices", (PyObject *)&SimDevicesType) < 0
+        || PyModule_AddObject(m, "HSS", (PyObject *)&HSSType) < 0
+        || PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
+        || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
+        || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

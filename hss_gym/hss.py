@@ -1,0 +1,107 @@
+"""The HSS: a configuration, a backend and the native core, behind one small Python API.
+
+This is the single entry point for placement and migration decisions; environments and policies
+call it, never the C module directly:
+
+>>> hss = HSS("perf_opt", footprint_pages=trace.footprint_pages(), seed=0)
+>>> if hss.begin(t, op, offset, size):      # a placement decision is needed (write/first touch)
+...     ...                                   # observe, decide device d
+>>> latency_us = hss.finish(d)
+>>> page = hss.candidate()                    # migration agent: a previously placed page
+>>> hss.enqueue(page, target)                 # queued; runs in device idle time
+
+Whole traces with a fixed placement device (the built-in reference replays) run entirely in C
+through :meth:`HSS.run_fixed`. See ``hss_gym/csrc/hss.h`` for the model of the core.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hss_gym import _core
+from hss_gym.backends.sim import SimBackend
+from hss_gym.config import HSSConfig, make_config
+from hss_gym.metrics import RunMetrics, compute_metrics
+from hss_gym.workloads.trace import Trace
+
+#: bytes of metadata per touched page in the core (device, slot, count, last access, last move)
+PAGE_META_BYTES: int = _core.PAGE_META_BYTES
+
+
+class HSS:
+    """A hybrid storage system over the simulated backend.
+
+    ``config``: a configuration name, device list or :class:`HSSConfig` (see :mod:`hss_gym.config`);
+    ``footprint_pages``: the workload's distinct pages, which sizes the bounded devices;
+    ``seed``: seeds the device model's randomness (HDD rotation, noise). Same seed, same results.
+    """
+
+    def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", *, footprint_pages: int,
+                 seed: int = 0, **options: Any) -> None:
+        self.config = make_config(config, **options)
+        if int(footprint_pages) <= 0:
+            raise ValueError(f"footprint_pages must be > 0, got {footprint_pages}")
+        self.footprint_pages = int(footprint_pages)
+        self.capacities = self.config.page_capacities(self.footprint_pages)
+        self.backend = SimBackend(list(self.config.devices), self.capacities, seed,
+                                  self.config.noise_p, self.config.noise_sigma)
+        self.core = _core.HSS(self.backend.devices, self.capacities, self.config.queue_size,
+                              self.config.min_interval, self.config.scan_window,
+                              self.config.queue_depth)
+        self.seed = seed
+        self.reset(seed)
+
+    @property
+    def n_devices(self) -> int:
+        return self.config.n_devices
+
+    def reset(self, seed: int | None = None) -> None:
+        """Empty the HSS and idle its devices (reseeded with ``seed`` if given)."""
+        if seed is not None:
+            self.seed = seed
+        self.core.reset(self.seed)
+
+    # -- the decision interface -------------------------------------------------------------
+    def begin(self, t: float, op: int, offset: int, size: int) -> bool:
+        """Start a host request (runs idle-time migrations first). True if it needs a placement
+        decision: every write, and a read touching a page never seen before."""
+        return self.core.begin(t, op, offset, size)
+
+    def finish(self, place: int = 0) -> float:
+        """Complete the pending request on device ``place``; return its latency (µs)."""
+        return self.core.finish(place)
+
+    def candidate(self) -> int | None:
+        """A previously placed page for the migration agent to judge, or None."""
+        return self.core.candidate()
+
+    def enqueue(self, page: int, target: int) -> bool:
+        """Queue a move of ``page`` to ``target`` (False when it is already there or queued)."""
+        return self.core.enqueue(page, target)
+
+    def move(self, page: int, target: int, t: float) -> float:
+        """Move a page now (critical-path migration); return the completion time."""
+        return self.core.move(page, target, t)
+
+    def page(self, page: int) -> dict[str, Any] | None:
+        """Metadata of a page: device, count, last_access, last_move, queued."""
+        return self.core.page(page)
+
+    def counters(self) -> dict[str, Any]:
+        return self.core.counters()
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the page table, LRU queues and slot allocators."""
+        return self.core.memory_bytes()
+
+    # -- whole-trace replay ----------------------------------------------------------------
+    def run_fixed(self, trace: Trace, place: int) -> tuple[np.ndarray, RunMetrics]:
+        """Replay ``trace`` from an empty HSS placing everything on device ``place`` (LRU
+        eviction down the hierarchy when it is full). Returns latencies (µs) and metrics."""
+        trace.validate()
+        self.reset()
+        lat = np.empty(len(trace), dtype=np.float64)
+        self.core.replay(trace.time_us, trace.op, trace.offset, trace.size, place, lat)
+        return lat, compute_metrics(lat, self.counters())

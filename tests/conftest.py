@@ -1,0 +1,18 @@
+"""Shared fixtures. Real traces live in ../shared/traces (never copied into the repository);
+tests that need them skip with a clear message when that folder is absent (e.g. a user's clone)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    """Path of ../shared/traces; skips the test when it is not there."""
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"real sample traces not found at {SHARED_TRACES} "
+                    "(they ship with the development workspace, not with the repository)")
+    return SHARED_TRACES
