@@ -93,7 +93,8 @@ static double gc_factor(const simdev *d)
     return 1.0 + (d->p.gc_max - 1.0) * x * x;
 }
 
-/* Transfer time of a write through the SLC cache (QLC); updates the cache level. */
+/* Transfer time of a write through the SLC cache (QLC); updates the cache level. The cache
+ * refills only while the device is idle: slc_time is when it last stopped writing. */
 static double slc_transfer(simdev *d, double bytes, double t)
 {
     if (t > d->slc_time) {
@@ -151,6 +152,8 @@ double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, in
     if (d->chan_free > xstart)
         xstart = d->chan_free;
     double end = xstart + xfer;
+    if (op == SIMDEV_WRITE && p->slc_bytes > 0)
+        d->slc_time = end;
     d->chan_free = end;
     d->server_free[s] = end;
     d->st.busy_us += end - start;

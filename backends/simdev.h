@@ -56,7 +56,7 @@ typedef struct simdev {
     double server_free[SIMDEV_MAX_SERVERS];
     double chan_free;          /* data channel free at */
     double slc_free;           /* free SLC cache bytes */
-    double slc_time;           /* when slc_free was last brought up to date */
+    double slc_time;           /* end of the last write: idle refill starts there */
     uint64_t head;             /* HDD: slot after the last access (sequential detection) */
     uint64_t rng;              /* xorshift64* state */
     uint64_t used_pages;       /* maintained by the HSS core: utilisation for GC */

@@ -122,16 +122,16 @@ static int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
         q->head = 0;
         q->cap = ncap;
     }
-    q->buf[(q->head + q->len) % q->cap] = (hss_lru_ent){page, stamp};
+    q->buf[(q->head + q->len) % q->cap] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
     q->len++;
     return HSS_OK;
 }
 
 /* An entry is live while the page is still on device d with the same last access. */
-static hss_page *lru_live(hss *h, const hss_lru_ent *e, int d)
+static hss_page *lru_live(hss *h, hss_lru_ent e, int d)
 {
-    hss_page *pg = pt_get(&h->pt, e->page, 0);
-    return (pg && pg->dev == d + 1 && pg->last_access == e->stamp) ? pg : NULL;
+    hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
+    return (pg && pg->dev == d + 1 && (pg->last_access & HSS_STAMP_MASK) == (e & HSS_STAMP_MASK)) ? pg : NULL;
 }
 
 /* Drop dead entries (and duplicates) when the queue outgrows the device's live pages. */
@@ -141,7 +141,7 @@ static void lru_compact(hss *h, int d)
     uint64_t w = 0;
     for (uint64_t i = 0; i < q->len; i++) {
         hss_lru_ent e = q->buf[(q->head + i) % q->cap];
-        hss_page *pg = lru_live(h, &e, d);
+        hss_page *pg = lru_live(h, e, d);
         if (pg && !(pg->flags & HSS_F_MARK)) {
             pg->flags |= HSS_F_MARK;
             q->buf[(q->head + w) % q->cap] = e;
@@ -151,7 +151,7 @@ static void lru_compact(hss *h, int d)
     /* Rewrite from the start of the ring so the order stays oldest -> newest. */
     for (uint64_t i = 0; i < w; i++) {
         hss_lru_ent e = q->buf[(q->head + i) % q->cap];
-        hss_page *pg = pt_get(&h->pt, e.page, 0);
+        hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
         pg->flags &= (uint8_t)~HSS_F_MARK;
     }
     q->len = w;
@@ -165,8 +165,8 @@ static int lru_pop(hss *h, int d, uint64_t *page)
         hss_lru_ent e = q->buf[q->head];
         q->head = (q->head + 1) % q->cap;
         q->len--;
-        if (lru_live(h, &e, d)) {
-            *page = e.page;
+        if (lru_live(h, e, d)) {
+            *page = e >> HSS_STAMP_BITS;
             return 1;
         }
     }
@@ -367,7 +367,7 @@ int hss_candidate(hss *h, uint64_t *page)
     hss_pagetable *pt = &h->pt;
     if (!pt->nchunks)
         return 0;
-    uint32_t examined = 0, budget = h->scan_window * 8, seen = 0;
+    uint32_t examined = 0, budget = h->scan_window * 16, seen = 0; /* >= one chunk by default */
     uint64_t best_interval = 0;
     int found = 0;
     while (examined < budget && seen < h->scan_window) {
@@ -401,7 +401,8 @@ int hss_candidate(hss *h, uint64_t *page)
 
 int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
 {
-    if (size == 0 || (op != SIMDEV_READ && op != SIMDEV_WRITE))
+    if (size == 0 || (op != SIMDEV_READ && op != SIMDEV_WRITE) || offset > HSS_MAX_BYTES
+        || size > HSS_MAX_BYTES - offset)
         return HSS_EINVAL;
     if (h->now >= UINT32_MAX - 1)
         return HSS_ESTEPS;

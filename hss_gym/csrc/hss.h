@@ -59,7 +59,13 @@ typedef struct hss_pagetable {
     uint64_t touched;          /* distinct pages placed so far */
 } hss_pagetable;
 
-typedef struct hss_lru_ent { uint64_t page; uint32_t stamp; } hss_lru_ent;
+/* LRU entry: page number (40 bits: 4 PiB of address space) and the low 24 bits of its access
+ * stamp, 8 bytes. A stamp that aliases after 2^24 steps only makes an entry look live when the
+ * page is on the device anyway; compaction then keeps the oldest one. */
+#define HSS_STAMP_BITS 24
+#define HSS_STAMP_MASK ((1u << HSS_STAMP_BITS) - 1)
+#define HSS_MAX_BYTES (((uint64_t)1 << (64 - HSS_STAMP_BITS + 12)) - 1)
+typedef uint64_t hss_lru_ent;
 typedef struct hss_lru { hss_lru_ent *buf; uint64_t head, len, cap; } hss_lru; /* ring */
 
 typedef struct hss_alloc { uint32_t next, nfree, cap_free; uint32_t *free; } hss_alloc;

@@ -358,7 +358,7 @@ static PyObject *HSS_replay(HSSObject *self, PyObject *args)
     PyBuffer_Release(&bt);
     if (rc != HSS_OK) {
         if (rc == HSS_EINVAL)
-            PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0 and size > 0", i);
+            PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0, size > 0 and offset + size < 4 PiB", i);
         else
             raise_rc(rc);
         return NULL;
@@ -381,7 +381,7 @@ static PyObject *HSS_begin(HSSObject *self, PyObject *args)
         return NULL;
     if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
         PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld "
-                     "(op must be 0/1, offset >= 0, size > 0)", op, off, size);
+                     "(op must be 0/1, offset >= 0, size > 0, offset + size < 4 PiB)", op, off, size);
         return NULL;
     }
     int rc = hss_begin(&self->h, t, op, (uint64_t)off, (uint64_t)size);

@@ -1,0 +1,52 @@
+# hss-gym developer entry points. `make run` and `make test` set everything up on a fresh clone:
+# a virtualenv in .venv with the package installed in editable mode (C core built in place).
+# Set PIP_CONSTRAINT (pip reads it) to pin packages, as .ci/run does for torch.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(EXTRAS)
+EXTRAS ?= test
+CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h)
+SO_STAMP := build/.core-built
+RESULTS ?= results
+
+.PHONY: run test test-slow test-asan bench-perf clean
+
+$(STAMP): pyproject.toml setup.cfg setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	mkdir -p build && touch $@ $(SO_STAMP)
+
+# Rebuild the C core in place when its sources change (editable installs do not).
+$(SO_STAMP): $(STAMP) $(CSRC)
+	$(PY) setup.py -q build_ext --inplace
+	mkdir -p build && touch $@
+
+## The main job: reference policies on standard workloads, leaderboard table + report.
+run: $(SO_STAMP)
+	$(VENV)/bin/hss-gym replay --workload ycsb-b --n 200000 --out $(RESULTS)
+
+## The fast test suite (< 15 min on 2 cores), plus the C core under ASan/UBSan.
+test: $(SO_STAMP) test-asan
+	$(PY) -m pytest -q
+
+test-slow: $(SO_STAMP)
+	$(PY) -m pytest -q -m slow
+
+## The C core (page table, LRU, migration queue, device model) under AddressSanitizer + UBSan.
+test-asan: build/test_core_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
+
+build/test_core_asan: tests/c/test_core.c $(CSRC)
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -Ihss_gym/csrc -Ibackends tests/c/test_core.c hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
+
+## Performance benchmarks (results are quoted in the README).
+bench-perf: $(SO_STAMP)
+	$(PY) benchmarks/perf/bench_replay.py
+	$(PY) benchmarks/perf/bench_memory.py
+
+clean:
+	rm -rf build $(VENV) hss_gym/*.so *.egg-info
