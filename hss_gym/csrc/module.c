@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <string.h>
 
 #include "hss.h"
@@ -490,6 +491,85 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         "touched_pages", self->h.pt.touched, "step", self->h.now, "queue_length", self->h.mq_len);
 }
 
+/* Table-1 bins (Harmonia) of a page in the context of a request. See hss_gym/envs/features.py. */
+static int log_bin(double x, double per_octave)
+{
+    int b = (int)(per_octave * log2(1.0 + x));
+    return b > 63 ? 63 : b;
+}
+
+/* features(page, op, npages, out, sibyl=False): write the observation of `page` (-1: a page never
+ * seen) for a request of type `op` and `npages` pages into `out`: float32 scaled to [0, 1], or
+ * int64 bin indices. Layout: harmonia = req_type, req_size, acc_intr, acc_freq, fast_cap, curr_dev,
+ * migr_intr, then free space of devices 1..N-2; sibyl = req_size, req_type, acc_intr, acc_freq,
+ * fast_cap, curr_dev. */
+static PyObject *HSS_features(HSSObject *self, PyObject *args)
+{
+    long long page;
+    int op, sibyl = 0;
+    unsigned long long npages;
+    PyObject *out;
+    if (!PyArg_ParseTuple(args, "LiKO|p", &page, &op, &npages, &out, &sibyl))
+        return NULL;
+    hss *h = &self->h;
+    hss_page *pg = page >= 0 ? hss_lookup(h, (uint64_t)page) : NULL;
+    if (pg && !pg->dev)
+        pg = NULL;
+    int nbins[HSS_MAX_DEV + 8], bins[HSS_MAX_DEV + 8], k = 0;
+    int size_bin = npages <= 1 ? 0 : (int)log2((double)npages);
+    if (size_bin > 7)
+        size_bin = 7;
+    double free0 = 1.0 - (double)h->dev[0].used_pages / (double)h->cap[0];
+    int fast_bin = free0 <= 0 ? 0 : (int)(free0 * 8.0);
+    if (fast_bin > 7)
+        fast_bin = 7;
+    int acc = pg ? log_bin((double)(h->now - pg->last_access), 2.0) : 63;
+    int freq = pg ? log_bin((double)pg->count, 4.0) : 0;
+    int migr = pg ? log_bin((double)(h->now - pg->last_move), 2.0) : 63;
+    int dev = pg ? hss_dev_of(pg) : h->home;
+    if (sibyl) {
+        nbins[k] = 8; bins[k++] = size_bin;
+        nbins[k] = 2; bins[k++] = op;
+        nbins[k] = 64; bins[k++] = acc;
+        nbins[k] = 64; bins[k++] = freq;
+        nbins[k] = 8; bins[k++] = fast_bin;
+        nbins[k] = h->ndev; bins[k++] = dev;
+    } else {
+        nbins[k] = 2; bins[k++] = op;
+        nbins[k] = 8; bins[k++] = size_bin;
+        nbins[k] = 64; bins[k++] = acc;
+        nbins[k] = 64; bins[k++] = freq;
+        nbins[k] = 8; bins[k++] = fast_bin;
+        nbins[k] = h->ndev; bins[k++] = dev;
+        nbins[k] = 64; bins[k++] = migr;
+        for (int d = 1; d < h->ndev - 1; d++) {
+            double fr = 1.0 - (double)h->dev[d].used_pages / (double)h->cap[d];
+            int b = fr <= 0 ? 0 : (int)(fr * 8.0);
+            nbins[k] = 8; bins[k++] = b > 7 ? 7 : b;
+        }
+    }
+    Py_buffer b;
+    if (PyObject_GetBuffer(out, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        return NULL;
+    const char *f = b.format ? b.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int is_f32 = f[0] == 'f' && b.itemsize == 4, is_i64 = (f[0] == 'q' || f[0] == 'l') && b.itemsize == 8;
+    if (b.ndim != 1 || b.shape[0] != k || (!is_f32 && !is_i64)) {
+        PyBuffer_Release(&b);
+        PyErr_Format(PyExc_ValueError, "out must be a float32 or int64 array of length %d", k);
+        return NULL;
+    }
+    for (int i = 0; i < k; i++) {
+        if (is_f32)
+            ((float *)b.buf)[i] = nbins[i] > 1 ? (float)bins[i] / (float)(nbins[i] - 1) : 0.0f;
+        else
+            ((int64_t *)b.buf)[i] = bins[i];
+    }
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyObject *HSS_memory_bytes(HSSObject *self, PyObject *Py_UNUSED(ignored))
 {
     return PyLong_FromSize_t(hss_memory_bytes(&self->h));
@@ -507,6 +587,8 @@ static PyMethodDef HSS_methods[] = {
     {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
     {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},
     {"counters", (PyCFunction)HSS_counters, METH_NOARGS, "run counters"},
+    {"features", (PyCFunction)HSS_features, METH_VARARGS,
+     "features(page, op, npages, out, sibyl=False): observation bins of a page into out"},
     {"memory_bytes", (PyCFunction)HSS_memory_bytes, METH_NOARGS, "bytes held by the page table, LRU and allocators"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,0 +1,313 @@
+"""``hss/Harmonia-v0``: the two-agent hybrid-storage environment (PettingZoo ``ParallelEnv``).
+
+## Description
+A hybrid storage system (fast and slow block devices behind one address space) replays a block
+I/O trace. **One step = one host request**, in arrival order. Two agents act on it:
+
+* ``placement`` decides which device receives a write, or a page touched for the first time;
+* ``migration`` judges one *candidate page* per step, chosen by the environment's scanner among
+  previously placed pages (Harmonia section 4.3: long access/migration intervals first, recently
+  moved pages skipped). Its action is the page's target device; its current device means "stay".
+  Moves go to a migration queue (``queue_size``, default 10) that runs in device idle time; when
+  the queue is full the oldest move runs at once, competing with host I/O.
+
+## Agents
+``possible_agents == agents == ["placement", "migration"]`` for the whole episode. An agent with
+no decision this step has ``infos[agent]["acting"] == False``; its action is ignored.
+
+## Action space
+``Discrete(N)`` for both agents, N = number of devices, device 0 the fastest.
+
+## Observation space
+``Box(0, 1, (7 + max(0, N - 2),), float32)`` per agent: the Table-1 features of
+:mod:`hss_gym.envs.features` (``raw_bins=True``: ``MultiDiscrete`` bin indices).
+
+## Rewards
+* placement (immediate, Harmonia eq. 2): ``L_ref / L_t`` for the request it placed, where
+  ``L_t`` is that request's latency and ``L_ref`` the fast device's 4 KiB read service time
+  (``reward_ref_us``; 10.9 µs on perf_opt), so a request served at fast-device speed earns ~1;
+  0 on steps where it did not act.
+* migration (delayed, Harmonia eq. 3): after ``x`` (=10) of its moves have been executed, the next
+  ``n`` (=50) host requests' latencies give ``L_ref * n / sum(L_i) - P``, with
+  ``P = penalty * mean(1 / acc_intr + 1 / migr_intr)`` over those ``x`` moves (intervals in
+  requests at decision time; discourages ping-pong). Returned on the step it becomes known, with
+  ``infos["migration"]["credit"]`` = the step indices of the ``x`` actions it pays for; 0 otherwise.
+
+## Episode end
+Truncation after the last request of the trace (or ``max_steps``); no termination.
+
+## Infos
+Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device), ``step``.
+Placement: ``latency_us`` of the request just served. Migration: ``credit`` (list, possibly empty)
+and ``page`` (the candidate now observed, or -1). On the final step both carry ``metrics`` (the
+run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them at any time.
+
+## Options (constructor keywords; ``reset(options=...)`` may change ``workload``/``window``)
+``config`` (name, device list or HSSConfig), ``workload`` (name or trace path), ``n_requests``,
+``window`` ((start, stop) slice of the trace), ``backend`` ("sim"), ``max_steps``, ``raw_bins``,
+``features`` ("harmonia" or "sibyl"), ``reward_n`` (50), ``reward_x`` (10), ``penalty`` (0.01),
+``reward_ref_us``, ``migration`` (False disables the migration agent's decisions), plus any
+:class:`hss_gym.config.HSSConfig` field (``queue_size``, ``fast_fraction``, ``queue_depth``, ...).
+
+## Example
+>>> import hss_gym
+>>> env = hss_gym.parallel_env(config="perf_opt", workload="ycsb-b", n_requests=10_000)
+>>> obs, infos = env.reset(seed=0)
+>>> while env.agents:
+...     actions = {a: env.action_space(a).sample() for a in env.agents}
+...     obs, rewards, terms, truncs, infos = env.step(actions)
+>>> infos["placement"]["metrics"]["mean_latency_us"]
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import deque
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from hss_gym.config import HSSConfig, make_config
+from hss_gym.envs.features import feature_names, observation_space
+from hss_gym.hss import HSS
+from hss_gym.metrics import RunMetrics, compute_metrics
+from hss_gym.workloads.trace import PAGE_SIZE, Trace
+
+AGENTS = ["placement", "migration"]
+_ENV_KEYS = {"workload", "n_requests", "window", "backend", "max_steps", "raw_bins", "features",
+             "reward_n", "reward_x", "penalty", "reward_ref_us", "migration", "render_mode"}
+
+
+class HSSParallelEnv(ParallelEnv):
+    """See the module docstring."""
+
+    metadata = {"name": "hss_harmonia_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+
+    def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: "str | Trace" = "ycsb-b",
+                 *, n_requests: int = 100_000, window: tuple[int, int] | None = None, backend: str = "sim",
+                 max_steps: int | None = None, raw_bins: bool = False, features: str = "harmonia",
+                 reward_n: int = 50, reward_x: int = 10, penalty: float = 0.01,
+                 reward_ref_us: float | None = None, migration: bool = True,
+                 render_mode: str | None = None, **config_options: Any) -> None:
+        if backend != "sim":
+            raise ValueError(f"unknown backend {backend!r}; available: 'sim'")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        for name, v in (("reward_n", reward_n), ("reward_x", reward_x)):
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if penalty < 0:
+            raise ValueError(f"penalty must be >= 0, got {penalty}")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.cfg = make_config(config, **config_options)
+        self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
+        self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
+        self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
+        self.render_mode = render_mode
+        n = self.cfg.n_devices
+        self.feature_names = feature_names(n, features)
+        self._obs_space = observation_space(n, features, raw_bins)
+        self._act_space = spaces.Discrete(n)
+        self._dtype = np.int64 if raw_bins else np.float32
+        self.possible_agents = list(AGENTS)
+        self.agents: list[str] = []
+        self._mask = np.ones(n, dtype=np.int8)
+        self.reward_ref_us = float(reward_ref_us) if reward_ref_us else self._default_ref()
+        self._workload_spec = workload
+        self._trace: Trace | None = None
+        self._hss: HSS | None = None
+        self._seed = 0
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        self._check_agent(agent)
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        self._check_agent(agent)
+        return self._act_space
+
+    def _check_agent(self, agent: str) -> None:
+        if agent not in AGENTS:
+            raise KeyError(f"unknown agent {agent!r}; agents are {AGENTS}")
+
+    def _default_ref(self) -> float:
+        from hss_gym.backends.sim import timing_params
+        p = timing_params(self.cfg.devices[0], 1)
+        return p["read_us"] + PAGE_SIZE / p["read_bw"]
+
+    # ------------------------------------------------------------------ episode
+    def _load_trace(self, spec: "str | Trace", seed: int) -> Trace:
+        if isinstance(spec, Trace):
+            tr = spec
+        else:
+            from hss_gym.workloads.registry import get_trace
+            tr = get_trace(spec, n=self.n_requests, seed=seed)
+        if self.window is not None:
+            start, stop = self.window
+            if not 0 <= start < stop <= len(tr):
+                raise ValueError(f"window {self.window} is outside the trace's {len(tr)} requests")
+            tr = tr.slice(start, stop)
+        return tr.validate()
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        options = dict(options or {})
+        unknown = set(options) - {"workload", "window"}
+        if unknown:  # PettingZoo's API test passes arbitrary options: warn, do not fail
+            warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; valid: 'workload', 'window'",
+                          stacklevel=2)
+        if seed is not None:
+            self._seed = int(seed)
+        if "window" in options:
+            self.window = options["window"]
+        if "workload" in options or "window" in options or self._trace is None or seed is not None:
+            spec = options.get("workload", self._workload_spec)
+            self._workload_spec = spec
+            self._trace = self._load_trace(spec, self._seed)
+            self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed)
+        tr = self._trace
+        self._hss.reset(self._seed)
+        self._t, self._op = tr.time_us, tr.op
+        self._first = tr.offset // PAGE_SIZE
+        self._npages = (tr.offset + tr.size - 1) // PAGE_SIZE - self._first + 1
+        self._offset, self._size = tr.offset, tr.size
+        self._end = len(tr) if self.max_steps is None else min(len(tr), self.max_steps)
+        self._i = 0
+        self._latencies = np.empty(len(tr), dtype=np.float64)
+        self._pending: deque[tuple[int, float]] = deque()  # (step, 1/acc + 1/migr) of queued moves
+        self._executed: list[tuple[int, float]] = []
+        self._window_left = 0
+        self._window_sum = 0.0
+        self._window_credit: list[int] = []
+        self._window_pen = 0.0
+        self._moved = 0
+        self.agents = list(AGENTS)
+        self._begin()
+        return self._observe(), self._infos(0.0, [])
+
+    def _begin(self) -> None:
+        i = self._i
+        self._needs = self._hss.core.begin(self._t[i], int(self._op[i]), int(self._offset[i]), int(self._size[i]))
+        self._cand = self._hss.core.candidate() if self.migration_enabled else None
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        i, core = self._i, self._hss.core
+        op, npg = int(self._op[i]), int(self._npages[i])
+        sibyl = self.kind == "sibyl"
+        po = np.empty(self._obs_space.shape, dtype=self._dtype)
+        core.features(int(self._first[i]), op, npg, po, sibyl)
+        mo = np.empty(self._obs_space.shape, dtype=self._dtype)
+        core.features(-1 if self._cand is None else self._cand, op, npg, mo, sibyl)
+        return {"placement": po, "migration": mo}
+
+    def _infos(self, latency: float, credit: list[int]) -> dict[str, dict[str, Any]]:
+        step = self._i
+        return {
+            "placement": {"acting": bool(self._needs), "action_mask": self._mask, "step": step,
+                          "latency_us": latency},
+            "migration": {"acting": self._cand is not None, "action_mask": self._mask, "step": step,
+                          "credit": credit, "page": -1 if self._cand is None else self._cand},
+        }
+
+    def _action(self, actions: dict[str, Any], agent: str) -> int:
+        a = actions[agent]
+        if isinstance(a, np.ndarray) and a.shape == ():
+            a = a.item()
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"action for {agent!r} must be an int in [0, {self._act_space.n}), got {a!r}")
+        if not 0 <= a < self._act_space.n:
+            raise ValueError(f"action for {agent!r} must be in [0, {self._act_space.n}), got {a}")
+        return int(a)
+
+    def step(self, actions: dict[str, Any]):
+        if not self.agents:
+            raise RuntimeError("step() called on a finished episode (or before reset()); call reset()")
+        if set(actions) != set(AGENTS):
+            raise KeyError(f"actions must have exactly the keys {AGENTS}; got {sorted(actions)}")
+        core, i = self._hss.core, self._i
+        place = self._action(actions, "placement") if self._needs else 0
+        move = self._action(actions, "migration") if self._cand is not None else None
+        latency = core.finish(place)
+        self._latencies[i] = latency
+        r_place = self.reward_ref_us / max(latency, 1e-9) if self._needs else 0.0
+        if move is not None:
+            info = core.page(self._cand)
+            if core.enqueue(self._cand, move):
+                acc = max(1, i + 1 - info["last_access"])
+                mig = max(1, i + 1 - info["last_move"])
+                self._pending.append((i, 1.0 / acc + 1.0 / mig))
+        r_migr, credit = self._migration_reward(latency)
+        self._i += 1
+        done = self._i >= self._end
+        if not done:
+            self._begin()
+            obs = self._observe()
+        else:
+            obs = {a: np.zeros(self._obs_space.shape, dtype=self._dtype) for a in AGENTS}
+            self._needs, self._cand = False, None
+        infos = self._infos(latency, credit)
+        if done:
+            summary = self.metrics().to_dict()
+            for a in AGENTS:
+                infos[a]["metrics"] = summary
+            self.agents = []
+        rewards = {"placement": r_place, "migration": r_migr}
+        terms = {a: False for a in AGENTS}
+        truncs = {a: done for a in AGENTS}
+        return obs, rewards, terms, truncs, infos
+
+    def _migration_reward(self, latency: float) -> tuple[float, list[int]]:
+        """Harmonia eq. 3: count executed moves; after x, average the next n latencies."""
+        c = self._hss.core.counters()
+        executed = c["migrations"] + c["migrations_stale"] - self._moved
+        self._moved += executed
+        for _ in range(min(executed, len(self._pending))):
+            self._executed.append(self._pending.popleft())
+        if self._window_left:
+            self._window_sum += latency
+            self._window_left -= 1
+            if self._window_left == 0:
+                r = self.reward_ref_us * self.reward_n / max(self._window_sum, 1e-9) - self._window_pen
+                return r, self._window_credit
+        elif len(self._executed) >= self.reward_x:
+            batch, self._executed = self._executed[:self.reward_x], self._executed[self.reward_x:]
+            self._window_credit = [s for s, _ in batch]
+            self._window_pen = self.penalty * float(np.mean([p for _, p in batch]))
+            self._window_left, self._window_sum = self.reward_n, 0.0
+        return 0.0, []
+
+    # ------------------------------------------------------------------ extras
+    def metrics(self) -> RunMetrics:
+        """Metrics of the requests served so far in this episode."""
+        if self._hss is None or self._i == 0:
+            raise RuntimeError("no request has been served yet")
+        return compute_metrics(self._latencies[:self._i], self._hss.counters())
+
+    def state(self) -> np.ndarray:
+        """Global state: both agents' observations concatenated."""
+        if self._hss is None:
+            raise RuntimeError("call reset() first")
+        if not self.agents:
+            return np.zeros(2 * self._obs_space.shape[0], dtype=self._dtype)
+        o = self._observe()
+        return np.concatenate([o["placement"], o["migration"]])
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        if self._hss is None:
+            return "hss-gym: not reset"
+        c = self._hss.counters()
+        used = ", ".join(f"{p.id} {u}/{cap if d < self.cfg.n_devices - 1 else '∞'}"
+                         for d, (p, u, cap) in enumerate(zip(self.cfg.devices, c["used_pages"], self._hss.capacities)))
+        mean = self._latencies[:self._i].mean() if self._i else float("nan")
+        return (f"step {self._i}/{self._end}  mean latency {mean:.1f} us  pages [{used}]  "
+                f"queue {c['queue_length']}/{self.cfg.queue_size}  migrations {c['migrations']}  "
+                f"evictions {c['evictions']}")
+
+    def close(self) -> None:
+        self._hss = None
+        self.agents = []
