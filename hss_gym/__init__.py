@@ -1,2 +1,34 @@
-"""hss-gym: reinforcement-learning environments for hybrid storage systems."""
+"""hss-gym: reinforcement-learning environments for data placement and migration in hybrid
+storage systems.
+
+* ``hss_gym.parallel_env(...)`` — the two-agent PettingZoo env (placement + migration);
+* ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs;
+* ``hss_gym.HSS`` — the simulated hybrid storage system itself;
+* ``hss_gym.workloads`` — traces and the paper's synthetic workloads.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from hss_gym.hss import HSS
+
 __version__ = "0.1.0"
+__all__ = ["HSS", "parallel_env", "__version__"]
+
+
+def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: str = "sim", **options: Any):
+    """The two-agent environment ``hss/Harmonia-v0`` (see :mod:`hss_gym.envs.parallel`)."""
+    from hss_gym.envs.parallel import HSSParallelEnv
+    return HSSParallelEnv(config, workload, backend=backend, **options)
+
+
+def _register() -> None:
+    for env_id, entry in (("hss/Placement-v0", "hss_gym.envs.single:placement_env"),
+                          ("hss/Migration-v0", "hss_gym.envs.single:migration_env")):
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=entry, disable_env_checker=True)
+
+
+_register()

@@ -206,9 +206,9 @@ class HSSParallelEnv(ParallelEnv):
     def _infos(self, latency: float, credit: list[int]) -> dict[str, dict[str, Any]]:
         step = self._i
         return {
-            "placement": {"acting": bool(self._needs), "action_mask": self._mask, "step": step,
+            "placement": {"acting": bool(self._needs), "action_mask": self._mask.copy(), "step": step,
                           "latency_us": latency},
-            "migration": {"acting": self._cand is not None, "action_mask": self._mask, "step": step,
+            "migration": {"acting": self._cand is not None, "action_mask": self._mask.copy(), "step": step,
                           "credit": credit, "page": -1 if self._cand is None else self._cand},
         }
 

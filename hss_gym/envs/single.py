@@ -1,0 +1,131 @@
+"""Single-agent Gymnasium environments built on the two-agent env.
+
+``SingleAgentEnv(parallel_env, agent, other_policy)`` exposes one agent of
+:class:`~hss_gym.envs.parallel.HSSParallelEnv` as a ``gymnasium.Env``, the other agent following a
+fixed policy. It advances through requests on which the learner has no decision (the other agent
+still acts, the HSS still serves them) so **every step is a decision**; rewards earned on skipped
+requests (the migration agent's delayed reward) are added to the next returned reward.
+
+Registered at ``import hss_gym``:
+
+* ``hss/Placement-v0`` — Sibyl's problem (ISCA'22): the learner places each write and first touch;
+  when the fast device is full its LRU page is evicted to the next device on the critical path; no
+  migration. Observation: Sibyl's six features (req_size, req_type, acc_intr, acc_freq, fast_cap,
+  curr_dev) as ``Box(0, 1, (6,))``. Reward: ``L_ref / latency`` of the placed request.
+* ``hss/Migration-v0`` — the learner migrates the scanner's candidate pages; placement follows a
+  fixed policy (``placement_policy``: ``"fast"`` = fast device until full, then LRU eviction
+  (default), or ``"slow"``). Observation: Harmonia's features of the candidate. Reward: the delayed
+  migration reward (eq. 3); ``info["credit"]`` names the decision steps it pays for.
+
+Both accept every :class:`HSSParallelEnv` keyword (``config``, ``workload``, ``n_requests``, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
+
+Policy = Callable[[np.ndarray, dict[str, Any]], int]
+
+
+def fixed_device(device: int) -> Policy:
+    """A policy that always answers ``device`` (e.g. 0 = fast until full, then LRU eviction)."""
+    return lambda obs, info: device
+
+
+def stay(obs: np.ndarray, info: dict[str, Any]) -> int:
+    """Migration policy that never moves anything (answers the candidate's current device)."""
+    page = info.get("page", -1)
+    return int(info["current_device"]) if page >= 0 else 0
+
+
+class SingleAgentEnv(gym.Env):
+    """One agent of the parallel env as a Gymnasium env; see the module docstring."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, parallel_env: HSSParallelEnv, agent: str, other_policy: Policy) -> None:
+        if agent not in AGENTS:
+            raise ValueError(f"agent must be one of {AGENTS}, got {agent!r}")
+        self.env, self.agent = parallel_env, agent
+        self.other = AGENTS[1 - AGENTS.index(agent)]
+        self.other_policy = other_policy
+        self.observation_space = parallel_env.observation_space(agent)
+        self.action_space = parallel_env.action_space(agent)
+        self.render_mode = parallel_env.render_mode
+        self._obs: dict[str, np.ndarray] | None = None
+
+    def _other_action(self) -> int:
+        info = dict(self._infos[self.other])
+        if self.other == "migration" and info["page"] >= 0:
+            info["current_device"] = self.env._hss.page(info["page"])["device"]
+        return self.other_policy(self._obs[self.other], info)
+
+    def _advance(self, reward: float) -> tuple[float, bool]:
+        """Step until the learner has a decision or the episode ends; returns reward, done."""
+        while not self._infos[self.agent]["acting"]:
+            if not self.env.agents:
+                return reward, True
+            acts = {self.agent: 0, self.other: self._other_action()}
+            self._obs, rew, _, trunc, self._infos = self.env.step(acts)
+            reward += rew[self.agent]
+            self._credit += self._infos[self.agent].get("credit", [])
+            if trunc[self.agent]:
+                return reward, True
+        return reward, False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._obs, self._infos = self.env.reset(seed=seed, options=options)
+        self._credit: list[int] = []
+        _, done = self._advance(0.0)
+        if done:
+            raise ValueError("the trace contains no decision for the learner")
+        return self._obs[self.agent], self._info()
+
+    def _info(self) -> dict[str, Any]:
+        info = dict(self._infos[self.agent])
+        if self.agent == "migration":
+            info["credit"] = self._credit
+        return info
+
+    def step(self, action: Any):
+        if self._obs is None:
+            raise RuntimeError("step() called before reset()")
+        if not self.env.agents:
+            raise RuntimeError("step() called on a finished episode; call reset()")
+        self._credit = []
+        acts = {self.agent: action, self.other: self._other_action()}
+        self._obs, rew, _, trunc, self._infos = self.env.step(acts)
+        self._credit += self._infos[self.agent].get("credit", [])
+        reward, done = rew[self.agent], trunc[self.agent]
+        if not done:
+            reward, done = self._advance(reward)
+        return self._obs[self.agent], float(reward), False, bool(done), self._info()
+
+    def render(self) -> str | None:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def placement_env(**kwargs: Any) -> SingleAgentEnv:
+    """``hss/Placement-v0``: Sibyl's single-agent placement problem."""
+    kwargs.setdefault("features", "sibyl")
+    kwargs["migration"] = False
+    return SingleAgentEnv(HSSParallelEnv(**kwargs), "placement", fixed_device(0))
+
+
+def migration_env(placement_policy: str = "fast", **kwargs: Any) -> SingleAgentEnv:
+    """``hss/Migration-v0``: the learner migrates; placement follows ``placement_policy``."""
+    policies = {"fast": 0, "slow": -1}
+    if placement_policy not in policies:
+        raise ValueError(f"placement_policy must be one of {sorted(policies)}, got {placement_policy!r}")
+    env = HSSParallelEnv(**kwargs)
+    device = policies[placement_policy] % env.cfg.n_devices
+    return SingleAgentEnv(env, "migration", fixed_device(device))
