@@ -110,7 +110,7 @@ class HSSConfig:
         unknown = set(kw) - set(self.__dataclass_fields__)
         if unknown:
             raise ValueError(f"unknown config option(s) {sorted(unknown)}; valid: "
-                             f"{sorted(set(self.__dataclass_fields__) - {'meta', 'devices', 'name'})}")
+                             f"{sorted(set(self.__dataclass_fields__) - {'meta', 'devices', 'name'})} and fast_fraction")
         return replace(self, **kw)
 
     def digest(self) -> str:
