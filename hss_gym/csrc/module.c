@@ -231,6 +231,8 @@ typedef struct {
     hss h;
     int ready;
     SimDevicesObject *devices; /* strong reference: h.dev points into it */
+    long long cand;            /* env: current migration candidate, -1 if none */
+    uint64_t moved_seen;       /* env: executed + stale moves already reported */
 } HSSObject;
 
 static void HSS_dealloc(HSSObject *self)
@@ -503,19 +505,15 @@ static int log_bin(double x, double per_octave)
  * int64 bin indices. Layout: harmonia = req_type, req_size, acc_intr, acc_freq, fast_cap, curr_dev,
  * migr_intr, then free space of devices 1..N-2; sibyl = req_size, req_type, acc_intr, acc_freq,
  * fast_cap, curr_dev. */
-static PyObject *HSS_features(HSSObject *self, PyObject *args)
+/* Observation of `page` (-1 or unplaced: a page never seen) for a request of type `op` and
+ * `npages` pages; writes bins and their sizes, returns the number of features. */
+static int compute_features(hss *h, long long page, int op, unsigned long long npages, int sibyl,
+                            int *bins, int *nbins)
 {
-    long long page;
-    int op, sibyl = 0;
-    unsigned long long npages;
-    PyObject *out;
-    if (!PyArg_ParseTuple(args, "LiKO|p", &page, &op, &npages, &out, &sibyl))
-        return NULL;
-    hss *h = &self->h;
     hss_page *pg = page >= 0 ? hss_lookup(h, (uint64_t)page) : NULL;
     if (pg && !pg->dev)
         pg = NULL;
-    int nbins[HSS_MAX_DEV + 8], bins[HSS_MAX_DEV + 8], k = 0;
+    int k = 0;
     int size_bin = npages <= 1 ? 0 : (int)log2((double)npages);
     if (size_bin > 7)
         size_bin = 7;
@@ -534,23 +532,31 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
         nbins[k] = 64; bins[k++] = freq;
         nbins[k] = 8; bins[k++] = fast_bin;
         nbins[k] = h->ndev; bins[k++] = dev;
-    } else {
-        nbins[k] = 2; bins[k++] = op;
-        nbins[k] = 8; bins[k++] = size_bin;
-        nbins[k] = 64; bins[k++] = acc;
-        nbins[k] = 64; bins[k++] = freq;
-        nbins[k] = 8; bins[k++] = fast_bin;
-        nbins[k] = h->ndev; bins[k++] = dev;
-        nbins[k] = 64; bins[k++] = migr;
-        for (int d = 1; d < h->ndev - 1; d++) {
-            double fr = 1.0 - (double)h->dev[d].used_pages / (double)h->cap[d];
-            int b = fr <= 0 ? 0 : (int)(fr * 8.0);
-            nbins[k] = 8; bins[k++] = b > 7 ? 7 : b;
-        }
+        return k;
     }
+    nbins[k] = 2; bins[k++] = op;
+    nbins[k] = 8; bins[k++] = size_bin;
+    nbins[k] = 64; bins[k++] = acc;
+    nbins[k] = 64; bins[k++] = freq;
+    nbins[k] = 8; bins[k++] = fast_bin;
+    nbins[k] = h->ndev; bins[k++] = dev;
+    nbins[k] = 64; bins[k++] = migr;
+    for (int d = 1; d < h->ndev - 1; d++) {
+        double fr = 1.0 - (double)h->dev[d].used_pages / (double)h->cap[d];
+        int b = fr <= 0 ? 0 : (int)(fr * 8.0);
+        nbins[k] = 8; bins[k++] = b > 7 ? 7 : b;
+    }
+    return k;
+}
+
+/* Write the features of `page` into a float32 (scaled to [0, 1]) or int64 (bins) buffer. */
+static int write_features(hss *h, long long page, int op, unsigned long long npages, int sibyl, PyObject *out)
+{
+    int bins[HSS_MAX_DEV + 8], nbins[HSS_MAX_DEV + 8];
+    int k = compute_features(h, page, op, npages, sibyl, bins, nbins);
     Py_buffer b;
     if (PyObject_GetBuffer(out, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
-        return NULL;
+        return -1;
     const char *f = b.format ? b.format : "B";
     if (*f == '<' || *f == '=' || *f == '@')
         f++;
@@ -558,7 +564,7 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
     if (b.ndim != 1 || b.shape[0] != k || (!is_f32 && !is_i64)) {
         PyBuffer_Release(&b);
         PyErr_Format(PyExc_ValueError, "out must be a float32 or int64 array of length %d", k);
-        return NULL;
+        return -1;
     }
     for (int i = 0; i < k; i++) {
         if (is_f32)
@@ -567,7 +573,119 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
             ((int64_t *)b.buf)[i] = bins[i];
     }
     PyBuffer_Release(&b);
+    return 0;
+}
+
+/* features(page, op, npages, out, sibyl=False): the observation of a page (see
+ * hss_gym/envs/features.py for the layout) into `out`. */
+static PyObject *HSS_features(HSSObject *self, PyObject *args)
+{
+    long long page;
+    int op, sibyl = 0;
+    unsigned long long npages;
+    PyObject *out;
+    if (!PyArg_ParseTuple(args, "LiKO|p", &page, &op, &npages, &out, &sibyl))
+        return NULL;
+    if (write_features(&self->h, page, op, npages, sibyl, out) < 0)
+        return NULL;
     Py_RETURN_NONE;
+}
+
+/* env_step(place, move, next, obs_p, obs_m, sibyl, scan) — one environment step in one call:
+ *   finish the pending request on `place`; if `move` >= 0 queue the current candidate's move to
+ *   `move`; then, if `next` = (t, op, offset, size) is not None, begin it, pick the next candidate
+ *   (when `scan`) and write both observations.
+ * Returns (latency, queued, penalty_term, executed, needs_placement, candidate) where
+ * penalty_term = 1/acc_intr + 1/migr_intr of the queued page, executed = moves executed or
+ * dropped as stale since the last call, candidate = next candidate page or -1. */
+static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
+{
+    int place, move, sibyl, scan;
+    PyObject *next, *po, *mo;
+    if (!PyArg_ParseTuple(args, "iiOOOpp", &place, &move, &next, &po, &mo, &sibyl, &scan))
+        return NULL;
+    hss *h = &self->h;
+    if (!h->cur.active) {
+        PyErr_SetString(PyExc_RuntimeError, "env_step() without a pending request");
+        return NULL;
+    }
+    if (h->cur.needs_placement && (place < 0 || place >= h->ndev)) {
+        PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", h->ndev - 1, place);
+        return NULL;
+    }
+    double lat;
+    int rc = hss_finish(h, place, &lat);
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    int queued = 0;
+    double pen = 0.0;
+    if (move >= 0 && self->cand >= 0) {
+        hss_page *pg = hss_lookup(h, (uint64_t)self->cand);
+        if (pg && pg->dev) {
+            double acc = (double)(h->now - pg->last_access), mig = (double)(h->now - pg->last_move);
+            pen = 1.0 / (acc < 1 ? 1 : acc) + 1.0 / (mig < 1 ? 1 : mig);
+        }
+        rc = hss_enqueue(h, (uint64_t)self->cand, move);
+        if (rc < 0)
+            return raise_rc(rc), NULL;
+        queued = rc;
+    }
+    int needs = 0;
+    self->cand = -1;
+    if (next != Py_None) {
+        double t;
+        int op;
+        long long off, size;
+        if (!PyArg_ParseTuple(next, "diLL", &t, &op, &off, &size))
+            return NULL;
+        if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
+            PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
+            return NULL;
+        }
+        rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
+        if (rc != HSS_OK)
+            return raise_rc(rc), NULL;
+        needs = h->cur.needs_placement;
+        uint64_t page;
+        if (scan && hss_candidate(h, &page))
+            self->cand = (long long)page;
+        unsigned long long npages = h->cur.p1 - h->cur.p0 + 1;
+        if (write_features(h, (long long)h->cur.p0, op, npages, sibyl, po) < 0
+            || write_features(h, self->cand, op, npages, sibyl, mo) < 0)
+            return NULL;
+    }
+    uint64_t moved = h->c.migrations + h->c.migrations_stale;
+    long long executed = (long long)(moved - self->moved_seen);
+    self->moved_seen = moved;
+    return Py_BuildValue("(didiiL)", lat, queued, pen, (int)executed, needs, self->cand);
+}
+
+/* env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan) -> (needs_placement, candidate):
+ * the first request of an episode (after reset). */
+static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
+{
+    double t;
+    int op, sibyl, scan;
+    long long off, size;
+    PyObject *po, *mo;
+    if (!PyArg_ParseTuple(args, "diLLOOpp", &t, &op, &off, &size, &po, &mo, &sibyl, &scan))
+        return NULL;
+    if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
+        PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
+        return NULL;
+    }
+    hss *h = &self->h;
+    int rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    uint64_t page;
+    self->cand = scan && hss_candidate(h, &page) ? (long long)page : -1;
+    self->moved_seen = h->c.migrations + h->c.migrations_stale;
+    unsigned long long npages = h->cur.p1 - h->cur.p0 + 1;
+    if (write_features(h, (long long)h->cur.p0, op, npages, sibyl, po) < 0
+        || write_features(h, self->cand, op, npages, sibyl, mo) < 0)
+        return NULL;
+    return Py_BuildValue("(iL)", h->cur.needs_placement, self->cand);
 }
 
 static PyObject *HSS_memory_bytes(HSSObject *self, PyObject *Py_UNUSED(ignored))
@@ -587,6 +705,10 @@ static PyMethodDef HSS_methods[] = {
     {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
     {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},
     {"counters", (PyCFunction)HSS_counters, METH_NOARGS, "run counters"},
+    {"env_step", (PyCFunction)HSS_env_step, METH_VARARGS,
+     "env_step(place, move, next, obs_p, obs_m, sibyl, scan): one environment step (see source)"},
+    {"env_begin", (PyCFunction)HSS_env_begin, METH_VARARGS,
+     "env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan): first request of an episode"},
     {"features", (PyCFunction)HSS_features, METH_VARARGS,
      "features(page, op, npages, out, sibyl=False): observation bins of a page into out"},
     {"memory_bytes", (PyCFunction)HSS_memory_bytes, METH_NOARGS, "bytes held by the page table, LRU and allocators"},

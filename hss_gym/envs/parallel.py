@@ -170,38 +170,28 @@ class HSSParallelEnv(ParallelEnv):
             self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed)
         tr = self._trace
         self._hss.reset(self._seed)
-        self._t, self._op = tr.time_us, tr.op
-        self._first = tr.offset // PAGE_SIZE
-        self._npages = (tr.offset + tr.size - 1) // PAGE_SIZE - self._first + 1
-        self._offset, self._size = tr.offset, tr.size
         self._end = len(tr) if self.max_steps is None else min(len(tr), self.max_steps)
+        # Requests as Python tuples: indexing them is far cheaper than NumPy scalars per step.
+        self._reqs = list(zip(tr.time_us[:self._end].tolist(), tr.op[:self._end].tolist(),
+                              tr.offset[:self._end].tolist(), tr.size[:self._end].tolist()))
         self._i = 0
-        self._latencies = np.empty(len(tr), dtype=np.float64)
-        self._pending: deque[tuple[int, float]] = deque()  # (step, 1/acc + 1/migr) of queued moves
+        self._latencies = np.empty(self._end, dtype=np.float64)
+        self._pending: deque[tuple[int, float]] = deque()  # (step, penalty term) of queued moves
         self._executed: list[tuple[int, float]] = []
         self._window_left = 0
         self._window_sum = 0.0
         self._window_credit: list[int] = []
         self._window_pen = 0.0
-        self._moved = 0
         self.agents = list(AGENTS)
-        self._begin()
-        return self._observe(), self._infos(0.0, [])
+        self._obs = self._new_obs()
+        self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self.kind == "sibyl",
+                                                     self.migration_enabled)
+        self._cand = None if cand < 0 else cand
+        return {"placement": self._obs[0], "migration": self._obs[1]}, self._infos(0.0, [])
 
-    def _begin(self) -> None:
-        i = self._i
-        self._needs = self._hss.core.begin(self._t[i], int(self._op[i]), int(self._offset[i]), int(self._size[i]))
-        self._cand = self._hss.core.candidate() if self.migration_enabled else None
-
-    def _observe(self) -> dict[str, np.ndarray]:
-        i, core = self._i, self._hss.core
-        op, npg = int(self._op[i]), int(self._npages[i])
-        sibyl = self.kind == "sibyl"
-        po = np.empty(self._obs_space.shape, dtype=self._dtype)
-        core.features(int(self._first[i]), op, npg, po, sibyl)
-        mo = np.empty(self._obs_space.shape, dtype=self._dtype)
-        core.features(-1 if self._cand is None else self._cand, op, npg, mo, sibyl)
-        return {"placement": po, "migration": mo}
+    def _new_obs(self) -> tuple[np.ndarray, np.ndarray]:
+        shape = self._obs_space.shape
+        return np.empty(shape, dtype=self._dtype), np.empty(shape, dtype=self._dtype)
 
     def _infos(self, latency: float, credit: list[int]) -> dict[str, dict[str, Any]]:
         step = self._i
@@ -225,45 +215,40 @@ class HSSParallelEnv(ParallelEnv):
     def step(self, actions: dict[str, Any]):
         if not self.agents:
             raise RuntimeError("step() called on a finished episode (or before reset()); call reset()")
-        if set(actions) != set(AGENTS):
+        if len(actions) != 2 or "placement" not in actions or "migration" not in actions:
             raise KeyError(f"actions must have exactly the keys {AGENTS}; got {sorted(actions)}")
-        core, i = self._hss.core, self._i
+        i = self._i
         place = self._action(actions, "placement") if self._needs else 0
-        move = self._action(actions, "migration") if self._cand is not None else None
-        latency = core.finish(place)
-        self._latencies[i] = latency
-        r_place = self.reward_ref_us / max(latency, 1e-9) if self._needs else 0.0
-        if move is not None:
-            info = core.page(self._cand)
-            if core.enqueue(self._cand, move):
-                acc = max(1, i + 1 - info["last_access"])
-                mig = max(1, i + 1 - info["last_move"])
-                self._pending.append((i, 1.0 / acc + 1.0 / mig))
-        r_migr, credit = self._migration_reward(latency)
+        move = self._action(actions, "migration") if self._cand is not None else -1
+        needs_before = self._needs
         self._i += 1
         done = self._i >= self._end
-        if not done:
-            self._begin()
-            obs = self._observe()
-        else:
-            obs = {a: np.zeros(self._obs_space.shape, dtype=self._dtype) for a in AGENTS}
+        obs = self._new_obs()
+        latency, queued, pen, executed, self._needs, cand = self._hss.core.env_step(
+            place, move, None if done else self._reqs[self._i], obs[0], obs[1],
+            self.kind == "sibyl", self.migration_enabled)
+        self._cand = None if cand < 0 else cand
+        self._latencies[i] = latency
+        if queued:
+            self._pending.append((i, pen))
+        r_migr, credit = self._migration_reward(latency, executed)
+        rewards = {"placement": self.reward_ref_us / latency if needs_before and latency > 0 else 0.0,
+                   "migration": r_migr}
+        if done:
+            obs = (np.zeros_like(obs[0]), np.zeros_like(obs[1]))
             self._needs, self._cand = False, None
+        self._obs = obs
         infos = self._infos(latency, credit)
         if done:
             summary = self.metrics().to_dict()
             for a in AGENTS:
                 infos[a]["metrics"] = summary
             self.agents = []
-        rewards = {"placement": r_place, "migration": r_migr}
-        terms = {a: False for a in AGENTS}
-        truncs = {a: done for a in AGENTS}
-        return obs, rewards, terms, truncs, infos
+        return ({"placement": obs[0], "migration": obs[1]}, rewards,
+                {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
 
-    def _migration_reward(self, latency: float) -> tuple[float, list[int]]:
+    def _migration_reward(self, latency: float, executed: int) -> tuple[float, list[int]]:
         """Harmonia eq. 3: count executed moves; after x, average the next n latencies."""
-        c = self._hss.core.counters()
-        executed = c["migrations"] + c["migrations_stale"] - self._moved
-        self._moved += executed
         for _ in range(min(executed, len(self._pending))):
             self._executed.append(self._pending.popleft())
         if self._window_left:
@@ -290,10 +275,7 @@ class HSSParallelEnv(ParallelEnv):
         """Global state: both agents' observations concatenated."""
         if self._hss is None:
             raise RuntimeError("call reset() first")
-        if not self.agents:
-            return np.zeros(2 * self._obs_space.shape[0], dtype=self._dtype)
-        o = self._observe()
-        return np.concatenate([o["placement"], o["migration"]])
+        return np.concatenate(self._obs)
 
     def render(self) -> str | None:
         if self.render_mode is None:
