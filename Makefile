@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(EXTRAS)
 EXTRAS ?= test
-CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h)
+CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c)
 SO_STAMP := build/.core-built
 RESULTS ?= results
 

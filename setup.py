@@ -1,5 +1,8 @@
-"""Build the native HSS core (hss_gym._core): page table, LRU, migration queue and the simulated
-device model's hot path. Plain C99 against the CPython API, no system library needed."""
+"""Build the C extensions. Plain C99 against the CPython API, no system library needed:
+* hss_gym._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
+  device model's hot path;
+* hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it).
+"""
 from setuptools import Extension, setup
 
 core = Extension(
@@ -9,4 +12,10 @@ core = Extension(
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 
-setup(ext_modules=[core])
+fastparse = Extension(
+    "hss_gym.workloads._fastparse",
+    sources=["hss_gym/workloads/_fastparse.c"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+)
+
+setup(ext_modules=[core, fastparse])
