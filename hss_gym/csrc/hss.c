@@ -294,6 +294,67 @@ static int evict_one(hss *h, int d, double t, double *done)
     return move_page(h, victim, pt_get(&h->pt, victim, 0), d + 1, t, done);
 }
 
+/* Free `k` pages of device d by moving its k least recently used pages to d + 1 as one batch:
+ * one k-page read from d and one k-page write to d + 1 (an HSS evicts in batches, so the slower
+ * device sees one larger write instead of k random ones). Cascades when d + 1 is full too.
+ * *done = completion; returns the number of pages freed (fewer if d has fewer live victims). */
+static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64_t *freed)
+{
+    *done = t;
+    *freed = 0;
+    if (d == h->home || k == 0)
+        return HSS_OK;
+    uint64_t *victims = malloc(k * sizeof *victims);
+    if (!victims)
+        return HSS_ENOMEM;
+    uint64_t n = 0;
+    while (n < k && lru_pop(h, d, &victims[n]))
+        n++;
+    int rc = HSS_OK;
+    int t2 = d + 1;
+    double ready = t;
+    if (n && t2 != h->home && h->dev[t2].used_pages + n > h->cap[t2]) {
+        uint64_t got;
+        double cdone;
+        rc = evict_batch(h, t2, h->dev[t2].used_pages + n - h->cap[t2], t, &cdone, &got);
+        if (cdone > ready)
+            ready = cdone;
+    }
+    if (rc == HSS_OK && n) {
+        hss_page *first = pt_get(&h->pt, victims[0], 0);
+        double rdone = simdev_io(&h->dev[d], SIMDEV_READ, first->slot, (uint32_t)n, t, 1);
+        if (rdone > ready)
+            ready = rdone;
+        uint64_t wslot = 0;
+        for (uint64_t i = 0; i < n && rc >= 0; i++) {
+            hss_page *pg = pt_get(&h->pt, victims[i], 0);
+            double unused = ready;
+            rc = detach(h, pg);
+            if (rc == HSS_OK)
+                rc = attach(h, pg, t2, ready, &unused);
+            if (rc >= 0) {
+                if (i == 0)
+                    wslot = dev_slot(h, rc, victims[i], pg);
+                pg->last_move = h->now;
+                h->c.evictions++;
+                h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
+                h->c.mig_pages_out[d]++;
+                h->c.mig_pages_in[rc]++;
+                int lr = lru_touch(h, rc, victims[i], pg->last_access);
+                if (lr != HSS_OK)
+                    rc = lr;
+            }
+        }
+        if (rc >= 0) {
+            *done = simdev_io(&h->dev[t2], SIMDEV_WRITE, wslot, (uint32_t)n, ready, 1);
+            rc = HSS_OK;
+        }
+    }
+    free(victims);
+    *freed = n;
+    return rc;
+}
+
 int hss_move(hss *h, uint64_t page, int target, double t, double *done)
 {
     hss_page *pg = pt_get(&h->pt, page, 0);
@@ -457,6 +518,23 @@ int hss_finish(hss *h, int place, double *latency)
     /* Placement: a write goes wholly to `place`; a read places only its untouched pages. */
     if (r->needs_placement) {
         h->c.placements++;
+        if (place != h->home) {
+            uint64_t need = 0;
+            for (uint64_t p = r->p0; p <= r->p1; p++) {
+                hss_page *pg = pt_get(&h->pt, p, 0);
+                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && hss_dev_of(pg) != place))
+                    need++;
+            }
+            uint64_t free_pages = h->cap[place] > h->dev[place].used_pages ? h->cap[place] - h->dev[place].used_pages : 0;
+            if (need > free_pages) {
+                uint64_t freed;
+                double edone;
+                if ((rc = evict_batch(h, place, need - free_pages, r->t, &edone, &freed)) != HSS_OK)
+                    return rc;
+                if (edone > ready)
+                    ready = edone;
+            }
+        }
         for (uint64_t p = r->p0; p <= r->p1; p++) {
             hss_page *pg = pt_get(&h->pt, p, 1);
             if (!pg)

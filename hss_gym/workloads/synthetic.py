@@ -9,9 +9,10 @@ models (``docs/workloads.md`` explains the choices):
   of the address space (``hot_extents`` extents) takes most writes; writes and reads come in short
   sequential runs (log-like); every ``drift_interval`` requests a share of the hot extents moves
   (working-set drift); bursty arrivals.
-* ``rocksdb`` (``ssd-00``..``ssd-04``): the address space is a set of SST files; reads pick a file by
-  a Zipf law and a block uniformly inside it (short sequential runs for iterators/compaction
-  input); writes are long sequential runs starting at a file boundary (flush/compaction output).
+* ``rocksdb`` (``ssd-00``..``ssd-04``): the address space is a set of SST files; reads pick a
+  file by a Zipf law and a page inside it by a milder Zipf law (hot keys within hot files), then
+  continue in short sequential runs (iterators, compaction input); writes are long sequential
+  runs starting at a file boundary (flush/compaction output).
 * ``ycsb`` (``ycsb-a``..``ycsb-f``): records in fixed-size slots; keys drawn from YCSB's Zipfian
   generator (theta 0.99) scattered over the slots like YCSB's hashed keys; D reads the latest
   inserted keys; E reads short range scans (sequential runs of 1..100 records); F does
@@ -27,7 +28,8 @@ writes may be ``write_size_ratio`` times larger on average than reads, with the 
 gaps are exponential (``burst_fraction`` 0) or hyper-exponential (a fraction ``burst_fraction`` of
 gaps are short, mean ``burst_gap_ratio`` x the overall mean, the rest long, which gives geometric
 bursts of requests separated by idle periods); the number of reads is exactly
-``round(read_fraction * n)`` (positions random), so the read share does not fluctuate with ``n``.
+``round(read_fraction * n)`` (positions random; MLPerf: a fixed period of reads ending in a
+checkpoint burst), so the read share does not fluctuate with ``n`` or the seed.
 
 Everything is vectorised NumPy and deterministic for ``(name, n, seed, params)``; the returned
 :class:`~hss_gym.workloads.trace.Trace` records all of them in ``source`` so it can be regenerated.
@@ -99,7 +101,8 @@ _FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
             "hot_write_share": 0.85, "hot_read_share": 0.5, "write_run_mean": 8.0,
             "read_run_mean": 2.0, "drift_interval": 20_000, "drift_share": 0.25},
     "rocksdb": {"footprint_gib": 16.0, "size_sigma": 0.7, "sst_file_mib": 64.0,
-                "file_theta": 0.9, "read_run_mean": 1.25, "write_run_mean": 64.0},
+                "file_theta": 0.9, "block_theta": 0.8, "read_run_mean": 1.25,
+                "write_run_mean": 64.0},
     "ycsb": {"footprint_gib": 4.0, "size_sigma": 0.8, "record_kib": 64.0, "theta": 0.99,
              "log_fraction": 0.125, "request_distribution": "zipfian", "key_write": "update",
              "key_writes_per_read": 0.0, "max_scan_length": 0, "initial_fill": 0.9},
@@ -146,7 +149,7 @@ def default_params(name: str) -> dict[str, Any]:
         raise ValueError(f"unknown synthetic workload {name!r}; valid: {', '.join(TARGETS)}")
     t = TARGETS[name]
     family = FAMILIES[name]
-    return {"read_fraction": t.read_pct / 100.0, "mean_size_kib": t.size_kib,
+    return {"read_fraction": round(t.read_pct / 100.0, 6), "mean_size_kib": t.size_kib,
             "mean_gap_us": t.gap_us, **_COMMON, **_FAMILY_DEFAULTS[family],
             **_OVERRIDES.get(name, {})}
 
@@ -192,8 +195,8 @@ def _check(name: str, p: dict[str, Any]) -> None:
     need(1.0 <= mean_r <= max_pages and 1.0 <= mean_w <= max_pages,
          f"mean read/write sizes {mean_r * 4:.1f}/{mean_w * 4:.1f} KiB must lie in "
          f"[4, max_size_kib={p['max_size_kib']}]")
-    for key in ("hot_fraction", "file_theta", "theta", "log_fraction", "initial_fill",
-                "checkpoint_fraction"):
+    for key in ("hot_fraction", "file_theta", "block_theta", "theta", "log_fraction",
+                "initial_fill", "checkpoint_fraction"):
         if key in p:
             need(0.0 < p[key] < 1.0, f"{key} must be in (0, 1)")
     for key in ("hot_write_share", "hot_read_share", "drift_share"):
@@ -403,7 +406,7 @@ def _vdi(rng: np.random.Generator, n: int, p: dict[str, Any], fp: int) -> Parts:
 
 
 def _rocksdb(rng: np.random.Generator, n: int, p: dict[str, Any], fp: int) -> Parts:
-    """RocksDB on SSD: Zipf-popular SST files for reads, long sequential compaction writes."""
+    """RocksDB on SSD: Zipf-popular SST files and blocks for reads, sequential compaction writes."""
     op = _exact_ops(rng, n, p["read_fraction"])
     npages = _sizes(rng, op, p)
     file_pages = max(1, _pages(p["sst_file_mib"] * (1 << 20)))
@@ -421,7 +424,9 @@ def _rocksdb(rng: np.random.Generator, n: int, p: dict[str, Any], fp: int) -> Pa
     runs = int(new.sum())
     files = scatter(zipf_ranks(rng, runs, n_files, p["file_theta"]), n_files,
                     int(rng.integers(n_files)))
-    start = files * file_pages + rng.integers(0, file_pages, runs)
+    blocks = scatter(zipf_ranks(rng, runs, file_pages, p["block_theta"]), file_pages,
+                     int(rng.integers(file_pages)))
+    start = files * file_pages + blocks
     page[idx] = _runs(npages[idx], new, np.zeros(runs, np.int64), np.full(runs, fp), start)
     return op, page, npages
 

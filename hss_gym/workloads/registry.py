@@ -1,0 +1,80 @@
+"""One entry point for every workload: registered synthetic names, Table 5 mixes and trace files.
+
+Names are case-insensitive; ``_`` and ``-`` are interchangeable and the dash of the RocksDB and
+YCSB ids is optional (``"SSD_00"``, ``"ssd00"``, ``"YCSB-B"`` and ``"ycsbb"`` all work).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from typing import Any
+
+from hss_gym.workloads import mixes, synthetic
+from hss_gym.workloads.trace import Trace
+
+DEFAULT_N = 100_000
+
+
+def list_workloads() -> list[str]:
+    """Every registered name: the 18 synthetic workloads, then ``mix1`` .. ``mix6``."""
+    return synthetic.workload_names() + list(mixes.MIXES)
+
+
+def canonical_name(name: str) -> str | None:
+    """The registered id ``name`` refers to, or ``None`` when it refers to none."""
+    key = name.strip().lower().replace("_", "-")
+    key = re.sub(r"^(ssd|ycsb)-?", r"\1-", key)
+    return key if key in synthetic.TARGETS or key in mixes.MIXES else None
+
+
+def _unknown(name: str) -> ValueError:
+    """The error for an unregistered name, with close matches and the valid names."""
+    close = difflib.get_close_matches(name.strip().lower(), list_workloads(), n=3, cutoff=0.5)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return ValueError(f"unknown workload {name!r}.{hint} Valid names: "
+                      f"{', '.join(list_workloads())}; or give the path of a trace file.")
+
+
+def make_trace(name: str, n: int = DEFAULT_N, seed: int = 0, **params: Any) -> Trace:
+    """Generate ``n`` requests of the registered workload or mix ``name`` from ``seed``.
+
+    ``params`` override a workload's generator parameters (``synthetic.default_params``); a mix
+    accepts ``footprint_scale``. Unknown names raise ``ValueError`` listing the valid ones.
+    """
+    key = canonical_name(name)
+    if key is None:
+        raise _unknown(name)
+    if key in mixes.MIXES:
+        return mixes.generate_mix(key, n, seed, **params)
+    return synthetic.generate(key, n, seed, **params)
+
+
+def load_trace(path: str | os.PathLike[str], format: str | None = None, **kwargs: Any) -> Trace:
+    """Read a trace file; see ``hss_gym.workloads.readers.load_trace`` (imported on first use)."""
+    from hss_gym.workloads.readers import load_trace as _load
+
+    return _load(path, format=format, **kwargs)
+
+
+def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: int = 0,
+              **params: Any) -> Trace:
+    """A trace from a registered name, a trace file path, or an existing :class:`Trace`.
+
+    A name generates ``n`` requests (default 100,000) with ``seed`` and ``params``. A path is
+    read with :func:`load_trace` (``params`` are passed to it, e.g. ``format=``), only its first
+    ``n`` requests when ``n`` is given (``limit=n``); ``seed`` is unused then. A Trace is
+    returned as is, or its first ``n`` requests. A name wins over a file of the same name in the
+    working directory.
+    """
+    if isinstance(spec, Trace):
+        return spec if n is None else spec.slice(0, n)
+    if isinstance(spec, str) and canonical_name(spec) is not None:
+        return make_trace(spec, DEFAULT_N if n is None else n, seed, **params)
+    if os.path.isfile(spec):
+        return load_trace(spec, **params) if n is None else load_trace(spec, limit=n, **params)
+    if isinstance(spec, str) and os.sep not in spec and not os.path.splitext(spec)[1]:
+        raise _unknown(spec)
+    raise FileNotFoundError(f"no trace file {os.fspath(spec)!r} (and it is not a registered "
+                            f"workload name; see hss_gym.workloads.list_workloads())")
