@@ -25,7 +25,7 @@ $(SO_STAMP): $(STAMP) $(CSRC)
 
 ## The main job: reference policies on standard workloads, leaderboard table + report.
 run: $(SO_STAMP)
-	$(VENV)/bin/hss-gym replay --workload ycsb-b --n 200000 --out $(RESULTS)
+	$(VENV)/bin/hss-gym replay --workload ycsb-b,lun2,ssd-02,resnet50,mix3 --n 100000 --out $(RESULTS)
 
 ## The fast test suite (< 15 min on 2 cores), plus the C core under ASan/UBSan.
 test: $(SO_STAMP) test-asan
