@@ -29,15 +29,20 @@ static int raise_rc(int rc)
     return -1;
 }
 
+/* A buffer's struct format character, byte-order prefix stripped. */
+static const char *buf_fmt(const Py_buffer *b)
+{
+    const char *f = b->format ? b->format : "B";
+    return (*f == '<' || *f == '=' || *f == '@') ? f + 1 : f;
+}
+
 /* Get a C-contiguous 1-D buffer of the given struct format character ('d', 'B', 'q'). */
 static int get_buf(PyObject *o, char fmt, int writable, Py_buffer *b, const char *name)
 {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(o, b, flags) < 0)
         return -1;
-    const char *f = b->format ? b->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@')
-        f++;
+    const char *f = buf_fmt(b);
     int ok = b->ndim == 1 && (f[0] == fmt || (fmt == 'q' && f[0] == 'l' && b->itemsize == 8))
              && f[1] == '\0';
     if (!ok) {
@@ -557,9 +562,7 @@ static int write_features(hss *h, long long page, int op, unsigned long long npa
     Py_buffer b;
     if (PyObject_GetBuffer(out, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return -1;
-    const char *f = b.format ? b.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@')
-        f++;
+    const char *f = buf_fmt(&b);
     int is_f32 = f[0] == 'f' && b.itemsize == 4, is_i64 = (f[0] == 'q' || f[0] == 'l') && b.itemsize == 8;
     if (b.ndim != 1 || b.shape[0] != k || (!is_f32 && !is_i64)) {
         PyBuffer_Release(&b);
