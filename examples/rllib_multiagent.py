@@ -1,0 +1,159 @@
+"""Multi-agent PPO with Ray RLlib (new API stack) on the two-agent ``hss/Harmonia-v0`` env.
+
+One policy (RLModule) per agent: ``placement`` picks the device of each write / first touch,
+``migration`` the target device of the scanner's candidate page. CPU only, sampling in the driver
+(``num_env_runners=0``).
+
+RLlib's stock ``ParallelPettingZooEnv`` resets the env in its constructor and reorders the agents,
+so the example uses :class:`HSSMultiAgentEnv`, a thin ``MultiAgentEnv`` adapter: both agents
+observe every step (an agent with no decision has ``infos[agent]["acting"] == False`` and its
+action is ignored by the env, earning reward 0); the episode ends with ``truncateds["__all__"]``
+after the last request.
+
+    python examples/rllib_multiagent.py --workload lun2 --config perf_opt --iterations 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+import hss_gym
+
+
+class HSSMultiAgentEnv(MultiAgentEnv):
+    """``hss_gym.parallel_env`` as an RLlib ``MultiAgentEnv``; ``config`` = its keyword arguments."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.env = hss_gym.parallel_env(**dict(config or {}))
+        self.possible_agents = list(self.env.possible_agents)  # ["placement", "migration"]
+        self.agents = list(self.possible_agents)
+        self.observation_spaces = {a: self.env.observation_space(a) for a in self.possible_agents}
+        self.action_spaces = {a: self.env.action_space(a) for a in self.possible_agents}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self.agents = list(self.possible_agents)
+        return obs, self._infos(infos)
+
+    def step(self, action_dict: dict[str, Any]):
+        # The env needs an action for both agents; one missing (never here) means "no decision".
+        actions = {a: int(action_dict.get(a, 0)) for a in self.possible_agents}
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        terms["__all__"] = all(terms.values())
+        truncs["__all__"] = all(truncs.values())
+        if terms["__all__"] or truncs["__all__"]:
+            self.agents = []
+        return obs, rewards, terms, truncs, self._infos(infos)
+
+    @staticmethod
+    def _infos(infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        # Drop the per-step arrays RLlib does not need; keep metrics, acting, latency, credit.
+        return {a: {k: v for k, v in info.items() if k != "action_mask"} for a, info in infos.items()}
+
+    def render(self) -> str | None:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build_config(args: argparse.Namespace):
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    env_config = {"config": args.config, "workload": args.workload, "n_requests": args.n_requests}
+    return (
+        PPOConfig()
+        .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+        .environment(HSSMultiAgentEnv, env_config=env_config)
+        .framework("torch")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=1,
+                     rollout_fragment_length=args.batch_size)
+        .learners(num_learners=0, num_gpus_per_learner=0)
+        .multi_agent(policies={"placement", "migration"},
+                     policy_mapping_fn=lambda agent_id, episode, **kw: agent_id)
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={
+            "placement": RLModuleSpec(model_config={"fcnet_hiddens": [64, 64]}),
+            "migration": RLModuleSpec(model_config={"fcnet_hiddens": [64, 64]}),
+        }))
+        .training(train_batch_size_per_learner=args.batch_size, minibatch_size=args.minibatch_size,
+                  num_epochs=args.epochs, lr=3e-4, gamma=0.9)
+        .debugging(seed=args.seed)
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--workload", default="lun2", help="workload name or trace path")
+    p.add_argument("--config", default="perf_opt", help="HSS configuration")
+    p.add_argument("--n-requests", type=int, default=1_000, help="requests per episode")
+    p.add_argument("--iterations", type=int, default=1, help="training iterations")
+    p.add_argument("--batch-size", type=int, default=256, help="env steps per iteration")
+    p.add_argument("--minibatch-size", type=int, default=64)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    return p.parse_args(argv)
+
+
+def _find(result: dict, key: str) -> Any:
+    """First value stored under ``key`` anywhere in a nested result dict (or None)."""
+    if key in result:
+        return result[key]
+    for v in result.values():
+        if isinstance(v, dict) and (found := _find(v, key)) is not None:
+            return found
+    return None
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    import ray
+
+    args = parse_args(argv)
+    ray.init(num_cpus=1, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    algo = build_config(args).build_algo()
+    history = []
+    try:
+        for i in range(args.iterations):
+            result = algo.train()
+            learners = result.get("learners", {})
+            row = {
+                "iteration": i + 1,
+                "env_steps": _find(result, "num_env_steps_sampled_lifetime"),
+                "policy_loss": {p: float(learners[p]["policy_loss"]) for p in ("placement", "migration")
+                                if p in learners and "policy_loss" in learners[p]},
+                "episode_return_mean": _find(result, "episode_return_mean"),
+            }
+            history.append(row)
+            if not args.quiet:
+                print(row)
+        # Greedy actions of the trained modules on the first observations of a fresh episode.
+        import torch
+
+        env = HSSMultiAgentEnv(algo.config.env_config)
+        obs, _ = env.reset(seed=args.seed)
+        greedy = {}
+        for p in ("placement", "migration"):
+            batch = {"obs": torch.as_tensor(obs[p][None], dtype=torch.float32)}
+            logits = algo.get_module(p).forward_inference(batch)["action_dist_inputs"]
+            greedy[p] = {"logits_shape": tuple(logits.shape), "action": int(logits.argmax(-1)[0])}
+    finally:
+        algo.stop()
+        ray.shutdown()
+    out = {"history": history, "greedy": greedy}
+    if not args.quiet:
+        ret = history[-1]["episode_return_mean"]
+        print(f"{len(history)} iteration(s); last episode_return_mean = "
+              f"{'n/a (no episode finished yet)' if ret is None or math.isnan(ret) else ret}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
