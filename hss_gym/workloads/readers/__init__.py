@@ -1,0 +1,327 @@
+"""Streaming readers for real block I/O traces.
+
+hss-gym replays published block traces (MSR Cambridge, SYSTOR'17, Alibaba, Tencent CBS, FIU,
+blkparse, fio iologs, MQSim/DiskSim, SPC/UMass, CloudPhysics, ...). They come as large text
+files, often gzip- or zstd-compressed, each with its own columns and units. This package turns
+any of them into the one request representation, :class:`~hss_gym.workloads.trace.Trace`:
+
+* :func:`load_trace` reads a whole file into a validated ``Trace``;
+* :func:`iter_chunks` streams it as ``Trace`` chunks in bounded memory (identical requests);
+* :func:`detect_format` tells the format (content sniffing, file extension as a tie-break);
+* :data:`FORMATS` lists the formats with their columns and units (see ``formats.py``).
+
+Units are converted exactly: times become microseconds as written in the file (not shifted to
+start at 0; use ``Trace.relative()``), sectors become bytes. Decimal times are parsed as exact
+integers and scaled by a single power of ten, so ``time_us`` is the correctly rounded float64 of
+the file's value whenever it has at most 15 significant digits (within 1 ulp otherwise; e.g.
+MSR filetimes, ~1.3e16 µs, are resolved to 2 µs by float64 itself).
+
+Errors are :class:`~hss_gym.workloads.trace.TraceFormatError` s naming the file, the 1-based
+line and the field. ``skip_bad=True`` skips malformed rows instead; their number is reported in
+``trace.source["skipped"]`` and by a :class:`SkippedRowsWarning`. Rows a format defines as
+non-requests (e.g. blkparse ``N`` events) are counted in ``trace.source["dropped"]``.
+
+The hot path is a vectorised tokenizer with an optional C accelerator
+(``hss_gym.workloads._fastparse``); both give identical results. Parsed traces can be stored in
+the columnar cache of :mod:`hss_gym.workloads.cache`, which :func:`load_trace` reads
+transparently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hss_gym.workloads import cache as _cache
+from hss_gym.workloads.readers._io import TraceFile
+from hss_gym.workloads.readers.formats import FORMATS, Block, Parser, detect, make_parser
+from hss_gym.workloads.trace import Trace, TraceFormatError
+
+__all__ = ["FORMATS", "SkippedRowsWarning", "detect_format", "iter_chunks", "load_trace"]
+
+_COMPRESSION_SUFFIXES = {".gz", ".gzip", ".zst", ".zstd"}
+
+
+class SkippedRowsWarning(UserWarning):
+    """Issued when ``skip_bad=True`` skipped malformed rows (the count is in the message)."""
+
+
+def detect_format(path: str | Path) -> str:
+    """The format name of a trace file: ``"cache"`` or one of :data:`FORMATS`.
+
+    Looks at the content (first 64 KiB after decompression); the file extension only breaks
+    ties between formats whose first lines are indistinguishable.
+    """
+    path = Path(path)
+    if _cache.is_cache(path):
+        return "cache"
+    with TraceFile(path) as tf:
+        return detect(tf.head, str(path))
+
+
+def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = False,
+               limit: int | None = None, sort: bool = False, name: str | None = None,
+               block_bytes: int = 1 << 24, **options: Any) -> Trace:
+    """Read a whole trace file into a validated :class:`Trace`.
+
+    Parameters
+    ----------
+    path:
+        A trace file, possibly gzip- or zstd-compressed (recognised by magic bytes), or a
+        trace cache written by :func:`hss_gym.workloads.cache.save_cache`.
+    format:
+        One of :data:`FORMATS`; detected from the content when omitted.
+    skip_bad:
+        Skip malformed rows (counted in ``source["skipped"]``, with a
+        :class:`SkippedRowsWarning`) instead of raising :class:`TraceFormatError`.
+    limit:
+        Stop after this many requests (the head of a long trace).
+    sort:
+        Stable-sort requests by arrival time. By default a time that goes backwards is an
+        error naming its line.
+    name:
+        ``Trace.name``; defaults to the file name without extensions.
+    block_bytes:
+        Decompressed text parsed per step (memory use; results do not depend on it).
+    options:
+        Format options: ``fio``: ``gap_us``, ``time_unit``; ``csv``: see
+        :func:`hss_gym.workloads.readers.formats.csv_format`.
+
+    Returns
+    -------
+    Trace
+        ``source`` holds ``kind="file"``, ``path``, ``format``, ``sha256`` (of the raw file
+        bytes), ``compression``, ``skipped``, ``dropped`` (reason -> count), the ``options``
+        and format details (e.g. blkparse ``latency_us``: per-request measured latency, NaN
+        where no completion event was found).
+    """
+    path = Path(path)
+    _check_limit(limit)
+    if _cache.is_cache(path):
+        _cache_only(path, format, options)
+        trace = _cache.load_cache(path)
+        if limit is not None and limit < len(trace):
+            trace = trace.slice(0, limit)
+        return _renamed(trace, name)
+    with TraceFile(path, block_bytes) as tf:
+        parser = _parser(tf, format, options)
+        reader = _Reader(tf, parser, skip_bad, check_order=not sort, limit=limit)
+        blocks = list(reader.blocks())
+        if not reader.count:
+            raise reader.empty_error()
+        columns = _columns(blocks)
+        extras = parser.extras(0, reader.count)
+        source = reader.source(tf.sha256(), options)
+    if sort:
+        order = np.argsort(columns[0], kind="stable")
+        columns = [c[order] for c in columns]
+        extras = {k: v[order] for k, v in extras.items()}
+        source["sorted"] = True
+    reader.warn()
+    return _cache.validated(Trace(*columns, name=name or _stem(path),
+                                  source={**source, **extras}))
+
+
+def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1_000_000, *,
+                skip_bad: bool = False, limit: int | None = None, name: str | None = None,
+                hash_file: bool = True, block_bytes: int = 1 << 24,
+                **options: Any) -> Iterator[Trace]:
+    """Stream a trace file as validated :class:`Trace` chunks of ``chunk_size`` requests.
+
+    Memory stays bounded by ``block_bytes`` of text plus one chunk, whatever the file size.
+    Concatenating the chunks gives exactly the requests of :func:`load_trace` (same options).
+    Each chunk's ``source`` has the file provenance plus ``chunk`` (0-based), ``first_request``
+    (index in the whole trace), and the ``skipped`` / ``dropped`` counts so far. The file's
+    ``sha256`` needs one extra read of the raw file before the first chunk; ``hash_file=False``
+    skips it (``sha256`` is then None). Arrival times must be non-decreasing across the file
+    (sorting needs the whole trace: use :func:`load_trace` with ``sort=True``). For blkparse,
+    ``latency_us`` holds the completions seen by the time the chunk is emitted.
+    """
+    path = Path(path)
+    _check_limit(limit)
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    if _cache.is_cache(path):
+        _cache_only(path, format, options)
+        trace = _cache.load_cache(path)
+        stop = len(trace) if limit is None else min(limit, len(trace))
+        for k, start in enumerate(range(0, stop, chunk_size)):
+            chunk = trace.slice(start, min(start + chunk_size, stop))
+            chunk.source.update(chunk=k, first_request=start)
+            yield _renamed(chunk, name)
+        return
+    sha256 = _hash_file(path) if hash_file else None
+    with TraceFile(path, block_bytes) as tf:
+        parser = _parser(tf, format, options)
+        reader = _Reader(tf, parser, skip_bad, check_order=True, limit=limit)
+        pending: list[Block] = []
+        held = emitted = 0
+        trace_name = name or _stem(path)
+
+        def emit() -> Trace:
+            nonlocal pending, held, emitted
+            columns, pending = _take(pending, min(chunk_size, held))
+            n = len(columns[0])
+            source = {**reader.source(sha256, options), "chunk": emitted // chunk_size,
+                      "first_request": emitted, **parser.extras(emitted, emitted + n)}
+            held, emitted = held - n, emitted + n
+            return _cache.validated(Trace(*columns, name=trace_name, source=source))
+
+        for block in reader.blocks():
+            pending.append(block)
+            held += len(block)
+            while held >= chunk_size:
+                yield emit()
+        while held:
+            yield emit()
+        if not reader.count:
+            raise reader.empty_error()
+        reader.warn()
+
+
+# ================================================================================= internals
+
+
+class _Reader:
+    """Runs a parser over a file's blocks: errors, skips, drops, ordering and the limit."""
+
+    def __init__(self, tf: TraceFile, parser: Parser, skip_bad: bool, check_order: bool,
+                 limit: int | None) -> None:
+        self.tf, self.parser = tf, parser
+        self.skip_bad, self.check_order, self.limit = skip_bad, check_order, limit
+        self.count = 0
+        self.skipped = 0
+        self.first_error: TraceFormatError | None = None
+        self.dropped: Counter[str] = Counter()
+        self._last_time = -np.inf
+        self._last_line = 0
+
+    def blocks(self) -> Iterator[Block]:
+        for data in self.tf.blocks():
+            block = self.parser.parse(data)
+            if block.first_error is not None:
+                if not self.skip_bad:
+                    raise block.first_error
+                self.first_error = self.first_error or block.first_error
+            self.skipped += block.skipped
+            self.dropped.update(block.dropped)
+            done = self.limit is not None and self.count + len(block) >= self.limit
+            if done:
+                block = block.slice(0, self.limit - self.count)  # type: ignore[operator]
+            if self.check_order:
+                self._check_order(block)
+            self.count += len(block)
+            if len(block):
+                yield block
+            if done:
+                return
+
+    def _check_order(self, block: Block) -> None:
+        t = block.time_us
+        if not len(t):
+            return
+        if t[0] >= self._last_time and (t[1:] >= t[:-1]).all():
+            self._last_time, self._last_line = t[-1], block.line(len(t) - 1)
+            return
+        if t[0] < self._last_time:
+            i, prev_t, prev_line = 0, self._last_time, self._last_line
+        else:
+            i = int(np.argmax(t[1:] < t[:-1])) + 1
+            prev_t, prev_line = t[i - 1], block.line(i - 1)
+        raise TraceFormatError(
+            f"arrival time goes backwards: {t[i]!r} us is before {prev_t!r} us of the previous "
+            f"request (line {prev_line}); load_trace(..., sort=True) sorts the requests",
+            path=str(self.tf.path), line=block.line(i), field=self.parser.time_field)
+
+    def source(self, sha256: str | None, options: dict[str, Any]) -> dict[str, Any]:
+        source: dict[str, Any] = {
+            "kind": "file", "path": str(self.tf.path), "format": self.parser.name,
+            "sha256": sha256, "compression": self.tf.compression, "skipped": self.skipped,
+            "dropped": dict(self.dropped), **self.parser.info()}
+        if options:
+            source["options"] = {k: list(v) if isinstance(v, tuple) else v
+                                 for k, v in options.items()}
+        if self.limit is not None:
+            source["limit"] = self.limit
+        return source
+
+    def empty_error(self) -> TraceFormatError:
+        details = [f"{n} dropped: {reason}" for reason, n in self.dropped.items()]
+        if self.skipped:
+            details.append(f"{self.skipped} malformed rows skipped")
+        extra = f" ({'; '.join(details)})" if details else ""
+        return TraceFormatError(f"zero requests{extra}", path=str(self.tf.path))
+
+    def warn(self) -> None:
+        if self.skipped:
+            warnings.warn(f"{self.tf.path}: skipped {self.skipped} malformed row(s); the first: "
+                          f"{self.first_error}", SkippedRowsWarning, stacklevel=3)
+
+
+def _parser(tf: TraceFile, format: str | None, options: dict[str, Any]) -> Parser:
+    if format == "cache":
+        raise TraceFormatError("not an hss-gym trace cache", path=str(tf.path))
+    name = format or detect(tf.head, str(tf.path))
+    first_line = tf.head.split(b"\n", 1)[0]
+    return make_parser(name, str(tf.path), first_line, options)
+
+
+def _take(blocks: list[Block], n: int) -> tuple[list[np.ndarray], list[Block]]:
+    """The first ``n`` requests of ``blocks`` as columns, and the blocks left over."""
+    taken: list[Block] = []
+    rest = list(blocks)
+    while n:
+        block = rest.pop(0)
+        m = min(n, len(block))
+        taken.append(block.slice(0, m))
+        if m < len(block):
+            rest.insert(0, block.slice(m, len(block)))
+        n -= m
+    return _columns(taken), rest
+
+
+def _columns(blocks: list[Block]) -> list[np.ndarray]:
+    names = ("time_us", "op", "offset", "size")
+    if len(blocks) == 1:
+        return [getattr(blocks[0], c) for c in names]
+    return [np.concatenate([getattr(b, c) for b in blocks]) for c in names]
+
+
+def _hash_file(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in reversed(path.suffixes):
+        if suffix.lower() not in _COMPRESSION_SUFFIXES:
+            return name[: -len(suffix)] if len(suffix) < len(name) else name
+        name = name[: -len(suffix)]
+    return name
+
+
+def _renamed(trace: Trace, name: str | None) -> Trace:
+    if name is not None:
+        trace.name = name
+    return trace
+
+
+def _cache_only(path: Path, format: str | None, options: dict[str, Any]) -> None:
+    if format not in (None, "cache") or options:
+        raise TraceFormatError(f"is an hss-gym trace cache, read as stored: format={format!r} "
+                               f"and options {sorted(options)} do not apply", path=str(path))
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")

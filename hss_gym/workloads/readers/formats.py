@@ -1,0 +1,802 @@
+"""The trace formats hss-gym reads: their columns, units, and the parsers that convert them.
+
+Every parser turns blocks of complete text lines into :class:`Block` s of requests in the units
+of :class:`~hss_gym.workloads.trace.Trace` (arrival time in microseconds as written in the file,
+byte offset, byte size, op ``READ`` = 0 / ``WRITE`` = 1). Parsers are stateful (line numbers,
+headers, pairing of events) and are fed the blocks of one file in order.
+
+Most formats are *delimited*: one request per line, fixed columns. They are declared as
+:class:`DelimitedFormat` instances and parsed by the vectorised tokenizer (``_tokenize``).
+``blkparse`` and ``fio`` logs mix several kinds of lines and have line-oriented parsers.
+
+Rows that a format defines as not being requests (a blank SYSTOR'17 ``IOType``, a blkparse
+``N`` (no data) event, a fio ``sync``) are *dropped* and counted per reason; rows that are
+malformed are errors (or, with ``skip_bad``, *skipped* and counted). Nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from hss_gym.workloads.readers import _tokenize as tk
+from hss_gym.workloads.trace import READ, WRITE, TraceFormatError
+
+DROP = -1                      # op code of a row the format defines as "not a request"
+_INT64_MAX = 2**63 - 1
+SECTOR = 512
+_WHITE = re.compile(rb"[ \t\r]+")  # the tokenizer's white space
+
+#: time units accepted by the ``csv`` format (and fio v3): power of ten from the unit to µs.
+TIME_UNITS: dict[str, int] = {"s": 6, "ms": 3, "us": 0, "ns": -3, "100ns": -1}
+
+
+@dataclass
+class Block:
+    """Requests parsed from one block of lines (columns in Trace units) and what was left out.
+
+    Request ``i`` comes from line ``line_base + i`` (``rows`` is None) or
+    ``line_base + rows[i]``.
+    """
+
+    time_us: np.ndarray
+    op: np.ndarray
+    offset: np.ndarray
+    size: np.ndarray
+    line_base: int
+    rows: np.ndarray | None = None
+    skipped: int = 0                                  # malformed rows
+    first_error: TraceFormatError | None = None       # the first malformed row's error
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    def __len__(self) -> int:
+        return len(self.time_us)
+
+    def line(self, i: int) -> int:
+        """1-based line number of request ``i``."""
+        return self.line_base + (i if self.rows is None else int(self.rows[i]))
+
+    def slice(self, start: int, stop: int) -> "Block":
+        """Requests ``[start, stop)`` (views); the counts stay with the original block."""
+        rows = None if self.rows is None else self.rows[start:stop]
+        base = self.line_base + (start if self.rows is None else 0)
+        return Block(self.time_us[start:stop], self.op[start:stop], self.offset[start:stop],
+                     self.size[start:stop], base, rows)
+
+    @classmethod
+    def from_lists(cls, time_us: list[float], op: list[int], offset: list[int], size: list[int],
+                   line: list[int], skipped: int, first_error: TraceFormatError | None,
+                   dropped: Counter[str]) -> "Block":
+        return cls(np.array(time_us, dtype=np.float64), np.array(op, dtype=np.uint8),
+                   np.array(offset, dtype=np.int64), np.array(size, dtype=np.int64), 0,
+                   np.array(line, dtype=np.int64), skipped, first_error, dropped)
+
+
+class Parser(Protocol):
+    """What the reader driver needs from a format's parser."""
+
+    name: str          # format name
+    time_field: str    # name of the time column, for ordering errors
+
+    def parse(self, data: bytes | memoryview) -> Block:
+        """Parse the next block of complete lines of the file."""
+
+    def info(self) -> dict[str, Any]:
+        """Format-specific provenance for ``Trace.source`` (JSON-serialisable)."""
+
+    def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Per-request arrays for requests ``[start, stop)`` (e.g. measured latency)."""
+
+
+# ============================================================================ delimited formats
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a delimited format that becomes a Trace field."""
+
+    index: int      # 0-based field index
+    name: str       # the column's name in the format's documentation (used in error messages)
+    unit: int = 1   # time: power of ten to microseconds; offset/size: bytes per unit
+
+
+@dataclass(frozen=True)
+class DelimitedFormat:
+    """A one-request-per-line format with fixed columns.
+
+    ``ops`` maps each accepted op token (compared case-insensitively when ``fold_case``) to
+    ``READ``, ``WRITE`` or ``DROP``. A first line whose time, offset and size fields all start
+    with a letter is a header and is skipped (``header=None``); ``header=True`` / ``False``
+    force it. ``detect_needs_header`` keeps auto-detection from choosing the format for a file
+    without its header (when its rows alone are ambiguous).
+    """
+
+    name: str
+    summary: str
+    columns: tuple[str, ...]          # all column names, in order (for messages)
+    delimiter: bytes | None           # b"," etc., or None for runs of white space
+    time: Column
+    op: Column
+    offset: Column
+    size: Column
+    ops: Mapping[str, int]
+    fold_case: bool = True
+    max_fields: int | None = None     # default: len(columns)
+    header: bool | None = None
+    drop_reason: str = ""
+    detect_needs_header: bool = False
+    extensions: tuple[str, ...] = ()
+    plausible: Callable[[Block], bool] | None = None
+
+    @property
+    def min_fields(self) -> int:
+        return max(c.index for c in (self.time, self.op, self.offset, self.size)) + 1
+
+    def __post_init__(self) -> None:
+        for token in self.ops:
+            if len(token.encode()) > 8:
+                raise ValueError(f"op value {token!r} is longer than 8 bytes")
+
+
+class DelimitedParser:
+    """Parses a :class:`DelimitedFormat` with the vectorised tokenizer."""
+
+    def __init__(self, fmt: DelimitedFormat, path: str, engine: str = "auto",
+                 describe_errors: bool = True) -> None:
+        self.fmt, self.path, self.engine = fmt, path, engine
+        self.describe_errors = describe_errors  # False: count malformed rows only (detection)
+        self.name = fmt.name
+        self.time_field = fmt.time.name
+        self.next_line = 1
+        self.saw_header = False
+        self._started = False
+        roles = {fmt.time.index: "time", fmt.op.index: "op", fmt.offset.index: "offset",
+                 fmt.size.index: "size"}
+        if len(roles) != 4:
+            raise ValueError(f"format {fmt.name!r}: two fields share a column")
+        kind = {"time": "d", "op": "K" if fmt.fold_case else "k", "offset": "u", "size": "u"}
+        self.roles = roles
+        self.kinds = "".join(kind[roles[i]] if i in roles else "x"
+                             for i in range(fmt.min_fields))
+        self.max_fields = fmt.max_fields or len(fmt.columns)
+        self._ops = tk.KeyTable({tk.pack_key(t.encode(), fmt.fold_case): code
+                                 for t, code in fmt.ops.items()})
+        self._drops = DROP in fmt.ops.values()
+
+    def info(self) -> dict[str, Any]:
+        return {"header": self.saw_header}
+
+    def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        return {}
+
+    def column_name(self, index: int) -> str:
+        return self.fmt.columns[index] if index < len(self.fmt.columns) else f"field {index + 1}"
+
+    def parse(self, data: bytes | memoryview) -> Block:
+        fmt = self.fmt
+        base = self.next_line
+        if not self._started:
+            self._started = True
+            first = _first_line(data)
+            if fmt.header or (fmt.header is None and self._looks_like_header(first)):
+                data = memoryview(data)[len(first) + 1:]  # no copy
+                base += 1
+                self.saw_header = True
+        table = tk.tokenize(data, fmt.delimiter, fmt.min_fields, self.max_fields, self.kinds,
+                            {fmt.op.index: self._ops}, engine=self.engine)
+        self.next_line = base + table.n
+        err, vals = table.err, table.vals
+        t_m, t_f = vals[fmt.time.index], table.fracs[fmt.time.index]
+        codes, offset_raw, size_raw = (vals[fmt.op.index], vals[fmt.offset.index],
+                                       vals[fmt.size.index])
+        assert t_m is not None and t_f is not None and codes is not None
+        assert offset_raw is not None and size_raw is not None
+        # values that are not valid although they parsed (rows with errors hold garbage)
+        checks = [(fmt.op, codes == tk.KEY_MISSING), (fmt.size, size_raw == 0)]
+        if fmt.offset.unit > 1:
+            checks.append((fmt.offset, offset_raw > _INT64_MAX // fmt.offset.unit))
+        if fmt.size.unit > 1:
+            checks.append((fmt.size, size_raw > _INT64_MAX // fmt.size.unit))
+        if (err.min(initial=tk.ERR_OK) == tk.ERR_OK == err.max(initial=tk.ERR_OK)
+                and not any(wrong.any() for _, wrong in checks)
+                and not (self._drops and (codes == DROP).any())):
+            if fmt.offset.unit != 1:  # the common case: no copies
+                offset_raw *= fmt.offset.unit
+            if fmt.size.unit != 1:
+                size_raw *= fmt.size.unit
+            return Block(tk.to_us(t_m, t_f, fmt.time.unit, inplace=True), codes.view(np.uint8),
+                         offset_raw, size_raw, base)
+        fail = np.where(err >= 0, err, 127).astype(np.int8)  # first failing column per row
+        for col, wrong in checks:
+            # a value failure counts only where the column was converted (C leaves other rows
+            # uninitialised) and no earlier column failed
+            hit = wrong & ((err == tk.ERR_OK) | (err > col.index))
+            if hit.any():
+                fail[hit] = np.minimum(fail[hit], col.index)
+        bad = (fail < 127) | (err == tk.ERR_NFIELDS)
+        nbad = int(np.count_nonzero(bad))
+        first_error = (self._error(data, base, int(np.argmax(bad)), err, fail)
+                       if nbad and self.describe_errors else None)
+        good = (err == tk.ERR_OK) & ~bad
+        drop = good & (codes == DROP)
+        dropped: Counter[str] = Counter()
+        if drop.any():
+            dropped[fmt.drop_reason] = int(np.count_nonzero(drop))
+        rows = np.flatnonzero(good & ~drop)
+        return Block(tk.to_us(t_m[rows], t_f[rows], fmt.time.unit), codes[rows].view(np.uint8),
+                     offset_raw[rows] * fmt.offset.unit, size_raw[rows] * fmt.size.unit, base,
+                     rows, nbad, first_error, dropped)
+
+    # ------------------------------------------------------------------ headers and messages
+
+    def fields(self, line: bytes) -> list[bytes]:
+        """The fields of one line, split and stripped like the tokenizer does."""
+        if self.fmt.delimiter is None:
+            return [f for f in _WHITE.split(line) if f]
+        return [f.strip(b" \t\r") for f in line.split(self.fmt.delimiter)]
+
+    def _looks_like_header(self, line: bytes) -> bool:
+        fields = self.fields(line)
+        numeric = (self.fmt.time.index, self.fmt.offset.index, self.fmt.size.index)
+        return len(fields) >= self.fmt.min_fields and all(fields[i][:1].isalpha()
+                                                          for i in numeric)
+
+    def _error(self, data: bytes | memoryview, base: int, row: int, err: np.ndarray,
+               fail: np.ndarray) -> TraceFormatError:
+        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        start = int(newlines[row - 1]) + 1 if row else 0
+        end = int(newlines[row]) if row < len(newlines) else len(data)
+        fields = self.fields(bytes(data[start:end]))
+        line = base + row
+        if err[row] == tk.ERR_NFIELDS:
+            n, lo, hi = len(fields), self.fmt.min_fields, self.max_fields
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            sep = "white space" if self.fmt.delimiter is None else repr(self.fmt.delimiter.decode(
+                "latin-1"))
+            missing = self.column_name(n) if n < lo else None
+            return TraceFormatError(f"expected {want} fields separated by {sep}, found {n}",
+                                    path=self.path, line=line, field=missing)
+        col = int(fail[row])
+        return TraceFormatError(self._explain(col, fields[col]), path=self.path, line=line,
+                                field=self.column_name(col))
+
+    def _explain(self, col: int, token: bytes) -> str:
+        """Why ``token`` is not valid in column ``col`` (re-checks it with the scalar rules)."""
+        fmt, role = self.fmt, self.roles[col]
+        shown = repr(token.decode("utf-8", "replace")[:40])
+        if role == "time":
+            return f"expected a decimal number such as 12 or 0.25 (at most 19 integer " \
+                   f"digits), got {shown}"
+        if role == "op":
+            allowed = ", ".join(repr(t) for t, c in fmt.ops.items() if c != DROP)
+            case = " (case-insensitive)" if fmt.fold_case else ""
+            return f"unknown op code {shown}; expected one of {allowed}{case}"
+        value = tk.parse_uint_scalar(token)
+        if value is None and token.isdigit():
+            return f"value too large (above 2**63 - 1): {shown}"
+        if value is None:
+            return f"expected an unsigned integer, got {shown}"
+        unit = fmt.offset.unit if role == "offset" else fmt.size.unit
+        if role == "size" and value == 0:
+            return "size must be > 0, got 0"
+        return f"{role} {value} x {unit} bytes does not fit in a signed 64-bit integer"
+
+
+def _first_line(data: bytes | memoryview) -> bytes:
+    """The first line of a block (without its newline)."""
+    size = 1 << 12
+    while True:
+        head = bytes(data[:size])
+        end = head.find(b"\n")
+        if end >= 0 or len(head) < size:
+            return head if end < 0 else head[:end]
+        size *= 8
+
+
+def _sector_aligned(block: Block) -> bool:
+    return bool((block.offset % SECTOR == 0).all() and (block.size % SECTOR == 0).all())
+
+
+_HEX_OPS = {f"{prefix}{code}": op for code, op in (
+    ("08", READ), ("28", READ), ("a8", READ), ("88", READ),
+    ("0a", WRITE), ("2a", WRITE), ("aa", WRITE), ("8a", WRITE)) for prefix in ("", "0x")}
+
+MSR = DelimitedFormat(
+    name="msr",
+    summary="MSR Cambridge CSV: Timestamp (Windows filetime, 100 ns ticks), Hostname, DiskNumber, "
+            "Type (Read/Write), Offset (bytes), Size (bytes), ResponseTime (100 ns ticks)",
+    columns=("Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"),
+    delimiter=b",", time=Column(0, "Timestamp", -1), op=Column(3, "Type"),
+    offset=Column(4, "Offset"), size=Column(5, "Size"), ops={"Read": READ, "Write": WRITE})
+
+SYSTOR17 = DelimitedFormat(
+    name="systor17",
+    summary="SNIA SYSTOR'17 CSV: Timestamp (Unix seconds with fraction), Response (s), IOType "
+            "(R/W; blank = no data transfer, dropped), LUN, Offset (bytes), Size (bytes); "
+            "optional header line",
+    columns=("Timestamp", "Response", "IOType", "LUN", "Offset", "Size"),
+    delimiter=b",", time=Column(0, "Timestamp", 6), op=Column(2, "IOType"),
+    offset=Column(4, "Offset"), size=Column(5, "Size"),
+    ops={"R": READ, "W": WRITE, "": DROP}, drop_reason="blank IOType")
+
+ALIBABA = DelimitedFormat(
+    name="alibaba",
+    summary="Alibaba block traces 2020 CSV: device_id, opcode (R/W), offset (bytes), length "
+            "(bytes), timestamp (microseconds)",
+    columns=("device_id", "opcode", "offset", "length", "timestamp"),
+    delimiter=b",", time=Column(4, "timestamp", 0), op=Column(1, "opcode"),
+    offset=Column(2, "offset"), size=Column(3, "length"), ops={"R": READ, "W": WRITE})
+
+TENCENT = DelimitedFormat(
+    name="tencent",
+    summary="Tencent CBS CSV: Timestamp (Unix seconds), Offset (512-byte sectors), Size "
+            "(512-byte sectors), IOType (0 = read, 1 = write), VolumeID",
+    columns=("Timestamp", "Offset", "Size", "IOType", "VolumeID"),
+    delimiter=b",", time=Column(0, "Timestamp", 6), op=Column(3, "IOType"),
+    offset=Column(1, "Offset", SECTOR), size=Column(2, "Size", SECTOR),
+    ops={"0": READ, "1": WRITE}, fold_case=False)
+
+FIU = DelimitedFormat(
+    name="fiu",
+    summary="FIU SRCMap / IODedup traces, space separated: ts (ns), pid, process, lba (512-byte "
+            "sectors), size (512-byte sectors), op (R/W), major, minor, md5 (optional)",
+    columns=("ts", "pid", "process", "lba", "size", "op", "major", "minor", "md5"),
+    delimiter=None, time=Column(0, "ts", -3), op=Column(5, "op"),
+    offset=Column(3, "lba", SECTOR), size=Column(4, "size", SECTOR),
+    ops={"R": READ, "W": WRITE}, max_fields=9)
+
+MQSIM = DelimitedFormat(
+    name="mqsim",
+    summary="MQSim / DiskSim ASCII trace, space separated: arrival_time (ns), device_id, "
+            "start_sector (512-byte sectors), size (512-byte sectors), type (0 = write, 1 = read)",
+    columns=("arrival_time", "device_id", "start_sector", "size", "type"),
+    delimiter=None, time=Column(0, "arrival_time", -3), op=Column(4, "type"),
+    offset=Column(2, "start_sector", SECTOR), size=Column(3, "size", SECTOR),
+    ops={"1": READ, "0": WRITE}, fold_case=False, extensions=(".trace",))
+
+SPC = DelimitedFormat(
+    name="spc",
+    summary="SPC / UMass trace repository CSV: ASU, LBA (512-byte blocks), Size (bytes), Opcode "
+            "(r/w), Timestamp (seconds); further optional fields are ignored",
+    columns=("ASU", "LBA", "Size", "Opcode", "Timestamp"),
+    delimiter=b",", time=Column(4, "Timestamp", 6), op=Column(3, "Opcode"),
+    offset=Column(1, "LBA", SECTOR), size=Column(2, "Size"),
+    ops={"r": READ, "w": WRITE}, max_fields=64, extensions=(".spc",))
+
+CLOUDPHYSICS = DelimitedFormat(
+    name="cloudphysics",
+    summary="CloudPhysics / libCacheSim CSV with header version,time,op,size,lbn: time "
+            "(seconds), op (SCSI opcode in hex: 08/28/88/a8 read, 0a/2a/8a/aa write), size "
+            "(bytes), lbn (512-byte blocks)",
+    columns=("version", "time", "op", "size", "lbn"),
+    delimiter=b",", time=Column(1, "time", 6), op=Column(2, "op"),
+    offset=Column(4, "lbn", SECTOR), size=Column(3, "size"),
+    ops=_HEX_OPS, detect_needs_header=True)
+
+HEIMDALL = DelimitedFormat(
+    name="heimdall",
+    summary="Heimdall replayer trace (MSR excerpts), space separated: timestamp (ms), device, "
+            "offset (bytes), size (bytes), op (1 = read, 0 = write)",
+    columns=("timestamp", "device", "offset", "size", "op"),
+    delimiter=None, time=Column(0, "timestamp", 3), op=Column(4, "op"),
+    offset=Column(2, "offset"), size=Column(3, "size"),
+    ops={"1": READ, "0": WRITE}, fold_case=False, extensions=(".trace",),
+    plausible=_sector_aligned)
+
+DELIMITED: dict[str, DelimitedFormat] = {f.name: f for f in (
+    MSR, SYSTOR17, ALIBABA, TENCENT, FIU, MQSIM, SPC, CLOUDPHYSICS, HEIMDALL)}
+
+
+def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
+               header: bool | None = None, time_unit: str = "s", offset_unit: int = 1,
+               size_unit: int = 1, read_values: Iterable[str] = ("r", "read"),
+               write_values: Iterable[str] = ("w", "write"), drop_values: Iterable[str] = (),
+               case_sensitive: bool = False,
+               header_names: Sequence[str] | None = None) -> DelimitedFormat:
+    """The generic ``csv`` format, from a column map.
+
+    ``columns`` maps ``time``, ``op``, ``offset`` and ``size`` to a 0-based field index, or to a
+    column name looked up in the header line (``header_names``, read from the file by the
+    reader). ``delimiter`` is one character, or None for runs of white space. ``time_unit`` is
+    one of :data:`TIME_UNITS`; ``offset_unit`` / ``size_unit`` are bytes per unit (512 for
+    sectors). Op tokens in ``read_values`` / ``write_values`` become reads / writes, those in
+    ``drop_values`` are dropped (counted), anything else is an error.
+    """
+    need = {"time", "op", "offset", "size"}
+    if set(columns) != need:
+        raise ValueError(f"columns must map exactly {sorted(need)}, got {sorted(columns)}")
+    if time_unit not in TIME_UNITS:
+        raise ValueError(f"time_unit must be one of {list(TIME_UNITS)}, got {time_unit!r}")
+    if delimiter is not None and (len(delimiter.encode()) != 1 or delimiter in "\r\n"):
+        raise ValueError(f"delimiter must be one byte other than CR/LF, got {delimiter!r}")
+    for unit_name, unit in (("offset_unit", offset_unit), ("size_unit", size_unit)):
+        if not isinstance(unit, int) or unit < 1:
+            raise ValueError(f"{unit_name} must be a positive integer (bytes), got {unit!r}")
+    index: dict[str, int] = {}
+    for role, col in columns.items():
+        if isinstance(col, str):
+            names = [n.strip().lower() for n in header_names or ()]
+            if col.strip().lower() not in names:
+                raise TraceFormatError(f"column {col!r} is not in the header {header_names!r}",
+                                       line=1, field=col)
+            index[role] = names.index(col.strip().lower())
+        elif isinstance(col, int) and not isinstance(col, bool) and 0 <= col < 64:
+            index[role] = col
+        else:
+            raise ValueError(f"column for {role!r} must be an index in [0, 64) or a name, "
+                             f"got {col!r}")
+    ops: dict[str, int] = {}
+    for values, code in ((read_values, READ), (write_values, WRITE), (drop_values, DROP)):
+        for value in values:
+            key = value if case_sensitive else value.lower()
+            if ops.get(key, code) != code:
+                raise ValueError(f"op value {value!r} is given for two different ops")
+            ops[key] = code
+    width = max(index.values()) + 1
+    names = tuple(header_names or ()) if header_names and len(header_names) >= width else ()
+    names = names or tuple(f"field {i + 1}" for i in range(width))
+    for role, i in index.items():
+        if names[i].startswith("field "):
+            names = names[:i] + (role,) + names[i + 1:]
+    return DelimitedFormat(
+        name="csv", summary="", columns=names,
+        delimiter=None if delimiter is None else delimiter.encode(),
+        time=Column(index["time"], names[index["time"]], TIME_UNITS[time_unit]),
+        op=Column(index["op"], names[index["op"]]),
+        offset=Column(index["offset"], names[index["offset"]], offset_unit),
+        size=Column(index["size"], names[index["size"]], size_unit),
+        ops=ops, fold_case=not case_sensitive, max_fields=1 << 20,
+        header=True if header_names else header, drop_reason="drop_values")
+
+
+# ============================================================================ blkparse
+
+
+_DEVICE = re.compile(rb"[0-9]+,[0-9]+")
+
+
+class BlkparseParser:
+    """``blkparse`` default text output.
+
+    Event lines are ``maj,min cpu seq time pid action RWBS sector + nsectors [comm]`` with time
+    in seconds (since the start of tracing) and sector / nsectors in 512-byte sectors
+    (``blkparse(1)``; blktrace's ``blk_io_trace``). Requests are the ``D`` (issued to the
+    driver) events: RWBS containing ``R`` is a read, ``W`` a write. ``D`` events without data
+    (RWBS ``N``, flushes with 0 sectors, packet commands) and discards (RWBS ``D``) are dropped
+    and counted. Other actions (Q, G, I, M, P, U, ...) and the per-CPU summary at the end are not
+    requests and are ignored. When ``C`` (complete) events are present, each is paired with the
+    oldest unpaired ``D`` event of the same device, sector and nsectors; the measured latency
+    (C time - D time, µs) is returned as ``Trace.source["latency_us"]`` (NaN when unpaired).
+    To bound memory, at most :attr:`max_pending` (device, sector, nsectors) keys wait for their
+    C event; beyond that the oldest is given up.
+    """
+
+    name = "blkparse"
+    time_field = "time"
+    max_pending = 1 << 16
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.next_line = 1
+        self.count = 0
+        self.paired = 0
+        self._pending: dict[tuple[bytes, int, int], list[tuple[int, float]]] = {}
+        self._done_index = array("q")     # request index and latency of paired completions
+        self._done_latency = array("d")   # not yet handed out by extras()
+
+    def info(self) -> dict[str, Any]:
+        return {"completions_paired": self.paired}
+
+    def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        if not self.paired:
+            return {}
+        index = np.frombuffer(self._done_index, dtype=np.int64)
+        value = np.frombuffer(self._done_latency, dtype=np.float64)
+        latency = np.full(stop - start, np.nan)
+        here = (index >= start) & (index < stop)
+        latency[index[here] - start] = value[here]
+        later = index >= stop
+        self._done_index = array("q", index[later].tobytes())
+        self._done_latency = array("d", value[later].tobytes())
+        return {"latency_us": latency}
+
+    def parse(self, data: bytes | memoryview) -> Block:
+        data = bytes(data)
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        base = self.next_line
+        self.next_line += len(lines)
+        out: tuple[list[float], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+        skipped, first_error, dropped = 0, None, Counter[str]()
+        for i, line in enumerate(lines):
+            f = line.split()
+            if len(f) < 6 or f[5] not in (b"D", b"C") or not _DEVICE.fullmatch(f[0]):
+                continue
+            try:
+                self._event(f, base + i, out, dropped)
+            except TraceFormatError as exc:
+                skipped += 1
+                first_error = first_error or exc
+        return Block.from_lists(*out, skipped=skipped, first_error=first_error, dropped=dropped)
+
+    def _event(self, f: list[bytes], line: int,
+               out: tuple[list[float], list[int], list[int], list[int], list[int]],
+               dropped: Counter[str]) -> None:
+        def error(message: str, name: str) -> TraceFormatError:
+            return TraceFormatError(message, path=self.path, line=line, field=name)
+
+        time = tk.parse_decimal_scalar(f[3])
+        if time is None:
+            raise error(f"expected seconds such as 0.001368096, got {_show(f[3])}", "time")
+        if len(f) < 7:
+            raise error("missing RWBS field", "RWBS")
+        rwbs, action = f[6], f[5]
+        if b"R" in rwbs or b"W" in rwbs:
+            if len(f) > 8 and f[8].startswith(b"("):
+                if action == b"D":
+                    dropped["packet_command"] += 1
+                return
+            if len(f) < 10 or f[8] != b"+":
+                raise error("expected 'sector + nsectors' after RWBS", "sector")
+            sector, nsec = tk.parse_uint_scalar(f[7]), tk.parse_uint_scalar(f[9])
+            if sector is None or sector > _INT64_MAX // SECTOR:
+                raise error(f"expected a sector number, got {_show(f[7])}", "sector")
+            if nsec is None or nsec > _INT64_MAX // SECTOR:
+                raise error(f"expected a sector count, got {_show(f[9])}", "nsectors")
+        elif action == b"D":
+            dropped["discard" if b"D" in rwbs else "no_data"] += 1
+            return
+        else:
+            return  # completion of a request without data
+        t_us = tk.to_us_scalar(time[0], time[1], 6)
+        key = (f[0], sector, nsec)
+        if action == b"C":
+            waiting = self._pending.get(key)
+            if waiting:
+                index, issued = waiting.pop(0)
+                self._done_index.append(index)
+                self._done_latency.append(t_us - issued)
+                self.paired += 1
+                if not waiting:
+                    del self._pending[key]
+            return
+        if nsec == 0:
+            dropped["no_data"] += 1
+            return
+        self._pending.setdefault(key, []).append((self.count, t_us))
+        if len(self._pending) > self.max_pending:
+            del self._pending[next(iter(self._pending))]
+        self.count += 1
+        for column, value in zip(out, (t_us, READ if b"R" in rwbs else WRITE, sector * SECTOR,
+                                       nsec * SECTOR, line)):
+            column.append(value)
+
+
+# ============================================================================ fio iolog
+
+
+class FioParser:
+    """fio iolog, versions 2 and 3 (fio ``HOWTO``, "Trace file format"; fio ``iolog.c``).
+
+    The first line is ``fio version 2 iolog`` or ``fio version 3 iolog``. Version 2 lines are
+    ``filename action`` (file actions ``add``/``open``/``close``, ignored) or
+    ``filename action offset length`` (bytes). Version 3 puts a timestamp first. ``read`` and
+    ``write`` are requests; ``sync``, ``datasync`` and ``trim`` are dropped and counted.
+
+    Times: version 3 timestamps are relative to the start of the run, in **microseconds** by
+    default — fio writes them with ``utime_since_now()`` and replays them as microsecond delays
+    (``time_unit`` overrides, e.g. ``"ms"``); version 3 ``wait`` lines are ignored like fio does
+    (counted as dropped). Version 2 logs carry no times, so they are synthesised: the clock
+    starts at 0, each request arrives at the clock and advances it by ``gap_us`` (default
+    100 µs, an open-loop 10,000 IOPS); a ``wait`` line (``offset`` = µs relative to the
+    previous wait, values below 100 ignored, as the HOWTO defines it) moves the clock forward to
+    the accumulated wait time if it is behind. Offsets are per file as logged; the files seen
+    are listed in ``Trace.source["files"]``.
+    """
+
+    name = "fio"
+
+    def __init__(self, path: str, gap_us: float = 100.0, time_unit: str = "us") -> None:
+        if not (isinstance(gap_us, (int, float)) and np.isfinite(gap_us) and gap_us >= 0):
+            raise ValueError(f"gap_us must be a finite number >= 0, got {gap_us!r}")
+        if time_unit not in TIME_UNITS:
+            raise ValueError(f"time_unit must be one of {list(TIME_UNITS)}, got {time_unit!r}")
+        self.path, self.gap_us, self.unit_exp = path, float(gap_us), TIME_UNITS[time_unit]
+        self.next_line = 1
+        self.version: int | None = None
+        self.files: dict[str, None] = {}
+        self._clock = 0.0
+        self._wait_base = 0.0
+
+    @property
+    def time_field(self) -> str:
+        return "timestamp" if self.version == 3 else "wait"
+
+    def info(self) -> dict[str, Any]:
+        return {"iolog_version": self.version, "files": list(self.files)}
+
+    def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        return {}
+
+    def parse(self, data: bytes | memoryview) -> Block:
+        data = bytes(data)
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        base = self.next_line
+        self.next_line += len(lines)
+        out: tuple[list[float], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
+        skipped, first_error, dropped = 0, None, Counter[str]()
+        for i, line in enumerate(lines):
+            if self.version is None:
+                head = line.strip()
+                if head not in (b"fio version 2 iolog", b"fio version 3 iolog"):
+                    raise TraceFormatError(
+                        "not a fio iolog: the first line must be 'fio version 2 iolog' or "
+                        f"'fio version 3 iolog', got {_show(head)}", path=self.path, line=base + i)
+                self.version = int(head[12:13])
+                continue
+            f = line.split()
+            if not f:
+                continue
+            try:
+                self._line(f, base + i, out, dropped)
+            except TraceFormatError as exc:
+                skipped += 1
+                first_error = first_error or exc
+        return Block.from_lists(*out, skipped=skipped, first_error=first_error, dropped=dropped)
+
+    def _line(self, f: list[bytes], line: int,
+              out: tuple[list[float], list[int], list[int], list[int], list[int]],
+              dropped: Counter[str]) -> None:
+        def error(message: str, name: str | None) -> TraceFormatError:
+            return TraceFormatError(message, path=self.path, line=line, field=name)
+
+        v3 = self.version == 3
+        t_us = 0.0
+        if v3:
+            if len(f) not in (3, 5):
+                raise error(f"expected 3 or 5 fields (timestamp filename action [offset length])"
+                            f", found {len(f)}", None if len(f) > 5 else "action")
+            ts = tk.parse_uint_scalar(f[0])
+            if ts is None:
+                raise error(f"expected an integer timestamp, got {_show(f[0])}", "timestamp")
+            t_us = tk.to_us_scalar(ts, 0, self.unit_exp)
+            f = f[1:]
+        elif len(f) not in (2, 4):
+            raise error(f"expected 2 or 4 fields (filename action [offset length]), found "
+                        f"{len(f)}", None if len(f) > 4 else "action")
+        action = f[1]
+        if len(f) == 2:
+            if action not in (b"add", b"open", b"close"):
+                raise error(f"unknown file action {_show(action)}; expected add, open or close",
+                            "action")
+            return
+        offset, length = tk.parse_uint_scalar(f[2]), tk.parse_uint_scalar(f[3])
+        if action in (b"sync", b"datasync", b"trim") or (v3 and action == b"wait"):
+            dropped[action.decode()] += 1
+            return
+        if offset is None:
+            raise error(f"expected an unsigned integer, got {_show(f[2])}", "offset")
+        if action == b"wait":
+            if offset >= 100:
+                self._wait_base += offset
+                self._clock = max(self._clock, self._wait_base)
+            return
+        if action not in (b"read", b"write"):
+            raise error(f"unknown action {_show(action)}; expected read, write, sync, datasync, "
+                        "trim or wait", "action")
+        if length is None or length == 0:
+            raise error(f"expected a length in bytes > 0, got {_show(f[3])}", "length")
+        if not v3:
+            t_us, self._clock = self._clock, self._clock + self.gap_us
+        self.files.setdefault(f[0].decode("utf-8", "replace"))
+        for column, value in zip(out, (t_us, READ if action == b"read" else WRITE, offset,
+                                       length, line)):
+            column.append(value)
+
+
+def _show(token: bytes) -> str:
+    return repr(token.decode("utf-8", "replace")[:40])
+
+
+# ============================================================================ registry
+
+
+#: Supported formats: name -> one-line description (columns and units).
+FORMATS: dict[str, str] = {
+    **{name: fmt.summary for name, fmt in DELIMITED.items()},
+    "blkparse": "blkparse default text output: maj,min cpu seq time(s) pid action RWBS sector "
+                "+ nsectors [comm]; D events are the requests, C events give latency",
+    "fio": "fio iolog v2 (no times: synthesised with gap_us) and v3 (timestamp in µs)",
+    "csv": "generic delimited text with a column map (columns=, time_unit=, offset_unit=, ...)",
+    "cache": "hss-gym columnar trace cache (hss_gym.workloads.cache)",
+}
+
+_OPTIONS: dict[str, set[str]] = {
+    "fio": {"gap_us", "time_unit"},
+    "csv": {"columns", "delimiter", "header", "time_unit", "offset_unit", "size_unit",
+            "read_values", "write_values", "drop_values", "case_sensitive"},
+}
+
+
+def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, Any],
+                engine: str = "auto") -> Parser:
+    """A fresh parser for format ``name`` with the user's ``options`` (checked here)."""
+    if name not in FORMATS or name == "cache":
+        raise ValueError(f"unknown trace format {name!r}; supported: "
+                         f"{', '.join(n for n in FORMATS if n != 'cache')}")
+    unknown = set(options) - _OPTIONS.get(name, set())
+    if unknown:
+        allowed = ", ".join(sorted(_OPTIONS.get(name, ()))) or "none"
+        raise TypeError(f"unknown option(s) {sorted(unknown)} for format {name!r} "
+                        f"(accepted: {allowed})")
+    if name in DELIMITED:
+        return DelimitedParser(DELIMITED[name], path, engine)
+    if name == "blkparse":
+        return BlkparseParser(path)
+    if name == "fio":
+        return FioParser(path, **options)
+    opts = dict(options)
+    if "columns" not in opts:
+        raise TypeError("format 'csv' needs columns={'time': i, 'op': i, 'offset': i, "
+                        "'size': i} (indices or header names)")
+    header_names = None
+    if any(isinstance(c, str) for c in opts["columns"].values()):
+        if opts.get("header") is False:
+            raise ValueError("columns given by name need the header line (header is False)")
+        delim = opts.get("delimiter", ",")
+        line = first_line.rstrip(b"\r").decode("utf-8", "replace")
+        header_names = line.split() if delim is None else [c.strip() for c in line.split(delim)]
+    try:
+        return DelimitedParser(csv_format(header_names=header_names, **opts), path, engine)
+    except TraceFormatError as exc:
+        raise TraceFormatError(str(exc).split(": ", 1)[-1], path=path, line=exc.line,
+                               field=exc.field) from None
+
+
+_BLKPARSE_LINE = re.compile(rb"\s*[0-9]+,[0-9]+\s+[0-9]+\s+[0-9]+\s+[0-9]+\.[0-9]+\s+[0-9]+\s+"
+                            rb"[A-Za-z]{1,2}\s")
+_DETECT_LINES = 64  # lines of the head a delimited format must parse to be detected
+_DETECT_ORDER = ("msr", "systor17", "alibaba", "tencent", "spc", "cloudphysics", "fiu",
+                 "heimdall", "mqsim")
+
+
+def detect(head: bytes, path: str, engine: str = "auto") -> str:
+    """The format of a file from its first decompressed bytes (and its name as a hint)."""
+    if head.startswith((b"fio version 2 iolog", b"fio version 3 iolog")):
+        return "fio"
+    first = next((line for line in head.split(b"\n", 50)[:50] if line.strip()), b"")
+    if _BLKPARSE_LINE.match(first + b" "):
+        return "blkparse"
+    lines = head.split(b"\n", _DETECT_LINES)  # head: complete lines (or the whole file)
+    sample = head if len(lines) <= _DETECT_LINES else b"\n".join(lines[:_DETECT_LINES]) + b"\n"
+    suffixes = {s.lower() for s in Path(path).suffixes}
+    first_rows = [line for line in lines[:10] if line.strip()][:2]
+    scores: dict[str, tuple[int, bool, int]] = {}
+    for rank, name in enumerate(_DETECT_ORDER):
+        fmt = DELIMITED[name]
+        parser = DelimitedParser(fmt, path, engine, describe_errors=False)
+        # cheap pre-check: one of the first two lines (a header, then a row) has the field count
+        if not any(fmt.min_fields <= len(parser.fields(line)) <= parser.max_fields
+                   for line in first_rows):
+            continue
+        block = parser.parse(sample)
+        # most rows must parse (a few malformed rows are reported later, with their lines)
+        if (len(block) <= block.skipped or (fmt.detect_needs_header and not parser.saw_header)
+                or (fmt.plausible is not None and not fmt.plausible(block))):
+            continue
+        scores[name] = (len(block) - block.skipped, bool(set(fmt.extensions) & suffixes), -rank)
+    if not scores:
+        raise TraceFormatError(
+            "could not detect the trace format from the first lines; pass format= (one of "
+            f"{', '.join(n for n in FORMATS if n != 'cache')})", path=path)
+    return max(scores, key=scores.__getitem__)
