@@ -19,8 +19,9 @@ def sample_trace() -> Trace:
     return Trace(np.cumsum(rng.random(n) * 10), rng.integers(0, 2, n),
                  rng.integers(0, 1 << 40, n), rng.integers(1, 1 << 20, n),
                  rng.integers(0, 5, n), name="synthetic",
-                 source={"kind": "file", "path": "/data/x.csv", "format": "msr", "sha256": "ab" * 32,
-                         "skipped": 2, "dropped": {"blank IOType": 3}, "options": {"a": [1, 2]},
+                 source={"kind": "file", "path": "/data/x.csv", "format": "msr",
+                         "sha256": "ab" * 32, "skipped": 2, "dropped": {"blank IOType": 3},
+                         "options": {"a": [1, 2]},
                          "latency_us": np.linspace(0.0, 1.0, n)}).validate()
 
 

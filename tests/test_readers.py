@@ -478,7 +478,8 @@ def _count_requests(path: str) -> int:
 
 
 def test_tab_separated_csv_with_crlf(tmp_path: Path, engine: str) -> None:
-    path = write(tmp_path, "t.tsv", "time\top\toff\tlen\r\n1.5\tR\t0\t512\r\n\t\t\r\n2\tW\t8\t4096\r\n")
+    path = write(tmp_path, "t.tsv",
+                 "time\top\toff\tlen\r\n1.5\tR\t0\t512\r\n\t\t\r\n2\tW\t8\t4096\r\n")
     trace = load_trace(path, "csv", delimiter="\t", columns={"time": 0, "op": 1, "offset": 2,
                                                               "size": 3})
     assert columns(trace) == ([1_500_000.0, 2_000_000.0], [READ, WRITE], [0, 8], [512, 4096])

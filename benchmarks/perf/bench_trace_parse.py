@@ -7,8 +7,9 @@ workspace, ``../shared/traces/cloudPhysicsIO.csv``, 113,872 rows):
 * reading the trace cache (``load_trace`` on a file written by ``save_cache``) vs parsing.
 
 Repetitions are interleaved (so a burst of load on the machine hits all contenders), the
-garbage collector is off while timing (as in ``timeit``), and the median is reported. Requirements: parsing at least as fast as pandas (ratio >= 1.0) and the
-cache at least 10x faster than parsing. Exits 1 if one fails, 2 if the trace is missing.
+garbage collector is off while timing (as in ``timeit``), and the median is reported.
+Requirements: parsing at least as fast as pandas (ratio >= 1.0) and the cache at least 10x
+faster than parsing. Exits 1 if one fails, 2 if the trace is missing.
 
     python benchmarks/perf/bench_trace_parse.py [--trace PATH] [--repeat N]
 """

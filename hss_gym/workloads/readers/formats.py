@@ -400,14 +400,21 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
                write_values: Iterable[str] = ("w", "write"), drop_values: Iterable[str] = (),
                case_sensitive: bool = False,
                header_names: Sequence[str] | None = None) -> DelimitedFormat:
-    """The generic ``csv`` format, from a column map.
+    """The generic ``csv`` format from a column map; the options of ``load_trace(p, "csv")``.
+
+    Example: ``load_trace(p, "csv", columns={"time": 0, "op": 2, "offset": 3, "size": 4},
+    time_unit="s", offset_unit=512, read_values=("R", "0"), write_values=("W", "1"))``.
 
     ``columns`` maps ``time``, ``op``, ``offset`` and ``size`` to a 0-based field index, or to a
     column name looked up in the header line (``header_names``, read from the file by the
-    reader). ``delimiter`` is one character, or None for runs of white space. ``time_unit`` is
-    one of :data:`TIME_UNITS`; ``offset_unit`` / ``size_unit`` are bytes per unit (512 for
-    sectors). Op tokens in ``read_values`` / ``write_values`` become reads / writes, those in
-    ``drop_values`` are dropped (counted), anything else is an error.
+    reader). Other fields are ignored. ``delimiter`` is one character, or None for runs of white
+    space. ``header``: None skips a first line whose time, offset and size fields start with a
+    letter, True always skips the first line, False never (names in ``columns`` imply True).
+    ``time_unit`` is one of :data:`TIME_UNITS` (times may have a fraction); ``offset_unit`` /
+    ``size_unit`` are bytes per unit (512 for sectors). Op tokens (at most 8 bytes; compared
+    case-insensitively unless ``case_sensitive``) in ``read_values`` / ``write_values`` become
+    reads / writes, those in ``drop_values`` are dropped (counted in ``source["dropped"]``),
+    anything else is an error.
     """
     need = {"time", "op", "offset", "size"}
     if set(columns) != need:
@@ -424,8 +431,7 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
         if isinstance(col, str):
             names = [n.strip().lower() for n in header_names or ()]
             if col.strip().lower() not in names:
-                raise TraceFormatError(f"column {col!r} is not in the header {header_names!r}",
-                                       line=1, field=col)
+                raise ValueError(f"column {col!r} is not in the header {list(header_names or ())}")
             index[role] = names.index(col.strip().lower())
         elif isinstance(col, int) and not isinstance(col, bool) and 0 <= col < 64:
             index[role] = col
@@ -756,11 +762,12 @@ def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, A
         delim = opts.get("delimiter", ",")
         line = first_line.rstrip(b"\r").decode("utf-8", "replace")
         header_names = line.split() if delim is None else [c.strip() for c in line.split(delim)]
-    try:
-        return DelimitedParser(csv_format(header_names=header_names, **opts), path, engine)
-    except TraceFormatError as exc:
-        raise TraceFormatError(str(exc).split(": ", 1)[-1], path=path, line=exc.line,
-                               field=exc.field) from None
+        for col in opts["columns"].values():
+            if isinstance(col, str) and col.strip().lower() not in (
+                    n.lower() for n in header_names):
+                raise TraceFormatError(f"column {col!r} is not in the header {header_names}",
+                                       path=path, line=1, field=col)
+    return DelimitedParser(csv_format(header_names=header_names, **opts), path, engine)
 
 
 _BLKPARSE_LINE = re.compile(rb"\s*[0-9]+,[0-9]+\s+[0-9]+\s+[0-9]+\s+[0-9]+\.[0-9]+\s+[0-9]+\s+"
