@@ -8,13 +8,13 @@ storage systems.
 """
 from __future__ import annotations
 
-from typing import Any
+__version__ = "0.1.0"  # first: submodules record it in provenance while the package imports
 
-import gymnasium
+from typing import Any  # noqa: E402
 
-from hss_gym.hss import HSS
+import gymnasium  # noqa: E402
 
-__version__ = "0.1.0"
+from hss_gym.hss import HSS  # noqa: E402
 __all__ = ["HSS", "parallel_env", "__version__"]
 
 
