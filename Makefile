@@ -47,6 +47,8 @@ build/test_core_asan: tests/c/test_core.c $(CSRC)
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_replay.py
+	$(PY) benchmarks/perf/bench_trace_parse.py
+	$(PY) benchmarks/perf/bench_env_step.py
 	$(PY) benchmarks/perf/bench_memory.py
 
 clean:
