@@ -468,6 +468,35 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
 _DEVICE = re.compile(rb"[0-9]+,[0-9]+")
 
 
+Columns = tuple[list[float], list[int], list[int], list[int], list[int]]
+
+
+class FatalFormatError(TraceFormatError):
+    """An error that ends the read (not a bad row that ``skip_bad`` may skip)."""
+
+
+def parse_lines(data: bytes | memoryview, first_line: int,
+                handle: Callable[[bytes, int, Columns, Counter[str]], None]) -> tuple[Block, int]:
+    """Run ``handle(line, line_number, out, dropped)`` on every line of ``data``, counting the
+    rows it rejects with TraceFormatError (the first error is kept for the message). Returns the
+    block and the number of the line after the last one."""
+    data = bytes(data)
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    out: Columns = ([], [], [], [], [])
+    skipped, first_error, dropped = 0, None, Counter[str]()
+    for i, line in enumerate(lines):
+        try:
+            handle(line, first_line + i, out, dropped)
+        except FatalFormatError:
+            raise
+        except TraceFormatError as exc:
+            skipped += 1
+            first_error = first_error or exc
+    return Block.from_lists(*out, skipped=skipped, first_error=first_error, dropped=dropped), first_line + len(lines)
+
+
 class BlkparseParser:
     """``blkparse`` default text output.
 
@@ -514,24 +543,13 @@ class BlkparseParser:
         return {"latency_us": latency}
 
     def parse(self, data: bytes | memoryview) -> Block:
-        data = bytes(data)
-        lines = data.split(b"\n")
-        if data.endswith(b"\n"):
-            lines.pop()
-        base = self.next_line
-        self.next_line += len(lines)
-        out: tuple[list[float], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
-        skipped, first_error, dropped = 0, None, Counter[str]()
-        for i, line in enumerate(lines):
-            f = line.split()
-            if len(f) < 6 or f[5] not in (b"D", b"C") or not _DEVICE.fullmatch(f[0]):
-                continue
-            try:
-                self._event(f, base + i, out, dropped)
-            except TraceFormatError as exc:
-                skipped += 1
-                first_error = first_error or exc
-        return Block.from_lists(*out, skipped=skipped, first_error=first_error, dropped=dropped)
+        block, self.next_line = parse_lines(data, self.next_line, self._handle)
+        return block
+
+    def _handle(self, line: bytes, lineno: int, out: Columns, dropped: Counter[str]) -> None:
+        f = line.split()
+        if len(f) >= 6 and f[5] in (b"D", b"C") and _DEVICE.fullmatch(f[0]):
+            self._event(f, lineno, out, dropped)
 
     def _event(self, f: list[bytes], line: int,
                out: tuple[list[float], list[int], list[int], list[int], list[int]],
@@ -633,32 +651,21 @@ class FioParser:
         return {}
 
     def parse(self, data: bytes | memoryview) -> Block:
-        data = bytes(data)
-        lines = data.split(b"\n")
-        if data.endswith(b"\n"):
-            lines.pop()
-        base = self.next_line
-        self.next_line += len(lines)
-        out: tuple[list[float], list[int], list[int], list[int], list[int]] = ([], [], [], [], [])
-        skipped, first_error, dropped = 0, None, Counter[str]()
-        for i, line in enumerate(lines):
-            if self.version is None:
-                head = line.strip()
-                if head not in (b"fio version 2 iolog", b"fio version 3 iolog"):
-                    raise TraceFormatError(
-                        "not a fio iolog: the first line must be 'fio version 2 iolog' or "
-                        f"'fio version 3 iolog', got {_show(head)}", path=self.path, line=base + i)
-                self.version = int(head[12:13])
-                continue
-            f = line.split()
-            if not f:
-                continue
-            try:
-                self._line(f, base + i, out, dropped)
-            except TraceFormatError as exc:
-                skipped += 1
-                first_error = first_error or exc
-        return Block.from_lists(*out, skipped=skipped, first_error=first_error, dropped=dropped)
+        block, self.next_line = parse_lines(data, self.next_line, self._handle)
+        return block
+
+    def _handle(self, line: bytes, lineno: int, out: Columns, dropped: Counter[str]) -> None:
+        if self.version is None:
+            head = line.strip()
+            if head not in (b"fio version 2 iolog", b"fio version 3 iolog"):
+                raise FatalFormatError(
+                    "not a fio iolog: the first line must be 'fio version 2 iolog' or "
+                    f"'fio version 3 iolog', got {_show(head)}", path=self.path, line=lineno)
+            self.version = int(head[12:13])
+            return
+        f = line.split()
+        if f:
+            self._line(f, lineno, out, dropped)
 
     def _line(self, f: list[bytes], line: int,
               out: tuple[list[float], list[int], list[int], list[int], list[int]],
