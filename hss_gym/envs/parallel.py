@@ -38,8 +38,8 @@ Truncation after the last request of the trace (or ``max_steps``); no terminatio
 
 ## Infos
 Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device), ``step``.
-Placement: ``latency_us`` of the request just served. Migration: ``credit`` (list, possibly empty)
-and ``page`` (the candidate now observed, or -1). On the final step both carry ``metrics`` (the
+Placement: ``latency_us`` of the request just served. Migration: ``credit`` (list, possibly empty),
+``page`` (the candidate now observed, or -1) and ``device`` (its current device, or -1). On the final step both carry ``metrics`` (the
 run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them at any time.
 
 ## Options (constructor keywords; ``reset(options=...)`` may change ``workload``/``window``)
@@ -111,6 +111,7 @@ class HSSParallelEnv(ParallelEnv):
         self.feature_names = feature_names(n, features)
         self._obs_space = observation_space(n, features, raw_bins)
         self._act_space = spaces.Discrete(n)
+        self._curr_dev_index = self.feature_names.index("curr_dev")
         self._dtype = np.int64 if raw_bins else np.float32
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
@@ -199,8 +200,14 @@ class HSSParallelEnv(ParallelEnv):
             "placement": {"acting": bool(self._needs), "action_mask": self._mask.copy(), "step": step,
                           "latency_us": latency},
             "migration": {"acting": self._cand is not None, "action_mask": self._mask.copy(), "step": step,
-                          "credit": credit, "page": -1 if self._cand is None else self._cand},
+                          "credit": credit, "page": -1 if self._cand is None else self._cand,
+                          "device": -1 if self._cand is None else self._candidate_device()},
         }
+
+    def _candidate_device(self) -> int:
+        """The candidate's device, read back from the migration observation's curr_dev bin."""
+        v = self._obs[1][self._curr_dev_index]
+        return int(v) if self.raw_bins else int(round(float(v) * (self.cfg.n_devices - 1)))
 
     def _action(self, actions: dict[str, Any], agent: str) -> int:
         a = actions[agent]
@@ -265,6 +272,32 @@ class HSSParallelEnv(ParallelEnv):
         return 0.0, []
 
     # ------------------------------------------------------------------ extras
+    # Privileged views for baselines that need more than the observation (heuristics reading the
+    # raw request, K-SVM/RNN-HSS migrating in bulk, the Oracle reading the future trace).
+    @property
+    def hss(self) -> HSS:
+        """The HSS being simulated (page metadata, critical-path moves)."""
+        if self._hss is None:
+            raise RuntimeError("call reset() first")
+        return self._hss
+
+    @property
+    def trace(self) -> Trace:
+        """The trace of the current episode."""
+        if self._trace is None:
+            raise RuntimeError("call reset() first")
+        return self._trace
+
+    @property
+    def step_index(self) -> int:
+        """Index in :attr:`trace` of the request the agents are observing now."""
+        return self._i
+
+    @property
+    def request(self) -> tuple[float, int, int, int]:
+        """The request the agents are observing now: (time_us, op, offset, size)."""
+        return self._reqs[min(self._i, self._end - 1)]
+
     def metrics(self) -> RunMetrics:
         """Metrics of the requests served so far in this episode."""
         if self._hss is None or self._i == 0:

@@ -1,0 +1,233 @@
+"""The policy interface: what the harness, the examples and users' own agents implement.
+
+A :class:`Policy` acts for one or both agents of ``hss/Harmonia-v0``
+(:class:`hss_gym.envs.parallel.HSSParallelEnv`). The loop that drives it is :func:`run_episode`:
+
+>>> env = hss_gym.parallel_env("perf_opt", "ycsb-b", **policy.env_options)
+>>> obs, infos = env.reset(seed=0); policy.reset(env, seed=0)
+>>> while env.agents:
+...     obs, rewards, terms, truncs, infos = env.step(policy.act(obs, infos))
+...     policy.observe(obs, rewards, infos)          # learners train here; others ignore it
+
+* ``act`` returns actions for the agents in :attr:`Policy.agents`; :func:`run_episode` fills the
+  others in (placement on device 0, migration "stay"), so a placement-only policy needs no
+  migration logic. :class:`Combined` pairs a placement policy with a migration policy.
+* ``observe`` sees every step's rewards, including the migration agent's delayed reward and its
+  ``infos["migration"]["credit"]`` (the steps it pays for).
+* ``env_options`` are the environment options a policy needs (Sibyl: its own features and no
+  migration agent; Fast-Only: a fast device that holds everything).
+* Policies may read privileged state through the env they get in ``reset`` (``env.request``,
+  ``env.hss``, ``env.trace``): heuristics that look at raw request fields, baselines that migrate
+  in bulk on the critical path, and the Oracle, which reads the future.
+
+Policies are made by name (:data:`POLICIES`, :func:`make_policy`) or from a ``"module:factory"``
+string, the factory called with keyword arguments.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
+from hss_gym.metrics import RunMetrics
+
+Obs = dict[str, np.ndarray]
+Infos = dict[str, dict[str, Any]]
+
+
+class Policy:
+    """Base class of every policy; see the module docstring."""
+
+    #: registry name (also used in results files)
+    name: ClassVar[str] = "policy"
+    #: the agents this policy acts for
+    agents: ClassVar[tuple[str, ...]] = tuple(AGENTS)
+    #: environment options the policy needs (merged into the env's keyword arguments)
+    env_options: ClassVar[dict[str, Any]] = {}
+    #: True if the policy learns from rewards (``observe`` must be called)
+    learns: ClassVar[bool] = False
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        """Called after ``env.reset``: a new episode starts. Learned state persists by default."""
+        self.env = env
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        """Actions for the agents in :attr:`agents` (ignored for agents not ``acting``)."""
+        raise NotImplementedError
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        """The outcome of the last ``act``: next observations, rewards and infos."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+def stay_action(infos: Infos) -> int:
+    """The migration action that moves nothing: the candidate's current device."""
+    d = infos["migration"].get("device", -1)
+    return d if d >= 0 else 0
+
+
+class Combined(Policy):
+    """A placement policy and a migration policy acting together (e.g. Sibyl + K-SVM)."""
+
+    def __init__(self, placement: Policy, migration: Policy, name: str | None = None) -> None:
+        if "placement" not in placement.agents:
+            raise ValueError(f"{placement.name} does not act for the placement agent")
+        if "migration" not in migration.agents:
+            raise ValueError(f"{migration.name} does not act for the migration agent")
+        self.placement, self.migration = placement, migration
+        self.name = name or f"{placement.name}+{migration.name}"  # type: ignore[misc]
+        opts = dict(migration.env_options)
+        opts.update(placement.env_options)
+        opts.pop("migration", None)  # the migration policy is here: keep the migration agent on
+        self.env_options = opts  # type: ignore[misc]
+        self.learns = placement.learns or migration.learns  # type: ignore[misc]
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.placement.reset(env, seed)
+        self.migration.reset(env, seed)
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        return {"placement": self.placement.act(observations, infos)["placement"],
+                "migration": self.migration.act(observations, infos)["migration"]}
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        if self.placement.learns:
+            self.placement.observe(observations, rewards, infos)
+        if self.migration.learns:
+            self.migration.observe(observations, rewards, infos)
+
+    def close(self) -> None:
+        self.placement.close()
+        self.migration.close()
+
+
+class InvalidActionError(ValueError):
+    """A policy returned an action the environment cannot take."""
+
+
+@dataclass
+class EpisodeResult:
+    """One episode of a policy: its metrics and how long it took."""
+
+    policy: str
+    metrics: RunMetrics
+    steps: int
+    wall_s: float
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.wall_s if self.wall_s > 0 else float("inf")
+
+
+def _complete(policy: Policy, actions: Any, infos: Infos) -> dict[str, int]:
+    if not isinstance(actions, dict):
+        raise InvalidActionError(f"policy {policy.name!r} returned {type(actions).__name__}, "
+                                 f"expected a dict of actions keyed by agent")
+    if "placement" not in actions:
+        actions["placement"] = 0
+    if "migration" not in actions:
+        actions["migration"] = stay_action(infos)
+    return actions
+
+
+def run_episode(policy: Policy, env: HSSParallelEnv, seed: int = 0,
+                callback: Callable[[int], None] | None = None) -> EpisodeResult:
+    """Run ``policy`` for one episode of ``env`` (reset with ``seed``); return its metrics.
+
+    ``callback(step)`` is called every 10,000 steps (progress bars). An invalid action raises
+    :class:`InvalidActionError` naming the policy.
+    """
+    start = time.perf_counter()
+    obs, infos = env.reset(seed=seed)
+    policy.reset(env, seed)
+    learns, full = policy.learns, set(policy.agents) == set(AGENTS)
+    act, observe, step = policy.act, policy.observe, env.step
+    n = 0
+    while env.agents:
+        actions = act(obs, infos)
+        if not full or type(actions) is not dict:
+            actions = _complete(policy, actions, infos)
+        try:
+            obs, rewards, _, _, infos = step(actions)
+        except (TypeError, ValueError, KeyError) as e:
+            raise InvalidActionError(f"policy {policy.name!r} returned an invalid action at step "
+                                     f"{n}: {e}") from e
+        if learns:
+            observe(obs, rewards, infos)
+        n += 1
+        if callback is not None and n % 10_000 == 0:
+            callback(n)
+    return EpisodeResult(policy.name, env.metrics(), n, time.perf_counter() - start)
+
+
+def make_env(policy: Policy, config: Any = "perf_opt", workload: Any = "ycsb-b", **options: Any) -> HSSParallelEnv:
+    """An environment with the options ``policy`` needs (the caller's ``options`` win)."""
+    return HSSParallelEnv(config, workload, **{**policy.env_options, **options})
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry: name -> "module:factory". Modules are imported on demand, so listing policies or
+# making a heuristic never imports torch.
+POLICIES: dict[str, str] = {
+    "fast_only": "hss_gym.agents.heuristics:FastOnly",
+    "slow_only": "hss_gym.agents.heuristics:SlowOnly",
+    "random": "hss_gym.agents.heuristics:RandomPolicy",
+    "cde": "hss_gym.agents.heuristics:CDE",
+    "hps": "hss_gym.agents.heuristics:HPS",
+    "archivist": "hss_gym.agents.archivist:Archivist",
+    "k_svm": "hss_gym.agents.ksvm:KSVM",
+    "rnn_hss": "hss_gym.agents.rnn_hss:RNNHSS",
+    "sibyl": "hss_gym.agents.sibyl:Sibyl",
+    "sibyl+k_svm": "hss_gym.agents.combos:sibyl_ksvm",
+    "sibyl+rnn_hss": "hss_gym.agents.combos:sibyl_rnn_hss",
+    "cde+rl_migr": "hss_gym.agents.combos:cde_rl_migr",
+    "sapm": "hss_gym.agents.sapm:SAPM",
+    "harmonia": "hss_gym.agents.harmonia:Harmonia",
+    "oracle": "hss_gym.agents.oracle:Oracle",
+}
+
+
+def list_policies() -> list[str]:
+    """Names of the built-in policies."""
+    return list(POLICIES)
+
+
+def load_factory(spec: str) -> Callable[..., Policy]:
+    """The factory for a registered name or a ``"module:factory"`` string."""
+    if ":" in spec:
+        module, _, attr = spec.partition(":")
+    elif spec in POLICIES:
+        module, _, attr = POLICIES[spec].partition(":")
+    else:
+        near = difflib.get_close_matches(spec, POLICIES, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"unknown policy {spec!r}{hint}; valid: {', '.join(POLICIES)}, "
+                         f"or 'module:factory'")
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"policy {spec!r}: cannot import module {module!r}: {e}") from e
+    try:
+        return getattr(mod, attr)
+    except AttributeError:
+        raise ValueError(f"policy {spec!r}: module {module!r} has no attribute {attr!r}") from None
+
+
+def make_policy(spec: "str | Policy", **kwargs: Any) -> Policy:
+    """A policy from a registered name, a ``"module:factory"`` string, or a policy (returned)."""
+    if isinstance(spec, Policy):
+        return spec
+    policy = load_factory(spec)(**kwargs)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy factory {spec!r} returned {type(policy).__name__}, not a "
+                        f"hss_gym.agents.Policy")
+    return policy
