@@ -85,6 +85,21 @@ class HSS:
         """Move a page now (critical-path migration); return the completion time."""
         return self.core.move(page, target, t)
 
+    def remap(self, page: int, target: int) -> None:
+        """Move a page instantly with no device time: an idealised migration (the Oracle's).
+        ValueError if ``target`` is full."""
+        self.core.remap(page, target)
+
+    @property
+    def used_pages(self) -> list[int]:
+        """Pages held by each device (cheaper than :meth:`counters`)."""
+        return self.core.used_pages
+
+    @property
+    def evictions(self) -> int:
+        """Pages evicted on the critical path so far (cheaper than :meth:`counters`)."""
+        return self.core.evictions
+
     def page(self, page: int) -> dict[str, Any] | None:
         """Metadata of a page: device, count, last_access, last_move, queued."""
         return self.core.page(page)

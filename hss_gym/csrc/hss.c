@@ -367,6 +367,33 @@ int hss_move(hss *h, uint64_t page, int target, double t, double *done)
     return move_page(h, page, pg, target, t, done);
 }
 
+/* Move a page to `target` instantly, with no device time: an idealised migration (the Oracle's
+ * "free idle-time migration"). The target must have room. Counted as a migration, and its bytes
+ * in the write amplification, like any other move. */
+int hss_remap(hss *h, uint64_t page, int target)
+{
+    hss_page *pg = pt_get(&h->pt, page, 0);
+    if (!pg || !pg->dev || target < 0 || target >= h->ndev)
+        return HSS_EINVAL;
+    int src = hss_dev_of(pg);
+    if (src == target)
+        return HSS_OK;
+    if (target != h->home && h->dev[target].used_pages >= h->cap[target])
+        return HSS_EFULL;
+    int rc = detach(h, pg);
+    if (rc != HSS_OK)
+        return rc;
+    double ready = 0.0;
+    if ((rc = attach(h, pg, target, 0.0, &ready)) < 0)
+        return rc;
+    pg->last_move = h->now;
+    h->c.migrations++;
+    h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
+    h->c.mig_pages_out[src]++;
+    h->c.mig_pages_in[target]++;
+    return lru_touch(h, target, page, pg->last_access);
+}
+
 /* ------------------------------------------------------------------ migration queue */
 
 int hss_run_idle(hss *h, double t)

@@ -139,6 +139,9 @@ int hss_run_idle(hss *h, double t);
 /* Move one page now (used by the scheduled migrator and by policies that migrate on the critical
  * path); *done gets the completion time. */
 int hss_move(hss *h, uint64_t page, int target, double t, double *done);
+/* Move one page instantly with no device time (idealised; the Oracle's free migration). HSS_EFULL
+ * if the target has no room. */
+int hss_remap(hss *h, uint64_t page, int target);
 
 int hss_dev_of(const hss_page *pg);                    /* -1 if not placed */
 uint64_t hss_used(const hss *h, int d);

@@ -456,6 +456,47 @@ static PyObject *HSS_move(HSSObject *self, PyObject *args)
     return PyFloat_FromDouble(done);
 }
 
+static PyObject *HSS_remap(HSSObject *self, PyObject *args)
+{
+    unsigned long long page;
+    int target;
+    if (!PyArg_ParseTuple(args, "Ki", &page, &target))
+        return NULL;
+    int rc = hss_remap(&self->h, page, target);
+    if (rc == HSS_EINVAL) {
+        PyErr_Format(PyExc_ValueError, "cannot remap page %llu to device %d (not placed, or no such device)", page, target);
+        return NULL;
+    }
+    if (rc == HSS_EFULL) {
+        PyErr_Format(PyExc_ValueError, "cannot remap page %llu: device %d is full", page, target);
+        return NULL;
+    }
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *HSS_get_evictions(HSSObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(self->h.c.evictions);
+}
+
+static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
+{
+    PyObject *l = PyList_New(self->h.ndev);
+    if (!l)
+        return NULL;
+    for (int d = 0; d < self->h.ndev; d++)
+        PyList_SET_ITEM(l, d, PyLong_FromUnsignedLongLong(hss_used(&self->h, d)));
+    return l;
+}
+
+static PyGetSetDef HSS_getset[] = {
+    {"evictions", (getter)HSS_get_evictions, NULL, "pages evicted so far (cheap; counters() has all)", NULL},
+    {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyObject *HSS_page(HSSObject *self, PyObject *args)
 {
     unsigned long long page;
@@ -706,6 +747,7 @@ static PyMethodDef HSS_methods[] = {
     {"candidate", (PyCFunction)HSS_candidate, METH_NOARGS, "next migration candidate page, or None"},
     {"enqueue", (PyCFunction)HSS_enqueue, METH_VARARGS, "enqueue(page, target) -> queued?"},
     {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
+    {"remap", (PyCFunction)HSS_remap, METH_VARARGS, "remap(page, target): move instantly, no device time"},
     {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},
     {"counters", (PyCFunction)HSS_counters, METH_NOARGS, "run counters"},
     {"env_step", (PyCFunction)HSS_env_step, METH_VARARGS,
@@ -728,6 +770,7 @@ static PyTypeObject HSSType = {
     .tp_init = (initproc)HSS_init,
     .tp_dealloc = (destructor)HSS_dealloc,
     .tp_methods = HSS_methods,
+    .tp_getset = HSS_getset,
 };
 
 static struct PyModuleDef coremodule = {

@@ -37,8 +37,9 @@ no decision this step has ``infos[agent]["acting"] == False``; its action is ign
 Truncation after the last request of the trace (or ``max_steps``); no termination.
 
 ## Infos
-Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device), ``step``.
-Placement: ``latency_us`` of the request just served. Migration: ``credit`` (list, possibly empty),
+Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device, read-only), ``step``.
+Placement: ``latency_us`` of the request just served and ``evicted`` (pages its placement evicted
+on the critical path; Sibyl's reward penalises them). Migration: ``credit`` (list, possibly empty),
 ``page`` (the candidate now observed, or -1) and ``device`` (its current device, or -1). On the final step both carry ``metrics`` (the
 run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them at any time.
 
@@ -112,10 +113,12 @@ class HSSParallelEnv(ParallelEnv):
         self._obs_space = observation_space(n, features, raw_bins)
         self._act_space = spaces.Discrete(n)
         self._curr_dev_index = self.feature_names.index("curr_dev")
+        self._dev_scale = n - 1
         self._dtype = np.int64 if raw_bins else np.float32
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
         self._mask = np.ones(n, dtype=np.int8)
+        self._mask.flags.writeable = False  # shared by every infos dict: read-only, never copied
         self.reward_ref_us = float(reward_ref_us) if reward_ref_us else self._default_ref()
         self._workload_spec = workload
         self._trace: Trace | None = None
@@ -182,6 +185,7 @@ class HSSParallelEnv(ParallelEnv):
         self._window_left = 0
         self._window_sum = 0.0
         self._window_credit: list[int] = []
+        self._evictions = 0
         self._window_pen = 0.0
         self.agents = list(AGENTS)
         self._obs = self._new_obs()
@@ -194,20 +198,20 @@ class HSSParallelEnv(ParallelEnv):
         shape = self._obs_space.shape
         return np.empty(shape, dtype=self._dtype), np.empty(shape, dtype=self._dtype)
 
-    def _infos(self, latency: float, credit: list[int]) -> dict[str, dict[str, Any]]:
+    def _infos(self, latency: float, credit: list[int], evicted: int = 0) -> dict[str, dict[str, Any]]:
         step = self._i
         return {
-            "placement": {"acting": bool(self._needs), "action_mask": self._mask.copy(), "step": step,
-                          "latency_us": latency},
-            "migration": {"acting": self._cand is not None, "action_mask": self._mask.copy(), "step": step,
+            "placement": {"acting": bool(self._needs), "action_mask": self._mask, "step": step,
+                          "latency_us": latency, "evicted": evicted},
+            "migration": {"acting": self._cand is not None, "action_mask": self._mask, "step": step,
                           "credit": credit, "page": -1 if self._cand is None else self._cand,
                           "device": -1 if self._cand is None else self._candidate_device()},
         }
 
     def _candidate_device(self) -> int:
         """The candidate's device, read back from the migration observation's curr_dev bin."""
-        v = self._obs[1][self._curr_dev_index]
-        return int(v) if self.raw_bins else int(round(float(v) * (self.cfg.n_devices - 1)))
+        v = self._obs[1].item(self._curr_dev_index)
+        return int(v) if self.raw_bins else int(v * self._dev_scale + 0.5)
 
     def _action(self, actions: dict[str, Any], agent: str) -> int:
         a = actions[agent]
@@ -236,6 +240,8 @@ class HSSParallelEnv(ParallelEnv):
             self.kind == "sibyl", self.migration_enabled)
         self._cand = None if cand < 0 else cand
         self._latencies[i] = latency
+        evictions = self._hss.core.evictions
+        evicted, self._evictions = evictions - self._evictions, evictions
         if queued:
             self._pending.append((i, pen))
         r_migr, credit = self._migration_reward(latency, executed)
@@ -245,7 +251,7 @@ class HSSParallelEnv(ParallelEnv):
             obs = (np.zeros_like(obs[0]), np.zeros_like(obs[1]))
             self._needs, self._cand = False, None
         self._obs = obs
-        infos = self._infos(latency, credit)
+        infos = self._infos(latency, credit, evicted)
         if done:
             summary = self.metrics().to_dict()
             for a in AGENTS:
