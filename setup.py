@@ -1,8 +1,13 @@
 """Build the C extensions. Plain C99 against the CPython API, no system library needed:
 * hss_gym._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
-* hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it).
+* hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it);
+* hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
+* hss_gym.backends._uring: the real-device backend's io_uring engine (Linux only, optional: the
+  simulator works without it, and backend="uring" then says why it is unavailable).
 """
+import sys
+
 from setuptools import Extension, setup
 
 core = Extension(
@@ -19,4 +24,19 @@ fastparse = Extension(
     optional=True,  # the readers fall back to NumPy (identical results, ~5x slower) without it
 )
 
-setup(ext_modules=[core, fastparse])
+c51 = Extension(
+    "hss_gym.agents._c51",
+    sources=["agents/_c51.c"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+)
+
+uring = Extension(
+    "hss_gym.backends._uring",
+    sources=["backends/uring/module.c", "backends/uring/engine.c"],
+    depends=["backends/uring/engine.h", "hss_gym/csrc/hss.h"],
+    include_dirs=["backends/uring", "hss_gym/csrc", "backends"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+    optional=True,  # raw io_uring syscalls: Linux only
+)
+
+setup(ext_modules=[core, fastparse, c51] + ([uring] if sys.platform.startswith("linux") else []))

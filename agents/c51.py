@@ -1,0 +1,252 @@
+"""The C51 learner shared by Harmonia, Sibyl and SAPM, in one readable file (CleanRL style).
+
+C51 (Bellemare et al., ICML 2017) learns, for each action, a categorical distribution of returns
+over ``n_atoms`` fixed values ``z`` in ``[v_min, v_max]``; the policy takes the action with the
+highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, section 4.5):
+
+* **two networks**: a *training* network (PyTorch, Adam) and an *inference* network that makes
+  the decisions and is refreshed with the training weights every ``sync_every`` requests (1000).
+  The inference copy runs in C (:mod:`hss_gym.agents._c51`): a decision costs well under a
+  microsecond instead of a PyTorch call's tens of microseconds. It also serves as the target
+  network of the Bellman update, as a DQN target network does;
+* **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s')``, with
+  uniformly sampled minibatches of ``batch_size``;
+* **epsilon-greedy** exploration (``epsilon`` = 0.001);
+* **reward scaling**: C51's support is fixed, but the environment's rewards ``L_ref / L_t`` range
+  from ~1 (fast-device speed) to ~0.01 on a saturated workload, where every return would fall in
+  the first atom. With ``reward_scale=None`` (default) the rewards are divided by the mean
+  absolute reward of the first ``batch_size`` experiences, times ``reward_target`` (0.5), and
+  clipped to the support's range; the scale is then fixed for the rest of the run. Set a number
+  to fix it yourself (1.0 = raw rewards);
+* training: Harmonia runs "16 batches per training step" in a background thread. Here training is
+  synchronous and spread evenly: one minibatch gradient step every ``train_every`` (64)
+  experiences, i.e. ~16 per 1000, so results do not depend on thread timing and runs are exactly
+  reproducible for a seed.
+
+Every gradient step's loss is kept in :attr:`C51Agent.loss_curve` as ``(experiences, loss)``
+(Harmonia Fig. 7). :meth:`C51Agent.save`/:meth:`C51Agent.load` store the weights with the shapes
+they were made for, and refuse weights for another number of devices or features.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hss_gym.agents._c51 import C51Net
+
+
+@dataclass
+class C51Config:
+    """Hyper-parameters of one C51 agent (defaults: Harmonia's placement agent, Table 2)."""
+
+    hidden: tuple[int, ...] = (10,)
+    n_atoms: int = 51
+    v_min: float = 0.0
+    v_max: float = 10.0
+    gamma: float = 0.9
+    lr: float = 1e-3
+    epsilon: float = 0.001
+    batch_size: int = 128
+    buffer_size: int = 1000
+    train_every: int = 64
+    sync_every: int = 1000
+    reward_scale: float | None = None
+    reward_target: float = 0.5
+    torch_threads: int | None = 1
+
+    def __post_init__(self) -> None:
+        self.hidden = tuple(int(h) for h in self.hidden)
+        checks = {
+            "hidden": all(h >= 1 for h in self.hidden), "n_atoms": self.n_atoms >= 2,
+            "v_max": self.v_max > self.v_min, "gamma": 0.0 <= self.gamma < 1.0, "lr": self.lr > 0,
+            "epsilon": 0.0 <= self.epsilon <= 1.0, "batch_size": self.batch_size >= 1,
+            "buffer_size": self.buffer_size >= self.batch_size, "train_every": self.train_every >= 1,
+            "sync_every": self.sync_every >= 1,
+            "reward_scale": self.reward_scale is None or self.reward_scale > 0,
+            "reward_target": self.reward_target > 0,
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"invalid C51 hyper-parameter(s) {bad}: {asdict(self)} (need hidden >= 1, "
+                             f"n_atoms >= 2, v_max > v_min, 0 <= gamma < 1, lr > 0, 0 <= epsilon <= 1, "
+                             f"buffer_size >= batch_size >= 1, train_every >= 1, sync_every >= 1)")
+
+
+class QNetwork(nn.Module):
+    """The training network: an MLP with swish hidden layers -> (n_actions, n_atoms) logits."""
+
+    def __init__(self, n_inputs: int, n_actions: int, cfg: C51Config) -> None:
+        super().__init__()
+        sizes = (n_inputs, *cfg.hidden)
+        layers: list[nn.Module] = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(a, b), nn.SiLU()]  # SiLU is swish
+        layers.append(nn.Linear(sizes[-1], n_actions * cfg.n_atoms))
+        self.net = nn.Sequential(*layers)
+        self.n_actions, self.n_atoms = n_actions, cfg.n_atoms
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x).view(-1, self.n_actions, self.n_atoms)
+
+    def linear_layers(self) -> list[nn.Linear]:
+        return [m for m in self.net if isinstance(m, nn.Linear)]
+
+
+@dataclass
+class C51Agent:
+    """One C51 agent: act, remember, learn. See the module docstring."""
+
+    n_inputs: int
+    n_actions: int
+    cfg: C51Config = field(default_factory=C51Config)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_inputs < 1 or self.n_actions < 1:
+            raise ValueError(f"C51Agent needs n_inputs >= 1 and n_actions >= 1, got {self.n_inputs}, {self.n_actions}")
+        cfg = self.cfg
+        if cfg.torch_threads:  # tiny networks: intra-op threads only add synchronisation cost
+            torch.set_num_threads(cfg.torch_threads)
+        gen = torch.Generator().manual_seed(self.seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(torch.randint(2**31 - 1, (1,), generator=gen)))
+            self.q = QNetwork(self.n_inputs, self.n_actions, cfg)
+            self.target = QNetwork(self.n_inputs, self.n_actions, cfg)
+        self.opt = torch.optim.Adam(self.q.parameters(), lr=cfg.lr, fused=True)
+        self.z = torch.linspace(cfg.v_min, cfg.v_max, cfg.n_atoms)
+        self.dz = (cfg.v_max - cfg.v_min) / (cfg.n_atoms - 1)
+        self.rows = torch.arange(cfg.batch_size)
+        self.infer = C51Net((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max)
+        self.rng = random.Random(self.seed)
+        self.np_rng = np.random.default_rng(self.seed)
+        cap = cfg.buffer_size
+        self.obs_buf = np.zeros((cap, self.n_inputs), dtype=np.float32)
+        self.next_buf = np.zeros((cap, self.n_inputs), dtype=np.float32)
+        self.act_buf = np.zeros(cap, dtype=np.int64)
+        self.rew_buf = np.zeros(cap, dtype=np.float32)
+        self.size = 0
+        self.scale = cfg.reward_scale
+        self.r_lo, self.r_hi = cfg.v_min * (1 - cfg.gamma), cfg.v_max * (1 - cfg.gamma)
+        self.experiences = 0
+        self.requests = 0
+        self.loss_curve: list[tuple[int, float]] = []
+        self.sync()
+
+    # -- acting ----------------------------------------------------------------------------
+    def act(self, obs: np.ndarray) -> int:
+        """Epsilon-greedy action of the inference network for a float32 observation."""
+        if self.rng.random() < self.cfg.epsilon:
+            return self.rng.randrange(self.n_actions)
+        return self.infer.act(obs)
+
+    def greedy(self, obs: np.ndarray) -> int:
+        return self.infer.act(obs)
+
+    def q_values(self, obs: np.ndarray) -> tuple[float, ...]:
+        """Expected return of each action under the inference network."""
+        return self.infer.q(obs)
+
+    def tick(self, requests: int = 1) -> None:
+        """Count host requests; refresh the inference network every ``sync_every``."""
+        before = self.requests // self.cfg.sync_every
+        self.requests += requests
+        if self.requests // self.cfg.sync_every != before:
+            self.sync()
+
+    def sync(self) -> None:
+        """Copy the training weights to the inference network (C) and the target network."""
+        self.target.load_state_dict(self.q.state_dict())
+        self.infer.set_weights([(m.weight.detach().numpy(), m.bias.detach().numpy())
+                                for m in self.q.linear_layers()])
+
+    # -- learning --------------------------------------------------------------------------
+    def remember(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray) -> None:
+        """Store a transition; every ``train_every`` transitions, take one gradient step."""
+        cfg = self.cfg
+        i = self.experiences % cfg.buffer_size
+        self.obs_buf[i] = obs
+        self.next_buf[i] = next_obs
+        self.act_buf[i] = action
+        self.rew_buf[i] = reward
+        self.experiences += 1
+        if self.size < cfg.buffer_size:
+            self.size += 1
+        if self.experiences % cfg.train_every == 0 and self.size >= cfg.batch_size:
+            if self.scale is None:
+                self.scale = cfg.reward_target / max(float(np.abs(self.rew_buf[:self.size]).mean()), 1e-12)
+            self.train_step()
+
+    def train_step(self) -> float:
+        """One minibatch of the C51 update (categorical projection + cross-entropy)."""
+        cfg = self.cfg
+        idx = self.np_rng.integers(0, self.size, size=cfg.batch_size)
+        obs = torch.from_numpy(self.obs_buf[idx])
+        nxt = torch.from_numpy(self.next_buf[idx])
+        act = torch.from_numpy(self.act_buf[idx])
+        rew = torch.from_numpy(np.clip(self.rew_buf[idx] * self.scale, self.r_lo, self.r_hi))
+        with torch.no_grad():
+            p_next = torch.softmax(self.target(nxt), dim=2)
+            best = (p_next * self.z).sum(2).argmax(1)
+            p = p_next[self.rows, best]
+            tz = (rew.unsqueeze(1) + cfg.gamma * self.z).clamp(cfg.v_min, cfg.v_max)
+            b = (tz - cfg.v_min) / self.dz
+            lo, hi = b.floor().long(), b.ceil().long()
+            same = lo == hi  # b on an atom: all its mass goes there
+            m = torch.zeros_like(p)
+            m.scatter_add_(1, lo, p * (hi.float() - b + same.float()))
+            m.scatter_add_(1, hi, p * (b - lo.float()))
+        logp = torch.log_softmax(self.q(obs)[self.rows, act], dim=1)
+        loss = -(m * logp).sum(1).mean()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        value = loss.item()
+        self.loss_curve.append((self.experiences, value))
+        return value
+
+    # -- persistence -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"format": "hss-gym-c51/1", "n_inputs": self.n_inputs, "n_actions": self.n_actions,
+                "reward_scale": self.scale,
+                "config": asdict(self.cfg), "weights": self.q.state_dict(),
+                "loss_curve": list(self.loss_curve)}
+
+    def load_state_dict(self, state: dict[str, Any], source: str = "weights") -> None:
+        """Load weights saved by :meth:`state_dict`; refuses another shape or network."""
+        if state.get("format") != "hss-gym-c51/1":
+            raise ValueError(f"{source}: not hss-gym C51 weights (format {state.get('format')!r})")
+        if state["n_actions"] != self.n_actions:
+            raise ValueError(f"{source}: weights are for {state['n_actions']} devices (actions), this agent "
+                             f"has {self.n_actions}; train or load weights for this configuration")
+        if state["n_inputs"] != self.n_inputs:
+            raise ValueError(f"{source}: weights are for {state['n_inputs']} features, this agent observes "
+                             f"{self.n_inputs} (another feature set or number of devices)")
+        saved = state["config"]
+        for k in ("hidden", "n_atoms", "v_min", "v_max"):
+            mine = getattr(self.cfg, k)
+            theirs = tuple(saved[k]) if k == "hidden" else saved[k]
+            if theirs != mine:
+                raise ValueError(f"{source}: weights have {k}={theirs}, this agent has {k}={mine}")
+        self.q.load_state_dict(state["weights"])
+        self.scale = state.get("reward_scale", self.scale)
+        self.loss_curve = [tuple(x) for x in state.get("loss_curve", [])]
+        self.sync()
+
+    def save(self, path: "str | Path") -> None:
+        torch.save(self.state_dict(), path)
+
+    def load(self, path: "str | Path") -> None:
+        self.load_state_dict(torch.load(path, weights_only=True), str(path))
+
+    def memory_bytes(self) -> int:
+        """Bytes of the experience buffer and the training, target and inference weights."""
+        params = sum(p.numel() for p in self.q.parameters())
+        bufs = sum(b.nbytes for b in (self.obs_buf, self.next_buf, self.act_buf, self.rew_buf))
+        return bufs + 5 * 4 * params  # training, target, inference copies + Adam's two moments

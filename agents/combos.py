@@ -1,0 +1,30 @@
+"""The papers' combined techniques (Harmonia section 3.3), built with :class:`Combined`.
+
+* ``sibyl+k_svm`` / ``sibyl+rnn_hss`` — Sibyl's RL placement with K-SVM's / RNN-HSS's periodic,
+  critical-path migration: the naive combinations the paper shows to trail Sibyl alone;
+* ``cde+rl_migr`` — CDE's heuristic placement with Harmonia's migration agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hss_gym.agents.base import Combined
+
+
+def sibyl_ksvm(seed: int = 0, **kwargs: Any) -> Combined:
+    from hss_gym.agents.ksvm import KSVMMigration
+    from hss_gym.agents.sibyl import Sibyl
+    return Combined(Sibyl(seed=seed), KSVMMigration(**kwargs), name="sibyl+k_svm")
+
+
+def sibyl_rnn_hss(seed: int = 0, **kwargs: Any) -> Combined:
+    from hss_gym.agents.rnn_hss import RNNHSSMigration
+    from hss_gym.agents.sibyl import Sibyl
+    return Combined(Sibyl(seed=seed), RNNHSSMigration(**kwargs), name="sibyl+rnn_hss")
+
+
+def cde_rl_migr(seed: int = 0, **kwargs: Any) -> Combined:
+    from hss_gym.agents.harmonia import MigrationAgent
+    from hss_gym.agents.heuristics import CDE
+    return Combined(CDE(**kwargs), MigrationAgent(seed=seed), name="cde+rl_migr")

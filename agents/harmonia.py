@@ -1,0 +1,211 @@
+"""Harmonia (Nadig et al., arXiv 2503.20507): two autonomous C51 agents, one placing, one migrating.
+
+* :class:`PlacementAgent` places each write and first touch. Reward: the environment's immediate
+  ``L_ref / L_t`` (Harmonia eq. 2). Transition ``(s_t, a_t, r_t, s_{t+1})``.
+* :class:`MigrationAgent` judges the scanner's candidate page each step (target device; its current
+  device means "stay"). Reward: the environment's delayed eq. 3, paid after ``x`` queued moves ran
+  and ``n`` requests were measured, and credited to the steps in ``infos["migration"]["credit"]``.
+  A "stay" is never queued, so never credited; so that staying is learnt too, the latest ``x``
+  stays before a reward share that reward (the system latency reflects them as well). Transition
+  ``(s_t, a_t, r_delayed, s_{t+1})``, where ``s_{t+1}`` is the next candidate's observation.
+* :class:`Harmonia` runs both. Both agents use the network 7-10-(N x 51) with swish and the Table 2
+  hyper-parameters (placement: gamma 0.9, lr 1e-3, batch 128; migration: gamma 0.1, lr 1e-2,
+  batch 256; epsilon 0.001, replay of 1000 each), all overridable, and learn online from scratch
+  as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies).
+
+``Harmonia.save(path)`` / ``Harmonia(weights=path)`` store and restore both agents; loading weights
+made for another number of devices or features is refused with the reason. ``loss_curves()`` gives
+each agent's training loss per gradient step (paper Fig. 7).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hss_gym.agents.base import Combined, Infos, Obs, Policy
+from hss_gym.agents.c51 import C51Agent, C51Config
+from hss_gym.envs.parallel import HSSParallelEnv
+
+#: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
+#: migration rewards are ~[-penalty, 1] with gamma 0.1.
+PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=1e-3, epsilon=0.001, batch_size=128,
+                               buffer_size=1000, v_min=0.0, v_max=10.0)
+MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
+                               buffer_size=1000, v_min=-1.0, v_max=2.0)
+
+
+def make_config(defaults: C51Config, overrides: "C51Config | dict[str, Any] | None") -> C51Config:
+    """Table-2 defaults with some hyper-parameters overridden (a dict) or replaced (a config)."""
+    if isinstance(overrides, C51Config):
+        return overrides
+    d = dict(defaults.__dict__)
+    for k, v in (overrides or {}).items():
+        if k not in d:
+            raise ValueError(f"unknown C51 hyper-parameter {k!r}; valid: {sorted(d)}")
+        d[k] = v
+    return C51Config(**d)
+
+
+class _C51Policy(Policy):
+    """A policy around one C51 agent, built when the first environment shows its sizes."""
+
+    learns = True
+    defaults = PLACEMENT_DEFAULTS
+
+    def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
+                 train: bool = True) -> None:
+        self.cfg = make_config(self.defaults, config)
+        self.seed = seed
+        self.learns = train  # type: ignore[misc]
+        self.agent: C51Agent | None = None
+        self._pending_state: tuple[dict[str, Any], str] | None = None
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        agent_name = self.agents[0]
+        n_inputs = env.observation_space(agent_name).shape[0]
+        n_actions = int(env.action_space(agent_name).n)
+        if env.raw_bins:
+            raise ValueError(f"{self.name} needs scaled Box observations; create the env with raw_bins=False")
+        if self.agent is None:
+            self.agent = C51Agent(n_inputs, n_actions, self.cfg, self.seed)
+            if self._pending_state is not None:
+                self.agent.load_state_dict(*self._pending_state)
+        elif (self.agent.n_inputs, self.agent.n_actions) != (n_inputs, n_actions):
+            raise ValueError(f"{self.name} was trained with {self.agent.n_inputs} features and "
+                             f"{self.agent.n_actions} devices; this environment has {n_inputs} and {n_actions}")
+
+    def load_state(self, state: dict[str, Any], source: str) -> None:
+        if self.agent is None:
+            self._pending_state = (state, source)
+        else:
+            self.agent.load_state_dict(state, source)
+
+    @property
+    def loss_curve(self) -> list[tuple[int, float]]:
+        return [] if self.agent is None else self.agent.loss_curve
+
+
+class PlacementAgent(_C51Policy):
+    """Harmonia's data-placement agent (immediate reward)."""
+
+    name = "harmonia_placement"
+    agents = ("placement",)
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self._last: tuple[np.ndarray, int] | None = None
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        if not infos["placement"]["acting"]:
+            self._last = None
+            return {"placement": 0}
+        obs = observations["placement"]
+        a = self.agent.act(obs)
+        self._last = (obs, a)
+        return {"placement": a}
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        agent = self.agent
+        if self._last is not None:
+            obs, a = self._last
+            agent.remember(obs, a, rewards["placement"], observations["placement"])
+        agent.tick()
+
+
+class MigrationAgent(_C51Policy):
+    """Harmonia's data-migration agent (delayed, credited reward)."""
+
+    name = "harmonia_migration"
+    agents = ("migration",)
+    defaults = MIGRATION_DEFAULTS
+
+    def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
+                 train: bool = True, max_pending: int = 4096) -> None:
+        super().__init__(config, seed, train)
+        self.max_pending = max_pending
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self._last: tuple[np.ndarray, int, int] | None = None  # obs, action, step (moves only)
+        self._last_stay: tuple[np.ndarray, int] | None = None
+        self._moves: dict[int, tuple[np.ndarray, int, np.ndarray]] = {}
+        self._stays: deque[tuple[np.ndarray, int, np.ndarray]] = deque(maxlen=env.reward_x)
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        info = infos["migration"]
+        self._last = self._last_stay = None
+        if not info["acting"]:
+            return {"migration": max(info["device"], 0)}
+        obs = observations["migration"]
+        a = self.agent.act(obs)
+        if a == info["device"]:
+            self._last_stay = (obs, a)
+        else:
+            self._last = (obs, a, info["step"])
+        return {"migration": a}
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        nxt = observations["migration"]
+        if self._last is not None:
+            obs, a, step = self._last
+            moves = self._moves
+            moves[step] = (obs, a, nxt)
+            if len(moves) > self.max_pending:  # moves dropped by the env are never credited
+                del moves[next(iter(moves))]
+        elif self._last_stay is not None:
+            self._stays.append((*self._last_stay, nxt))
+        credit = infos["migration"]["credit"]
+        if credit:
+            r = rewards["migration"]
+            agent = self.agent
+            for s in credit:
+                t = self._moves.pop(s, None)
+                if t is not None:
+                    agent.remember(t[0], t[1], r, t[2])
+            while self._stays:
+                obs, a, n = self._stays.popleft()
+                agent.remember(obs, a, r, n)
+        self.agent.tick()
+
+
+class Harmonia(Combined):
+    """Both agents together: Harmonia. See the module docstring."""
+
+    name = "harmonia"
+
+    def __init__(self, placement: "C51Config | dict[str, Any] | None" = None,
+                 migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
+                 train: bool = True, weights: "str | Path | None" = None) -> None:
+        super().__init__(PlacementAgent(placement, seed, train), MigrationAgent(migration, seed + 1, train),
+                         name="harmonia")
+        if weights is not None:
+            self.load(weights)
+
+    def save(self, path: "str | Path") -> None:
+        """Save both agents' training weights and loss curves (call after an episode)."""
+        if self.placement.agent is None:
+            raise RuntimeError("nothing to save: run at least one episode first")
+        torch.save({"format": "hss-gym-harmonia/1", "placement": self.placement.agent.state_dict(),
+                    "migration": self.migration.agent.state_dict()}, path)
+
+    def load(self, path: "str | Path") -> None:
+        """Load weights saved by :meth:`save` (checked against the env at the next reset)."""
+        state = torch.load(path, weights_only=True)
+        if not isinstance(state, dict) or state.get("format") != "hss-gym-harmonia/1":
+            raise ValueError(f"{path}: not a Harmonia weights file")
+        self.placement.load_state(state["placement"], f"{path} (placement agent)")
+        self.migration.load_state(state["migration"], f"{path} (migration agent)")
+
+    def loss_curves(self) -> dict[str, list[tuple[int, float]]]:
+        """Training loss per gradient step of each agent, as (experiences seen, loss)."""
+        return {"placement": self.placement.loss_curve, "migration": self.migration.loss_curve}
+
+    def memory_bytes(self) -> int:
+        """Bytes of both agents' networks and experience buffers."""
+        return sum(p.agent.memory_bytes() for p in (self.placement, self.migration) if p.agent)

@@ -1,0 +1,54 @@
+"""Sibyl (Singh et al., ISCA 2022): one C51 agent that places data; LRU eviction on the critical path.
+
+The agent places every write and first touch on one of the N devices, observing Sibyl's six
+features (request size, type, access interval, access count, remaining fast capacity, current
+device; ``features="sibyl"``). When the chosen device is full, its least recently used pages are
+evicted to the next slower device on the critical path (the environment's core does this); there
+is no background migration (``migration=False``).
+
+Reward (Sibyl section 5.2): the request's latency, inverted, with a penalty when the placement
+forced evictions: ``r = L_ref / L_t`` and ``r = max(0, L_ref / L_t - eviction_penalty * k)`` when
+``k`` pages were evicted (``infos["placement"]["evicted"]``). Sibyl charges ``0.001 x`` the
+eviction latency; the evicted page count stands in for it here, since an eviction of ``k`` pages
+costs ``k`` page copies.
+
+Hyper-parameters (Sibyl's): network 6-20-30-(N x 51) with swish, gamma 0.9, learning rate 1e-4,
+epsilon 0.001, batch 128, experience buffer 1000, inference weights refreshed every 1000 requests.
+The learner is :mod:`hss_gym.agents.c51`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from hss_gym.agents.base import Infos, Obs
+from hss_gym.agents.c51 import C51Config
+from hss_gym.agents.harmonia import PlacementAgent
+
+SIBYL_DEFAULTS = C51Config(hidden=(20, 30), gamma=0.9, lr=1e-4, epsilon=0.001, batch_size=128,
+                           buffer_size=1000, v_min=0.0, v_max=10.0)
+
+
+class Sibyl(PlacementAgent):
+    """Sibyl's placement agent; see the module docstring."""
+
+    name = "sibyl"
+    defaults = SIBYL_DEFAULTS
+    env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
+
+    def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
+                 train: bool = True, eviction_penalty: float = 0.001) -> None:
+        super().__init__(config, seed, train)
+        if eviction_penalty < 0:
+            raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
+        self.eviction_penalty = eviction_penalty
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        if self._last is not None:
+            r = rewards["placement"]
+            evicted = infos["placement"]["evicted"]
+            if evicted:
+                r = max(0.0, r - self.eviction_penalty * evicted)
+            obs, a = self._last
+            self.agent.remember(obs, a, r, observations["placement"])
+        self.agent.tick()
