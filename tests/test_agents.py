@@ -1,0 +1,256 @@
+"""The policy interface, the C51 learner, Harmonia, Sibyl, SAPM and the Oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hss_gym.agents import (InvalidActionError, Policy, list_policies, make_env, make_policy,  # noqa: E402
+                            run_episode)
+from hss_gym.agents.c51 import C51Agent, C51Config  # noqa: E402
+from hss_gym.agents.harmonia import Harmonia, MigrationAgent  # noqa: E402
+from hss_gym.agents.oracle import NEVER, next_uses  # noqa: E402
+from hss_gym.workloads.trace import Trace  # noqa: E402
+
+N = 4000
+
+
+def episode(name: str, config: str = "perf_opt", workload: str = "ycsb-b", n: int = N, seed: int = 0, **kw):
+    p = make_policy(name, **kw)
+    return p, run_episode(p, make_env(p, config, workload, n_requests=n), seed=seed)
+
+
+# ------------------------------------------------------------------ interface
+def test_unknown_policy_lists_valid_names():
+    with pytest.raises(ValueError, match="unknown policy 'harmonya'.*did you mean 'harmonia'.*fast_only"):
+        make_policy("harmonya")
+
+
+def test_policy_from_module_factory_string():
+    p = make_policy("hss_gym.agents.heuristics:SlowOnly")
+    assert p.name == "slow_only"
+    with pytest.raises(ValueError, match="has no attribute 'Nope'"):
+        make_policy("hss_gym.agents.heuristics:Nope")
+    with pytest.raises(ValueError, match="cannot import module"):
+        make_policy("no_such_module_xyz:Factory")
+
+
+def test_factory_must_return_a_policy():
+    with pytest.raises(TypeError, match="not a hss_gym.agents.Policy"):
+        make_policy("builtins:dict")
+
+
+class BadPolicy(Policy):
+    name = "bad"
+
+    def __init__(self, action: object) -> None:
+        self.action = action
+
+    def act(self, observations, infos):
+        return {"placement": self.action, "migration": 0}
+
+
+@pytest.mark.parametrize("action", [7, -1, "fast", 1.5])
+def test_invalid_action_names_the_policy(action):
+    p = BadPolicy(action)
+    with pytest.raises(InvalidActionError, match="policy 'bad' returned an invalid action at step 0"):
+        run_episode(p, make_env(p, "perf_opt", "ycsb-b", n_requests=100))
+
+
+def test_non_dict_actions_are_refused():
+    class Tuple(BadPolicy):
+        agents = ("placement",)
+
+        def act(self, observations, infos):
+            return (0, 0)
+
+    p = Tuple(0)
+    with pytest.raises(InvalidActionError, match="returned tuple, expected a dict"):
+        run_episode(p, make_env(p, "perf_opt", "ycsb-b", n_requests=100))
+
+
+def test_every_registered_policy_is_importable():
+    from hss_gym.agents.base import load_factory
+    for name in list_policies():
+        assert callable(load_factory(name)), name
+
+
+# ------------------------------------------------------------------ C51 learner
+def test_c_inference_matches_the_torch_network():
+    agent = C51Agent(7, 3, C51Config(hidden=(10,)), seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        obs = rng.random(7, dtype=np.float32)
+        with torch.no_grad():
+            p = torch.softmax(agent.q(torch.from_numpy(obs)[None]), dim=2)[0]
+            q_torch = (p * agent.z).sum(1).numpy()
+        np.testing.assert_allclose(agent.q_values(obs), q_torch, rtol=1e-5, atol=1e-5)
+        assert agent.greedy(obs) == int(np.argmax(q_torch))
+
+
+def test_inference_network_rejects_bad_observations():
+    agent = C51Agent(7, 2)
+    with pytest.raises(ValueError, match="expected 7 float32 values"):
+        agent.greedy(np.zeros(6, dtype=np.float32))
+    with pytest.raises(ValueError, match="float32"):
+        agent.greedy(np.zeros(7, dtype=np.float64))
+
+
+def test_c51_learns_a_contextual_bandit():
+    """Action 1 pays 1 when feature 0 is high, action 0 pays 1 when it is low; the other pays 0."""
+    cfg = C51Config(gamma=0.0, lr=1e-2, epsilon=0.0, batch_size=64, buffer_size=1000, train_every=4,
+                    sync_every=100, reward_scale=1.0, v_min=0.0, v_max=1.0)
+    agent = C51Agent(2, 2, cfg, seed=0)
+    rng = np.random.default_rng(1)
+    for _ in range(3000):
+        obs = rng.random(2, dtype=np.float32)
+        a = int(rng.integers(2))
+        r = float(a == int(obs[0] > 0.5))
+        agent.remember(obs, a, r, obs)
+        agent.tick()
+    test = rng.random((200, 2), dtype=np.float32)
+    right = sum(agent.greedy(o) == int(o[0] > 0.5) for o in test)
+    assert right >= 190, right
+    losses = [x for _, x in agent.loss_curve]
+    assert np.mean(losses[-50:]) < 0.5 * np.mean(losses[:20])
+
+
+def test_projection_keeps_probability_mass():
+    agent = C51Agent(2, 2, C51Config(batch_size=8, buffer_size=8, train_every=8, reward_scale=1.0))
+    for i in range(8):
+        agent.remember(np.full(2, i / 8, np.float32), i % 2, 5.0, np.zeros(2, np.float32))
+    assert len(agent.loss_curve) == 1 and np.isfinite(agent.loss_curve[0][1])
+
+
+def test_bad_hyper_parameters_are_named():
+    with pytest.raises(ValueError, match=r"\['gamma'\]"):
+        C51Config(gamma=1.5)
+    with pytest.raises(ValueError, match="unknown C51 hyper-parameter 'lr_rate'"):
+        Harmonia(placement={"lr_rate": 1e-3})
+
+
+# ------------------------------------------------------------------ Harmonia
+def test_harmonia_defaults_are_table_2():
+    h = Harmonia()
+    p, m = h.placement.cfg, h.migration.cfg
+    assert (p.gamma, p.lr, p.epsilon, p.batch_size, p.buffer_size) == (0.9, 1e-3, 0.001, 128, 1000)
+    assert (m.gamma, m.lr, m.epsilon, m.batch_size, m.buffer_size) == (0.1, 1e-2, 0.001, 256, 1000)
+    assert p.hidden == m.hidden == (10,) and p.n_atoms == m.n_atoms == 51 and p.sync_every == 1000
+
+
+def test_harmonia_learns_online_and_is_deterministic():
+    p1, r1 = episode("harmonia", n=6000)
+    _, r2 = episode("harmonia", n=6000)
+    assert r1.metrics == r2.metrics
+    curves = p1.loss_curves()
+    assert len(curves["placement"]) > 10 and len(curves["migration"]) > 0
+    assert r1.metrics.migrations > 0
+    assert p1.memory_bytes() <= 1 << 20
+
+
+def test_migration_agent_is_paid_for_credited_moves_only():
+    env = make_env(Harmonia(), "perf_opt", "ycsb-b", n_requests=200)
+    obs, infos = env.reset(seed=0)
+    m = MigrationAgent(seed=0)
+    m.reset(env, 0)
+    o = np.zeros(7, np.float32)
+    m._last = (o, 1, 5)                  # a move decided at step 5
+    base = {"migration": {"credit": [], "device": 0, "acting": True, "step": 6}}
+    m.observe({"migration": o}, {"migration": 0.0}, base)
+    assert 5 in m._moves and m.agent.experiences == 0
+    m._last, m._last_stay = None, (o, 0)  # a stay
+    m.observe({"migration": o}, {"migration": 0.0}, base)
+    paid = {"migration": {"credit": [5], "device": 0, "acting": True, "step": 7}}
+    m._last_stay = None
+    m.observe({"migration": o}, {"migration": 0.7}, paid)
+    assert m.agent.experiences == 2 and 5 not in m._moves  # the move and the stay
+    assert m.agent.rew_buf[:2].tolist() == pytest.approx([0.7, 0.7])
+
+
+def test_save_and_load_weights(tmp_path):
+    h, _ = episode("harmonia", n=3000)
+    path = tmp_path / "h.pt"
+    h.save(path)
+    h2 = Harmonia(weights=path, train=False)
+    env = make_env(h2, "perf_opt", "ycsb-b", n_requests=500)
+    env.reset(seed=0)
+    h2.reset(env, 0)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        o = rng.random(7, dtype=np.float32)
+        assert h2.placement.agent.greedy(o) == h.placement.agent.greedy(o)
+        assert h2.migration.agent.greedy(o) == h.migration.agent.greedy(o)
+    assert h2.loss_curves()["placement"] == h.loss_curves()["placement"]
+
+
+def test_loading_weights_for_other_devices_is_refused(tmp_path):
+    h, _ = episode("harmonia", n=1000)
+    path = tmp_path / "h.pt"
+    h.save(path)
+    h3 = Harmonia(weights=path)
+    env = make_env(h3, "tri", "ycsb-b", n_requests=100)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="weights are for 2 devices .* this agent has 3"):
+        h3.reset(env, 0)
+    bad = tmp_path / "bad.pt"
+    torch.save({"format": "something else"}, bad)
+    with pytest.raises(ValueError, match="not a Harmonia weights file"):
+        Harmonia(weights=bad)
+
+
+# ------------------------------------------------------------------ Sibyl, SAPM, combinations
+def test_sibyl_uses_its_features_and_penalises_evictions():
+    p, r = episode("sibyl", config="cost_opt", n=3000)
+    assert p.agent.n_inputs == 6 and r.metrics.migrations == 0
+    assert p.agent.cfg.hidden == (20, 30) and p.agent.cfg.lr == 1e-4
+    obs = {"placement": np.zeros(6, np.float32)}
+    p._last = (obs["placement"], 0)
+    before = p.agent.experiences
+    p.observe(obs, {"placement": 0.5}, {"placement": {"evicted": 100}})
+    assert p.agent.rew_buf[before % 1000] == pytest.approx(0.4)
+
+
+def test_sapm_migrates_only_in_idle_time():
+    p, r = episode("sapm", config="perf_opt", workload="lun2", n=3000)
+    assert p.agent is not None and r.metrics.requests == 3000
+    p.free_at = lambda d: float("inf")  # never idle
+    assert not p._idle()
+
+
+@pytest.mark.parametrize("name", ["sibyl+k_svm", "sibyl+rnn_hss", "cde+rl_migr"])
+def test_combinations_run(name):
+    p, r = episode(name, n=2500)
+    assert np.isfinite(r.metrics.mean_latency_us) and "+" in p.name
+
+
+# ------------------------------------------------------------------ Oracle
+def test_next_uses_by_hand():
+    tr = Trace(time_us=np.array([0.0, 1, 2, 3]), op=np.array([1, 0, 1, 0], np.uint8),
+               offset=np.array([0, 4096, 0, 8192], np.int64), size=np.array([8192, 4096, 4096, 4096], np.int64))
+    offsets, nxt = next_uses(tr)
+    assert offsets.tolist() == [0, 2, 3, 4, 5]
+    assert nxt.tolist() == [2, 1, NEVER, NEVER, NEVER]  # page 0 -> req 2, page 1 -> req 1
+
+
+@pytest.mark.parametrize("config", ["perf_opt", "cost_opt"])
+def test_oracle_never_evicts_on_the_critical_path_and_beats_heuristics(config):
+    _, o = episode("oracle", config=config, workload="ssd-02", n=5000)
+    assert o.metrics.evictions == 0 and o.metrics.migrations > 0
+    for name in ("slow_only", "random"):
+        _, r = episode(name, config=config, workload="ssd-02", n=5000)
+        assert o.metrics.mean_latency_us < r.metrics.mean_latency_us, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["perf_opt", "cost_opt"])
+@pytest.mark.parametrize("workload", ["ycsb-b", "ssd-02", "lun2", "resnet50", "mix3"])
+def test_oracle_is_a_lower_bound(config, workload):
+    """No policy of the leaderboard beats the Oracle (Fast-Only has a bigger fast device)."""
+    _, o = episode("oracle", config=config, workload=workload, n=10_000)
+    for name in list_policies():
+        if name in ("oracle", "fast_only"):
+            continue
+        _, r = episode(name, config=config, workload=workload, n=10_000)
+        assert o.metrics.mean_latency_us <= r.metrics.mean_latency_us, (name, r.metrics.mean_latency_us)
