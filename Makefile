@@ -36,13 +36,21 @@ test-slow: $(SO_STAMP)
 	$(PY) -m pytest -q -m slow
 
 ## The C core (page table, LRU, migration queue, device model) under AddressSanitizer + UBSan.
-test-asan: build/test_core_asan
+test-asan: build/test_core_asan build/test_uring_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_uring_asan
 
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ihss_gym/csrc -Ibackends tests/c/test_core.c hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
+
+# The real-device engine (io_uring + psync) driven by the core's I/O log; Linux only.
+build/test_uring_asan: tests/c/test_uring.c backends/uring/engine.c backends/uring/engine.h $(CSRC)
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -Ihss_gym/csrc -Ibackends -Ibackends/uring tests/c/test_uring.c backends/uring/engine.c \
+	  hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
 
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)
@@ -50,6 +58,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_trace_parse.py
 	$(PY) benchmarks/perf/bench_env_step.py
 	$(PY) benchmarks/perf/bench_memory.py
+	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
 
 clean:
 	rm -rf build $(VENV) hss_gym/*.so *.egg-info

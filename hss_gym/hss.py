@@ -36,20 +36,31 @@ class HSS:
     ``config``: a configuration name, device list or :class:`HSSConfig` (see :mod:`hss_gym.config`);
     ``footprint_pages``: the workload's distinct pages, which sizes the bounded devices;
     ``seed``: seeds the device model's randomness (HDD rotation, noise). Same seed, same results.
+    ``backend``: "sim", or "uring" with ``paths`` (one file/block device per device) and
+    ``backend_options`` (see :mod:`hss_gym.backends.real`): latencies are then measured on them.
     """
 
     def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", *, footprint_pages: int,
-                 seed: int = 0, **options: Any) -> None:
+                 seed: int = 0, backend: Any = "sim", paths: Any = None,
+                 backend_options: dict[str, Any] | None = None, **options: Any) -> None:
         self.config = make_config(config, **options)
         if int(footprint_pages) <= 0:
             raise ValueError(f"footprint_pages must be > 0, got {footprint_pages}")
         self.footprint_pages = int(footprint_pages)
         self.capacities = self.config.page_capacities(self.footprint_pages)
+        self.real: Any = None  # the real-device backend; the core's timing is then a shadow model
+        if not (isinstance(backend, str) and backend == "sim"):
+            from hss_gym.backends.real import attach_real
+            self.real, self.capacities = attach_real(backend, paths, self.capacities, backend_options,
+                                                     self.config.queue_depth)
         self.backend = SimBackend(list(self.config.devices), self.capacities, seed,
                                   self.config.noise_p, self.config.noise_sigma)
         self.core = _core.HSS(self.backend.devices, self.capacities, self.config.queue_size,
                               self.config.min_interval, self.config.scan_window,
                               self.config.queue_depth)
+        if self.real is not None:
+            self.core.set_log(True)
+        self._t = 0.0
         self.seed = seed
         self.reset(seed)
 
@@ -61,17 +72,22 @@ class HSS:
         """Empty the HSS and idle its devices (reseeded with ``seed`` if given)."""
         if seed is not None:
             self.seed = seed
+        if self.real is not None:
+            self.real.reset(self.seed)
         self.core.reset(self.seed)
 
     # -- the decision interface -------------------------------------------------------------
     def begin(self, t: float, op: int, offset: int, size: int) -> bool:
         """Start a host request (runs idle-time migrations first). True if it needs a placement
         decision: every write, and a read touching a page never seen before."""
+        if self.real is not None:
+            self._t = self.real.check_request(t, offset, size)
         return self.core.begin(t, op, offset, size)
 
     def finish(self, place: int = 0) -> float:
         """Complete the pending request on device ``place``; return its latency (µs)."""
-        return self.core.finish(place)
+        lat = self.core.finish(place)
+        return lat if self.real is None else self.real.complete(self.core, self._t)
 
     def candidate(self) -> int | None:
         """A previously placed page for the migration agent to judge, or None."""
@@ -107,6 +123,11 @@ class HSS:
     def counters(self) -> dict[str, Any]:
         return self.core.counters()
 
+    def close(self) -> None:
+        """Release the real-device backend, if any (the simulator holds nothing)."""
+        if self.real is not None:
+            self.real.close()
+
     def memory_bytes(self) -> int:
         """Bytes held by the page table, LRU queues and slot allocators."""
         return self.core.memory_bytes()
@@ -117,6 +138,9 @@ class HSS:
         eviction down the hierarchy when it is full). Returns latencies (µs) and metrics."""
         trace.validate()
         self.reset()
+        if self.real is not None:
+            lat, _ = self.real.run_fixed(self.core, trace, place)
+            return lat, compute_metrics(lat, self.counters())
         lat = np.empty(len(trace), dtype=np.float64)
         self.core.replay(trace.time_us, trace.op, trace.offset, trace.size, place, lat)
         return lat, compute_metrics(lat, self.counters())

@@ -218,6 +218,34 @@ static uint64_t dev_slot(const hss *h, int d, uint64_t page, const hss_page *pg)
     return d == h->home ? page % h->dev[d].p.capacity_pages : pg->slot;
 }
 
+uint64_t hss_slot_of(const hss *h, uint64_t page, const hss_page *pg)
+{
+    return dev_slot(h, hss_dev_of(pg), page, pg);
+}
+
+/* ------------------------------------------------------------------ I/O log (real backend) */
+
+void hss_log_enable(hss *h, int on)
+{
+    h->log.on = on;
+    h->log.len = 0;
+}
+
+static int log_push(hss *h, int kind, int d, uint64_t slot, uint64_t page, uint32_t n)
+{
+    hss_log *l = &h->log;
+    if (l->len == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 256;
+        hss_log_ent *nb = realloc(l->buf, ncap * sizeof *nb);
+        if (!nb)
+            return HSS_ENOMEM;
+        l->buf = nb;
+        l->cap = ncap;
+    }
+    l->buf[l->len++] = (hss_log_ent){page, slot, n, (uint8_t)kind, (uint8_t)d, {0, 0}};
+    return HSS_OK;
+}
+
 uint64_t hss_used(const hss *h, int d)
 {
     return h->dev[d].used_pages;
@@ -269,7 +297,9 @@ static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, 
 {
     int src = hss_dev_of(pg);
     double rdone = simdev_io(&h->dev[src], SIMDEV_READ, dev_slot(h, src, page, pg), 1, t, 1);
-    int rc = detach(h, pg);
+    int rc = h->log.on ? log_push(h, HSS_LOG_CREAD, src, dev_slot(h, src, page, pg), page, 1) : HSS_OK;
+    if (rc == HSS_OK)
+        rc = detach(h, pg);
     if (rc != HSS_OK)
         return rc;
     double ready = rdone;
@@ -278,6 +308,8 @@ static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, 
         return rc;
     target = rc;
     *done = simdev_io(&h->dev[target], SIMDEV_WRITE, dev_slot(h, target, page, pg), 1, ready, 1);
+    if (h->log.on && (rc = log_push(h, HSS_LOG_CWRITE, target, dev_slot(h, target, page, pg), page, 1)) != HSS_OK)
+        return rc;
     pg->last_move = h->now;
     h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
     h->c.mig_pages_out[src]++;
@@ -323,6 +355,8 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
     if (rc == HSS_OK && n) {
         hss_page *first = pt_get(&h->pt, victims[0], 0);
         double rdone = simdev_io(&h->dev[d], SIMDEV_READ, first->slot, (uint32_t)n, t, 1);
+        for (uint64_t i = 0; i < n && h->log.on && rc == HSS_OK; i++)
+            rc = log_push(h, HSS_LOG_CREAD, d, pt_get(&h->pt, victims[i], 0)->slot, victims[i], 1);
         if (rdone > ready)
             ready = rdone;
         uint64_t wslot = 0;
@@ -332,6 +366,11 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             rc = detach(h, pg);
             if (rc == HSS_OK)
                 rc = attach(h, pg, t2, ready, &unused);
+            if (rc >= 0 && h->log.on) {
+                int lr = log_push(h, HSS_LOG_CWRITE, rc, dev_slot(h, rc, victims[i], pg), victims[i], 1);
+                if (lr != HSS_OK)
+                    rc = lr;
+            }
             if (rc >= 0) {
                 if (i == 0)
                     wslot = dev_slot(h, rc, victims[i], pg);
@@ -380,11 +419,15 @@ int hss_remap(hss *h, uint64_t page, int target)
         return HSS_OK;
     if (target != h->home && h->dev[target].used_pages >= h->cap[target])
         return HSS_EFULL;
-    int rc = detach(h, pg);
+    int rc = h->log.on ? log_push(h, HSS_LOG_CREAD, src, dev_slot(h, src, page, pg), page, 1) : HSS_OK;
+    if (rc == HSS_OK) /* a real backend still copies the page (the I/O log) */
+        rc = detach(h, pg);
     if (rc != HSS_OK)
         return rc;
     double ready = 0.0;
     if ((rc = attach(h, pg, target, 0.0, &ready)) < 0)
+        return rc;
+    if (h->log.on && (rc = log_push(h, HSS_LOG_CWRITE, rc, dev_slot(h, rc, page, pg), page, 1)) != HSS_OK)
         return rc;
     pg->last_move = h->now;
     h->c.migrations++;
@@ -589,6 +632,8 @@ int hss_finish(hss *h, int place, double *latency)
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
             run_len++;
         } else {
+            if (run_len && h->log.on && (rc = log_push(h, r->op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
+                return rc;
             if (run_len)
                 issue_run(h, run_dev, run_slot, run_len, ready, &done);
             run_dev = d;
@@ -606,6 +651,9 @@ int hss_finish(hss *h, int place, double *latency)
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
 
     uint64_t npages = r->p1 - r->p0 + 1;
+    if (h->log.on && ((rc = log_push(h, r->op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK
+                      || (rc = log_push(h, HSS_LOG_END, 0, 0, r->p0, (uint32_t)npages)) != HSS_OK))
+        return rc;
     h->c.requests++;
     h->c.pages_accessed += npages;
     if (r->op == SIMDEV_READ) {
@@ -662,6 +710,8 @@ void hss_free(hss *h)
     }
     free(h->mq);
     free(h->inflight);
+    free(h->log.buf);
+    memset(&h->log, 0, sizeof h->log);
     h->inflight = NULL;
     memset(h->lru, 0, sizeof h->lru);
     memset(h->alloc, 0, sizeof h->alloc);
@@ -683,6 +733,7 @@ int hss_reset(hss *h, uint64_t seed)
     memset(h->inflight, 0, (size_t)h->qd * sizeof *h->inflight);
     h->scan_chunk = h->scan_off = 0;
     h->now = 0;
+    h->log.len = 0;
     memset(&h->cur, 0, sizeof h->cur);
     memset(&h->c, 0, sizeof h->c);
     return rc;

@@ -92,6 +92,18 @@ typedef struct hss_req {
     int active;
 } hss_req;
 
+/* Optional I/O log for the real-device backend (backends/uring): when on, the core appends every
+ * device-level operation it performs, in order, so a real backend can replay them on files.
+ * A migration/eviction is split into CREAD (page into a staging buffer) and CWRITE (buffer to its
+ * new slot) because other moves may nest in between (a swap reuses the slot just freed). */
+#define HSS_LOG_READ 0    /* host read run: pages page..page+n-1 at (dev, slot..slot+n-1) */
+#define HSS_LOG_WRITE 1   /* host write run */
+#define HSS_LOG_CREAD 2   /* move: read `page` from (dev, slot) into a buffer */
+#define HSS_LOG_CWRITE 3  /* move: write `page`'s buffer to (dev, slot) */
+#define HSS_LOG_END 4     /* end of a host request (page = first page, n = pages) */
+typedef struct hss_log_ent { uint64_t page, slot; uint32_t n; uint8_t kind, dev, pad[2]; } hss_log_ent;
+typedef struct hss_log { hss_log_ent *buf; size_t len, cap; int on; } hss_log;
+
 typedef struct hss {
     int ndev, home;
     simdev *dev;               /* borrowed array of ndev devices */
@@ -109,6 +121,7 @@ typedef struct hss {
     uint32_t now;              /* current step */
     hss_req cur;
     hss_counters c;
+    hss_log log;               /* off unless hss_log_enable() */
 } hss;
 
 /* Status codes */
@@ -146,5 +159,9 @@ int hss_remap(hss *h, uint64_t page, int target);
 int hss_dev_of(const hss_page *pg);                    /* -1 if not placed */
 uint64_t hss_used(const hss *h, int d);
 size_t hss_memory_bytes(const hss *h);                 /* page table + LRU + allocator bytes */
+
+/* I/O log (see HSS_LOG_*): enable/disable (disabling drops entries), and the slot of a page. */
+void hss_log_enable(hss *h, int on);
+uint64_t hss_slot_of(const hss *h, uint64_t page, const hss_page *pg);
 
 #endif

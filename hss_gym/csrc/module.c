@@ -732,6 +732,37 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
     return Py_BuildValue("(iL)", h->cur.needs_placement, self->cand);
 }
 
+/* I/O log for the real-device backend (hss.h HSS_LOG_*): set_log(on), take_log() -> bytes of
+ * hss_log_ent records (drained), where(page) -> (device, slot) or None. */
+static PyObject *HSS_set_log(HSSObject *self, PyObject *args)
+{
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on))
+        return NULL;
+    hss_log_enable(&self->h, on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *HSS_take_log(HSSObject *self, PyObject *Py_UNUSED(ignored))
+{
+    hss_log *l = &self->h.log;
+    PyObject *b = PyBytes_FromStringAndSize((const char *)l->buf, (Py_ssize_t)(l->len * sizeof(hss_log_ent)));
+    if (b)
+        l->len = 0;
+    return b;
+}
+
+static PyObject *HSS_where(HSSObject *self, PyObject *args)
+{
+    unsigned long long page;
+    if (!PyArg_ParseTuple(args, "K", &page))
+        return NULL;
+    hss_page *pg = hss_lookup(&self->h, page);
+    if (!pg || !pg->dev)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(iK)", hss_dev_of(pg), (unsigned long long)hss_slot_of(&self->h, page, pg));
+}
+
 static PyObject *HSS_memory_bytes(HSSObject *self, PyObject *Py_UNUSED(ignored))
 {
     return PyLong_FromSize_t(hss_memory_bytes(&self->h));
@@ -757,6 +788,9 @@ static PyMethodDef HSS_methods[] = {
     {"features", (PyCFunction)HSS_features, METH_VARARGS,
      "features(page, op, npages, out, sibyl=False): observation bins of a page into out"},
     {"memory_bytes", (PyCFunction)HSS_memory_bytes, METH_NOARGS, "bytes held by the page table, LRU and allocators"},
+    {"set_log", (PyCFunction)HSS_set_log, METH_VARARGS, "set_log(on): record device I/O for a real backend"},
+    {"take_log", (PyCFunction)HSS_take_log, METH_NOARGS, "take_log() -> bytes of logged I/O records (drained)"},
+    {"where", (PyCFunction)HSS_where, METH_VARARGS, "where(page) -> (device, slot) or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -791,7 +825,8 @@ PyMODINIT_FUNC PyInit__core(void)
         || PyModule_AddObject(m, "HSS", (PyObject *)&HSSType) < 0
         || PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
         || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
-        || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0) {
+        || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0
+        || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

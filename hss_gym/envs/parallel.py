@@ -45,7 +45,8 @@ run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them
 
 ## Options (constructor keywords; ``reset(options=...)`` may change ``workload``/``window``)
 ``config`` (name, device list or HSSConfig), ``workload`` (name or trace path), ``n_requests``,
-``window`` ((start, stop) slice of the trace), ``backend`` ("sim"), ``max_steps``, ``raw_bins``,
+``window`` ((start, stop) slice of the trace), ``backend`` ("sim", or "uring" with ``paths=[fast, ..., home]`` files/block devices and
+``backend_options`` of :mod:`hss_gym.backends.real`: measured latencies), ``max_steps``, ``raw_bins``,
 ``features`` ("harmonia" or "sibyl"), ``reward_n`` (50), ``reward_x`` (10), ``penalty`` (0.01),
 ``reward_ref_us``, ``migration`` (False disables the migration agent's decisions), plus any
 :class:`hss_gym.config.HSSConfig` field (``queue_size``, ``fast_fraction``, ``queue_depth``, ...).
@@ -77,7 +78,7 @@ from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
 AGENTS = ["placement", "migration"]
-_ENV_KEYS = {"workload", "n_requests", "window", "backend", "max_steps", "raw_bins", "features",
+_ENV_KEYS = {"workload", "n_requests", "window", "backend", "paths", "backend_options", "max_steps", "raw_bins", "features",
              "reward_n", "reward_x", "penalty", "reward_ref_us", "migration", "render_mode"}
 
 
@@ -92,8 +93,13 @@ class HSSParallelEnv(ParallelEnv):
                  reward_n: int = 50, reward_x: int = 10, penalty: float = 0.01,
                  reward_ref_us: float | None = None, migration: bool = True,
                  render_mode: str | None = None, **config_options: Any) -> None:
-        if backend != "sim":
-            raise ValueError(f"unknown backend {backend!r}; available: 'sim'")
+        if backend not in ("sim", "uring"):
+            raise ValueError(f"unknown backend {backend!r}; available: 'sim', 'uring'")
+        self._paths = config_options.pop("paths", None)
+        self._backend_options = dict(config_options.pop("backend_options", None) or {})
+        if backend == "uring" and not self._paths:
+            raise ValueError("backend='uring' needs paths=[fast_path, ..., home_path] (files or block devices)")
+        self.backend, self._real = backend, None
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         for name, v in (("reward_n", reward_n), ("reward_x", reward_x)):
@@ -171,7 +177,10 @@ class HSSParallelEnv(ParallelEnv):
             spec = options.get("workload", self._workload_spec)
             self._workload_spec = spec
             self._trace = self._load_trace(spec, self._seed)
-            self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed)
+            real = {}
+            if self.backend == "uring":
+                real = self._real_backend(self._trace)
+            self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed, **real)
         tr = self._trace
         self._hss.reset(self._seed)
         self._end = len(tr) if self.max_steps is None else min(len(tr), self.max_steps)
@@ -239,6 +248,8 @@ class HSSParallelEnv(ParallelEnv):
             place, move, None if done else self._reqs[self._i], obs[0], obs[1],
             self.kind == "sibyl", self.migration_enabled)
         self._cand = None if cand < 0 else cand
+        if self._real is not None:  # measured on the real devices
+            latency = self._real.complete(self._hss.core, self._reqs[i][0])
         self._latencies[i] = latency
         evictions = self._hss.core.evictions
         evicted, self._evictions = evictions - self._evictions, evictions
@@ -329,6 +340,27 @@ class HSSParallelEnv(ParallelEnv):
                 f"queue {c['queue_length']}/{self.cfg.queue_size}  migrations {c['migrations']}  "
                 f"evictions {c['evictions']}")
 
+    def _real_backend(self, trace: Trace) -> dict[str, Any]:
+        """The real backend (kept across resets: it owns the files), sized for ``trace``."""
+        from hss_gym.backends.real import attach_real
+        span = int((trace.offset + trace.size).max() + PAGE_SIZE - 1) // PAGE_SIZE if len(trace) else 1
+        caps = self.cfg.page_capacities(trace.footprint_pages())
+        if self._real is not None:
+            try:
+                attach_real(self._real, None, caps, None, self.cfg.queue_depth)
+                self._real.check_request(0.0, 0, span * PAGE_SIZE)
+            except ValueError:  # too small for this trace: reopen our own files larger
+                self._real.close()
+                self._real = None
+                self._backend_options["overwrite"] = True
+        if self._real is None:
+            self._real, _ = attach_real("uring", self._paths, caps,
+                                        {"span_pages": span, **self._backend_options}, self.cfg.queue_depth)
+        return {"backend": self._real}
+
     def close(self) -> None:
+        if self._real is not None:
+            self._real.close()
+            self._real = None
         self._hss = None
         self.agents = []
