@@ -1,0 +1,205 @@
+"""RNN-HSS: recurrent-network prediction of page access frequency, with migration at fixed
+intervals (adapted, as in Harmonia §3.3, from Kleio: Doudali et al., "Kleio: A Hybrid Memory Page
+Scheduler with Machine Intelligence", HPDC 2019; also a Sibyl baseline).
+
+What it does
+  * **Placement** (:class:`~hss_gym.agents.heuristics.FastUntilFull`): a fixed heuristic — the
+    fast device until it is full, then the slow device (Harmonia: RNN-HSS and K-SVM "perform data
+    placement for incoming I/O requests using a fixed heuristic policy").
+  * **Migration** (:class:`RNNHSSMigration`): every ``interval`` (1000) requests, each tracked
+    page's access counts over the last ``window`` (8) intervals form a sequence; a GRU
+    (:class:`AccessPredictor`, PyTorch) predicts the page's access count in the next interval.
+    The predictor is first trained on the interval that just ended (inputs: the ``window``
+    intervals before it, target: its counts), then predicts from the latest ``window`` intervals.
+    Pages are ranked by prediction; those predicted to be accessed at least ``min_count`` times,
+    up to each device's capacity, get the fast device, the others the slow one; pages whose
+    device changes are moved at once with ``env.hss.move`` (demotions, then promotions) on the
+    critical path of the request that ends the interval. The environment's migration agent is
+    answered with "stay".
+
+What it simplifies
+  * Kleio trains one LSTM per (important) page offline and schedules pages between DRAM and
+    NVM; here one small GRU is shared by all pages, trained online at every interval on at most
+    ``train_pages`` sampled pages (``epochs`` passes), on ``log1p`` counts. Its weights persist
+    across :meth:`reset` calls of the same object.
+  * At most ``max_pages`` pages are tracked (recently/frequently accessed); pages idle for the
+    whole window are forgotten and leave the fast device by LRU eviction when promotions need
+    their space. ``max_moves`` bounds the pages moved per interval (``None``: unbounded).
+
+``RNNHSS`` is placement + migration; ``RNNHSSMigration`` alone (``agents = ("migration",)``)
+pairs with another placement policy through :class:`hss_gym.agents.base.Combined`
+(Sibyl+RNN-HSS). torch is imported here only.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, ClassVar, Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from hss_gym.agents.base import Combined, Infos, Obs, Policy, stay_action
+from hss_gym.agents.heuristics import (FastUntilFull, PageHistory, bulk_migrate, fit_capacity,
+                                       page_devices)
+from hss_gym.envs.parallel import HSSParallelEnv
+
+
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """Tiny tensors: PyTorch's intra-op threads only add overhead; restore the setting after."""
+    n = torch.get_num_threads()
+    if n != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if n != 1:
+            torch.set_num_threads(n)
+
+
+class _Net(nn.Module):
+    def __init__(self, hidden: int, cell: str) -> None:
+        super().__init__()
+        rnn = {"gru": nn.GRU, "lstm": nn.LSTM, "rnn": nn.RNN}[cell]
+        self.rnn = rnn(input_size=1, hidden_size=hidden, batch_first=True)
+        self.head = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (batch, window) of log1p counts
+        out, _ = self.rnn(x.unsqueeze(-1))
+        return self.head(out[:, -1]).squeeze(-1)
+
+
+class AccessPredictor:
+    """A small recurrent network predicting a page's next-interval access count from its counts
+    in the previous ``window`` intervals (trained and evaluated on ``log1p`` counts).
+
+    ``hidden`` (16), ``cell`` ("gru", "lstm" or "rnn"), ``lr`` (1e-2), ``batch_size`` (256),
+    ``seed`` (0) for the initial weights and minibatch order.
+    """
+
+    def __init__(self, window: int = 8, hidden: int = 16, cell: str = "gru", lr: float = 1e-2,
+                 batch_size: int = 256, seed: int = 0) -> None:
+        if cell not in ("gru", "lstm", "rnn"):
+            raise ValueError(f"cell must be 'gru', 'lstm' or 'rnn', got {cell!r}")
+        if window < 1 or hidden < 1 or batch_size < 1:
+            raise ValueError("window, hidden and batch_size must be >= 1")
+        self.window, self.batch_size = int(window), int(batch_size)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.net = _Net(int(hidden), cell)
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=lr)
+        self.rng = np.random.default_rng(seed)
+        self.loss_curve: list[float] = []
+
+    def _check(self, seqs: np.ndarray) -> np.ndarray:
+        seqs = np.asarray(seqs, dtype=np.float32)
+        if seqs.ndim != 2 or seqs.shape[1] != self.window:
+            raise ValueError(f"expected sequences of shape (n, {self.window}), got {seqs.shape}")
+        return seqs
+
+    def fit(self, seqs: np.ndarray, targets: np.ndarray, epochs: int = 1) -> float:
+        """Train on count sequences ``(n, window)`` and next-interval counts ``(n,)``; returns the
+        mean minibatch loss (MSE on log1p counts)."""
+        X = torch.as_tensor(np.log1p(self._check(seqs)))
+        Y = torch.as_tensor(np.log1p(np.asarray(targets, dtype=np.float32)))
+        n, losses = len(Y), []
+        with single_thread():
+            for _ in range(epochs):
+                perm = torch.as_tensor(self.rng.permutation(n))
+                for s in range(0, n, self.batch_size):
+                    idx = perm[s:s + self.batch_size]
+                    loss = nn.functional.mse_loss(self.net(X[idx]), Y[idx])
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+                    losses.append(loss.item())
+        mean = float(np.mean(losses)) if losses else float("nan")
+        self.loss_curve.append(mean)
+        return mean
+
+    def predict(self, seqs: np.ndarray) -> np.ndarray:
+        """Predicted next-interval access count of each sequence (>= 0)."""
+        X = torch.as_tensor(np.log1p(self._check(seqs)))
+        with torch.inference_mode(), single_thread():
+            out = torch.cat([self.net(X[s:s + 32768]) for s in range(0, len(X), 32768)]) if len(X) else torch.empty(0)
+        return np.expm1(np.clip(out.numpy().astype(np.float64), 0.0, None))
+
+
+class RNNHSSMigration(Policy):
+    """RNN-HSS's migration half: bulk critical-path migration every ``interval`` requests.
+
+    ``interval`` (1000), ``window`` (8 intervals of history), ``max_pages`` (32768 tracked),
+    ``train_pages`` (2048 sampled per training), ``epochs`` (2), ``min_count`` (1.0: predicted
+    accesses for the fast device), ``max_moves`` (512 per interval, ``None`` unbounded),
+    ``demote_cold`` (True), predictor options ``hidden`` (16), ``cell`` ("gru"), ``lr`` (1e-2),
+    ``seed`` (0).
+    """
+
+    name = "rnn_hss_migration"
+    agents = ("migration",)
+    env_options: ClassVar[dict[str, Any]] = {"migration": False}
+
+    def __init__(self, interval: int = 1000, window: int = 8, max_pages: int = 32768,
+                 train_pages: int = 2048, epochs: int = 2, min_count: float = 1.0,
+                 max_moves: int | None = 512, demote_cold: bool = True, hidden: int = 16,
+                 cell: str = "gru", lr: float = 1e-2, seed: int = 0) -> None:
+        if interval < 1 or train_pages < 1 or epochs < 1:
+            raise ValueError("interval, train_pages and epochs must be >= 1")
+        self.interval, self.train_pages, self.epochs = int(interval), int(train_pages), int(epochs)
+        self.min_count, self.max_moves, self.demote_cold = float(min_count), max_moves, demote_cold
+        self.seed = int(seed)
+        self.predictor = AccessPredictor(window, hidden, cell, lr, seed=seed)
+        self.history = PageHistory(window + 1, max_pages)  # + 1: the interval to learn from
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.history.reset()
+        self._next = self.interval
+        self._rng = np.random.default_rng([self.seed, 0 if seed is None else int(seed)])
+        self.moved = 0
+        self.migration_steps: list[int] = []
+        self.last_prediction: np.ndarray | None = None
+
+    def migrate(self) -> int:
+        """Train on the interval just ended, predict the next one, move pages now; pages moved."""
+        h = self.history
+        if len(h.pages) == 0:
+            return 0
+        c = h.counts
+        n = len(c)
+        idx = self._rng.choice(n, self.train_pages, replace=False) if n > self.train_pages else np.arange(n)
+        self.predictor.fit(c[idx, :-1], c[idx, -1], epochs=self.epochs)
+        pred = self.predictor.predict(c[:, 1:])
+        self.last_prediction = pred
+        n_dev = self.env.cfg.n_devices
+        target = np.where(pred >= self.min_count, 0, n_dev - 1)
+        # fill the devices hottest first: device 0's overflow goes to device 1, and so on
+        target = fit_capacity(target, pred, self.env.hss.capacities)
+        cur = page_devices(self.env, h.pages)
+        moved = bulk_migrate(self.env, h.pages, cur, target, pred, self.max_moves, self.demote_cold)
+        self.moved += moved
+        self.migration_steps.append(self.env.step_index)
+        return moved
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        env = self.env
+        if env.step_index >= self._next:
+            self._next = env.step_index + self.interval
+            self.history.roll()
+            self.migrate()
+        _, _, offset, size = env.request
+        self.history.record(offset, size)
+        return {"migration": stay_action(infos)}
+
+
+class RNNHSS(Combined):
+    """RNN-HSS: fast-until-full placement + :class:`RNNHSSMigration` (keyword arguments go to it;
+    ``slow_device`` to the placement)."""
+
+    name = "rnn_hss"
+
+    def __init__(self, slow_device: int = -1, **kwargs: Any) -> None:
+        super().__init__(FastUntilFull(slow_device=slow_device), RNNHSSMigration(**kwargs), name="rnn_hss")
+        self.env_options = {"migration": False}  # type: ignore[misc]  # it migrates by itself

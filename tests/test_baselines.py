@@ -1,0 +1,352 @@
+"""Heuristic and learned baselines (issue #5 item 4): Fast-Only, Slow-Only, Random, CDE, HPS,
+Archivist, K-SVM, RNN-HSS — episodes, determinism, and behaviour checks that can fail."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hss_gym.agents import Combined, InvalidActionError, Policy, make_env, make_policy, run_episode
+from hss_gym.agents.heuristics import (CDE, HPS, FastUntilFull, PageHistory, bulk_migrate,
+                                       fit_capacity, page_devices)
+from hss_gym.workloads.trace import Trace
+
+BASELINES = ["fast_only", "slow_only", "random", "cde", "hps", "archivist", "k_svm", "rnn_hss"]
+N = 2500
+
+
+def episode(policy, config="perf_opt", workload="ycsb-b", n=N, seed=0, **opts):
+    policy = make_policy(policy)
+    env = make_env(policy, config, workload, n_requests=n, **opts)
+    return run_episode(policy, env, seed=seed), env, policy
+
+
+def check_metrics(result, n):
+    m = result.metrics
+    assert result.steps == n
+    assert math.isfinite(m.mean_latency_us) and m.mean_latency_us > 0
+    for k, v in m.to_dict().items():
+        if isinstance(v, float):
+            assert math.isfinite(v), k
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_episode_finite_and_deterministic(name):
+    a, env_a, _ = episode(name)
+    check_metrics(a, N)
+    b, env_b, _ = episode(name)
+    assert a.metrics.mean_latency_us == b.metrics.mean_latency_us
+    assert env_a.hss.counters()["migrations"] == env_b.hss.counters()["migrations"]
+    assert np.array_equal(env_a._latencies, env_b._latencies)
+
+
+@pytest.mark.parametrize("name", ["cde", "hps", "archivist", "k_svm", "rnn_hss"])
+@pytest.mark.parametrize("config,workload", [("cost_opt", "ssd-02"), ("perf_opt", "lun2")])
+def test_other_configs_and_workloads(name, config, workload):
+    r, _, _ = episode(name, config, workload, n=2000)
+    check_metrics(r, 2000)
+
+
+def test_seed_changes_random_but_not_shape():
+    a, _, _ = episode("random", seed=0)
+    b, _, _ = episode("random", seed=1)
+    assert a.metrics.mean_latency_us != b.metrics.mean_latency_us
+
+
+def test_three_devices():
+    for name in ["cde", "hps", "archivist", "k_svm", "rnn_hss"]:
+        r, _, _ = episode(name, "tri", "ycsb-b", n=2100)
+        check_metrics(r, 2100)
+
+
+def test_heuristics_module_imports_neither_torch_nor_sklearn():
+    code = ("import sys, hss_gym.agents.heuristics, hss_gym.agents; "
+            "from hss_gym.agents import make_policy; make_policy('cde'); make_policy('hps'); "
+            "bad = [m for m in ('torch', 'sklearn') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------------------------- CDE
+def _trace(rows, gap_us=200.0):
+    """rows: (op, offset_bytes, size_bytes)."""
+    op = [r[0] for r in rows]
+    off = [r[1] for r in rows]
+    size = [r[2] for r in rows]
+    return Trace.from_arrays(np.arange(len(rows)) * gap_us, op, off, size)
+
+
+def test_cde_sends_large_sequential_writes_slow_and_small_random_writes_fast():
+    rng = np.random.default_rng(0)
+    rows, small, large = [], [], []
+    base = 1 << 30
+    for i in range(60):  # 60 sequential 256 KiB writes interleaved with small random ones
+        rows.append((1, base + i * 256 * 1024, 256 * 1024))
+        large.append((base + i * 256 * 1024) // 4096)
+        for _ in range(3):
+            page = int(rng.integers(0, 100_000))
+            rows.append((1, page * 4096, 4096))
+            small.append(page)
+    policy = CDE()
+    env = make_env(policy, "perf_opt", _trace(rows))
+    run_episode(policy, env)
+    dev = lambda p: env.hss.page(p)["device"]  # noqa: E731
+    assert all(dev(p) == 1 for p in large)
+    assert all(dev(p) == 0 for p in small)  # the fast device holds them all: no eviction
+    assert env.hss.counters()["evictions"] == 0
+
+
+def test_cde_keeps_hot_data_fast_even_when_large():
+    # A 128 KiB region read three times (first touch -> slow: large and cold), then rewritten:
+    # its pages are hot by then, so the rewrite goes to the fast device.
+    region = 7 << 20
+    rows = [(0, region, 128 * 1024)] * 3 + [(1, region, 128 * 1024)]
+    policy = CDE(hot_count=2)
+    env = make_env(policy, "perf_opt", _trace(rows), fast_fraction=1.0)
+    obs, infos = env.reset(seed=0)
+    policy.reset(env, 0)
+    choices = []
+    while env.agents:
+        a = policy.act(obs, infos)
+        if infos["placement"]["acting"]:
+            choices.append(a["placement"])
+        obs, _, _, _, infos = env.step({"placement": a["placement"], "migration": 0})
+    assert choices == [1, 0]  # first touch (cold, sequential) -> slow; hot rewrite -> fast
+
+
+def test_cde_rejects_bad_parameters():
+    with pytest.raises(ValueError):
+        CDE(seq_bytes=0)
+    policy = CDE(slow_device=5)
+    env = make_env(policy, "perf_opt", "ycsb-b", n_requests=100)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="device 5"):
+        policy.reset(env, 0)
+
+
+# ------------------------------------------------------------------------------------- HPS
+def test_hps_promotes_a_page_accessed_above_the_threshold():
+    hot = 5
+    rows = [(1, p * 4096, 4096) for p in range(40)]  # written once each: cold -> slow
+    for i in range(200):  # page 5 is read over and over among reads of the others
+        rows.append((0, hot * 4096, 4096))
+        rows.append((0, (i % 40) * 4096, 4096))
+    policy = HPS(threshold=3, epoch=10_000, epoch_promotions=0)
+    env = make_env(policy, "perf_opt", _trace(rows, gap_us=500.0), fast_fraction=0.5)
+    result = run_episode(policy, env)
+    check_metrics(result, len(rows))
+    assert env.hss.page(hot)["device"] == 0
+    assert policy.promotions >= 1
+    assert env.hss.counters()["migrated_pages_in"][0] >= 1
+
+
+def test_hps_does_not_promote_below_threshold():
+    rows = [(1, p * 4096, 4096) for p in range(40)]
+    rows += [(0, p * 4096, 4096) for p in range(40)] * 2  # two more reads each: 3 accesses
+    policy = HPS(threshold=3, epoch=10_000, epoch_promotions=0)
+    env = make_env(policy, "perf_opt", _trace(rows, gap_us=500.0), fast_fraction=0.5)
+    run_episode(policy, env)
+    assert policy.promotions == 0
+    assert env.hss.counters()["used_pages"][0] == 0
+
+
+def test_hps_places_writes_to_hot_pages_fast():
+    rows = [(0, 9 * 4096, 4096)] * 4 + [(1, 9 * 4096, 4096)]
+    policy = HPS(threshold=2, epoch_promotions=0)
+    env = make_env(policy, "perf_opt", _trace(rows), fast_fraction=1.0)
+    obs, infos = env.reset(seed=0)
+    policy.reset(env, 0)
+    choices = []
+    while env.agents:
+        a = policy.act(obs, infos)
+        if infos["placement"]["acting"]:
+            choices.append(a["placement"])
+        obs, _, _, _, infos = env.step(a)
+    assert choices == [1, 0]
+
+
+# ------------------------------------------------------------------------------- FastUntilFull
+def test_fast_until_full_never_evicts_and_fills_the_fast_device():
+    r, env, policy = episode(FastUntilFull(), "perf_opt", "lun2", n=3000)
+    c = env.hss.counters()
+    assert c["evictions"] == 0
+    assert c["used_pages"][0] >= env.hss.capacities[0] - 64  # full but for the last requests
+
+
+# ------------------------------------------------------------------------------- K-SVM
+def test_ksvm_bulk_migrates_every_1000_requests_on_the_critical_path():
+    from hss_gym.agents.ksvm import KSVM
+    policy = KSVM()
+    env = make_env(policy, "perf_opt", "ycsb-b", n_requests=3500)
+    obs, infos = env.reset(seed=0)
+    policy.reset(env, 0)
+    grew, before = [], 0
+    while env.agents:
+        i = env.step_index
+        obs, _, _, _, infos = env.step(policy.act(obs, infos))
+        m = env.hss.counters()["migrations"]
+        if m > before:
+            grew.append(i)
+        before = m
+    assert grew == [1000, 2000, 3000]
+    assert policy.migration.migration_steps == [1000, 2000, 3000]
+    assert policy.migration.moved == before > 0
+    assert env.hss.counters()["queue_length"] == 0  # nothing queued: all moves were immediate
+
+
+def test_ksvm_classifier_separates_hot_and_cold_pages():
+    from hss_gym.agents.ksvm import KSVMMigration
+    m = KSVMMigration()
+    m.n_dev, m._rng = 2, np.random.default_rng(0)
+    rng = np.random.default_rng(1)
+    hot = np.log1p(rng.poisson(20, size=(300, 4)).astype(float))
+    cold = np.log1p(rng.poisson(0.5, size=(1700, 4)).astype(float))
+    labels = m.classify(np.vstack([hot, cold]))
+    assert (labels[:300] == 0).mean() > 0.95 and (labels[300:] == 1).mean() > 0.95
+
+
+def test_ksvm_migration_half_combines_with_another_placement():
+    from hss_gym.agents.ksvm import KSVMMigration
+    mig = KSVMMigration(kernel="linear")
+    assert mig.agents == ("migration",)
+    policy = Combined(CDE(), mig)
+    r, env, _ = episode(policy, "perf_opt", "ycsb-b", n=2100)
+    check_metrics(r, 2100)
+    assert mig.migration_steps == [1000, 2000]
+    with pytest.raises(ValueError):
+        KSVMMigration(kernel="poly")
+
+
+def test_bulk_migrate_respects_capacity_and_budget():
+    _, env, _ = episode("slow_only", "perf_opt", "ycsb-b", n=300)  # every page on device 1
+    hist = PageHistory(2)
+    tr = env.trace
+    for off, size in zip(tr.offset.tolist(), tr.size.tolist()):
+        hist.record(off, size)
+    hist.roll()
+    pages = hist.pages
+    cur = page_devices(env, pages)
+    assert (cur == 1).all()
+    score = hist.counts[:, -1].astype(float)
+    target = fit_capacity(np.zeros(len(pages), dtype=np.int64), score, env.hss.capacities)
+    assert (target == 0).sum() == min(len(pages), env.hss.capacities[0])
+    before = env.hss.counters()["migrations"]
+    moved = bulk_migrate(env, pages, cur, target, score, max_moves=50)
+    assert moved == 50 and env.hss.counters()["migrations"] == before + 50
+    assert env.hss.counters()["used_pages"][0] == 50
+
+
+def test_page_history_counts_and_window():
+    h = PageHistory(3, max_pages=100)
+    h.record(0, 8192)       # pages 0, 1
+    h.record(4096, 4096)    # page 1
+    h.roll()
+    assert h.pages.tolist() == [0, 1] and h.counts[:, -1].tolist() == [1, 2]
+    h.record(8192, 1)       # page 2
+    h.roll()
+    assert h.pages.tolist() == [0, 1, 2]
+    assert h.counts.tolist() == [[0, 1, 0], [0, 2, 0], [0, 0, 1]]
+    h.roll()
+    h.roll()                # pages 0 and 1 have left the 3-interval window
+    assert h.pages.tolist() == [2]
+    small = PageHistory(2, max_pages=2)
+    small.record(0, 3 * 4096)
+    small.record(0, 4096)
+    small.roll()
+    assert len(small.pages) == 2 and 0 in small.pages.tolist()  # the most accessed page stays
+
+
+# ------------------------------------------------------------------------------- RNN-HSS
+def test_rnn_predictor_learns_a_periodic_pattern_better_than_a_constant():
+    from hss_gym.agents.rnn_hss import AccessPredictor
+    rng = np.random.default_rng(0)
+    pattern = np.array([0, 2, 9, 1], dtype=np.float32)
+    window = 8
+
+    def data(n):
+        phase = rng.integers(0, 4, size=n)
+        idx = (phase[:, None] + np.arange(window + 1)) % 4
+        series = pattern[idx] * rng.integers(1, 4, size=(n, 1))  # per-page amplitude
+        return series[:, :-1], series[:, -1]
+
+    x, y = data(2000)
+    xt, yt = data(500)
+    pred = AccessPredictor(window=window, seed=0)
+    pred.fit(x, y, epochs=25)
+    err = np.mean((np.log1p(pred.predict(xt)) - np.log1p(yt)) ** 2)
+    const = np.mean((np.log1p(y).mean() - np.log1p(yt)) ** 2)
+    assert err < 0.25 * const, (err, const)
+    with pytest.raises(ValueError):
+        pred.predict(np.zeros((3, window + 1)))
+
+
+def test_rnn_hss_migrates_at_fixed_intervals_and_persists_weights():
+    from hss_gym.agents.rnn_hss import RNNHSS
+    policy = RNNHSS()
+    r, env, _ = episode(policy, "perf_opt", "ycsb-b", n=2100)
+    mig = policy.migration
+    assert mig.migration_steps == [1000, 2000]
+    assert mig.moved > 0 and env.hss.counters()["migrations"] == mig.moved
+    assert len(mig.predictor.loss_curve) == 2
+    w = [p.detach().clone() for p in mig.predictor.net.parameters()]
+    run_episode(policy, env, seed=0)  # a second episode continues from the learned weights
+    assert len(mig.predictor.loss_curve) == 4
+    assert any(not np.allclose(a, b.detach()) for a, b in zip(w, mig.predictor.net.parameters()))
+
+
+# ------------------------------------------------------------------------------- Archivist
+def test_archivist_learns_and_rejects_another_feature_size():
+    from hss_gym.agents.archivist import Archivist
+    policy = Archivist(horizon=300)
+    r, env, _ = episode(policy, "perf_opt", "ycsb-b", n=3000)
+    check_metrics(r, 3000)
+    assert policy.trainings >= 1 and policy.loss_curve
+    p = policy.p_hot(np.zeros((4, policy.n_in)))
+    assert p.shape == (4,) and ((p >= 0) & (p <= 1)).all()
+    env3 = make_env(policy, "tri", "ycsb-b", n_requests=100)  # 8 features instead of 7
+    with pytest.raises(ValueError, match="features"):
+        run_episode(policy, env3)
+
+
+def test_archivist_labels_follow_reuse():
+    # Pages 0..9 are re-read constantly, pages >= 1000 are written once: labels must say so.
+    from hss_gym.agents.archivist import Archivist
+    rows = []
+    for i in range(3000):
+        rows.append((0, (i % 10) * 4096, 4096))
+        rows.append((1, (1000 + i) * 4096, 4096))
+    policy = Archivist(horizon=100, train_every=1000)
+    env = make_env(policy, "perf_opt", _trace(rows), fast_fraction=0.5)
+    run_episode(policy, env)
+    assert policy.trainings >= 1
+    x, y = np.stack(policy._x), np.fromiter(policy._y, dtype=int)
+    write = x[:, 0] == 1.0  # req_type
+    assert y[write].mean() < 0.05 and y[~write].mean() > 0.95
+    # and the network has learnt it: cold writes go to the slow device
+    hot = policy.p_hot(x[~write][:50]).mean()
+    cold = policy.p_hot(x[write][:50]).mean()
+    assert hot > 0.5 > cold
+
+
+# ------------------------------------------------------------------------------- bad input
+def test_invalid_action_names_the_policy():
+    class Broken(Policy):
+        name = "broken"
+        agents = ("placement",)
+
+        def act(self, observations, infos):
+            return {"placement": 7}
+
+    with pytest.raises(InvalidActionError, match="broken"):
+        episode(Broken(), n=50)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["k_svm", "rnn_hss", "archivist"])
+def test_learned_baselines_20k_requests(name):
+    r, _, _ = episode(name, "perf_opt", "resnet50", n=20_000)
+    check_metrics(r, 20_000)
+    assert r.wall_s < 60
