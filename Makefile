@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-EXTRAS ?= test
+EXTRAS ?= test,agents
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c)
@@ -24,9 +24,9 @@ $(SO_STAMP): $(STAMP) $(CSRC)
 	$(PY) setup.py -q build_ext --inplace
 	mkdir -p build && touch $@
 
-## The main job: reference policies on standard workloads, leaderboard table + report.
+## The main job: the `quick` leaderboard suite (reference agents and baselines), table + report.
 run: $(SO_STAMP)
-	$(VENV)/bin/hss-gym replay --workload ycsb-b,lun2,ssd-02,resnet50,mix3 --n 100000 --out $(RESULTS)
+	$(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick
 
 ## The fast test suite (< 15 min on 2 cores), plus the C core under ASan/UBSan.
 test: $(SO_STAMP) test-asan
@@ -58,7 +58,8 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_trace_parse.py
 	$(PY) benchmarks/perf/bench_env_step.py
 	$(PY) benchmarks/perf/bench_memory.py
+	$(PY) benchmarks/perf/bench_agents.py
 	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
 
 clean:
-	rm -rf build $(VENV) hss_gym/*.so *.egg-info
+	rm -rf build $(VENV) hss_gym/*.so hss_gym/workloads/*.so agents/*.so backends/*.so *.egg-info
