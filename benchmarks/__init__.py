@@ -1,0 +1,16 @@
+"""The hss-gym leaderboard harness (``hss_gym.benchmarks``; the repository's ``benchmarks/``).
+
+* :mod:`~hss_gym.benchmarks.suites` — suite definitions (JSON data in ``suites/``): ``quick``,
+  ``hss-bench-v1``, ``real``; loading, validation, command-line overrides;
+* :mod:`~hss_gym.benchmarks.runner` — jobs (one fresh policy + one episode each), run in a local
+  process pool or on Ray;
+* :mod:`~hss_gym.benchmarks.results` — the results file: one atomic JSON line per run, with
+  provenance; resume;
+* :mod:`~hss_gym.benchmarks.report` — Markdown leaderboard and self-contained HTML page with
+  figures, the papers' published numbers (``published/``) beside ours;
+* :mod:`~hss_gym.benchmarks.validate` — replay validation of a results file.
+
+The command line is ``hss-gym bench | report | validate | list`` (:mod:`hss_gym.cli`); how to
+submit a policy is in ``benchmarks/SUBMISSION.md``. ``benchmarks/perf/`` holds performance
+scripts that are not part of the package.
+"""

@@ -1,18 +1,24 @@
 """The ``hss-gym`` command line.
 
-    hss-gym replay   --workload ycsb-b --config perf_opt,cost_opt   reference replays + report
-    hss-gym list     configurations, devices, workloads, reference policies
-    hss-gym convert  SRC DST                                        any trace -> columnar cache
+    hss-gym bench --suite quick                 run a leaderboard suite, print the table, write reports
+    hss-gym report results/quick                Markdown + HTML leaderboard from results files
+    hss-gym validate results/quick              re-run a sample of runs, check the metrics match
+    hss-gym list [workloads|configs|devices|policies|suites]
+    hss-gym convert SRC DST                     any trace -> columnar cache
+    hss-gym replay --workload ycsb-b            fast reference replays (Fast-Only, LRU, Slow-Only) in C
+    hss-gym calibrate ...                       measure a real device, write a simulator profile
 
-``replay`` writes one JSON line per run to ``OUT/results.jsonl`` as soon as the run ends (with
-provenance: version, config hash, trace source) and skips runs already there (``--resume`` is the
-default; ``--fresh`` starts over), then prints the table and writes ``OUT/report.md``.
+``bench`` writes one JSON line per run to ``OUT/results.jsonl`` as soon as the run ends (with
+provenance); ``--resume`` finishes only the missing runs of an interrupted bench. See
+``hss-gym <command> --help`` and ``benchmarks/SUBMISSION.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,19 +26,192 @@ from typing import Any
 from hss_gym import __version__
 
 DEFAULT_CONFIGS = "perf_opt,cost_opt,tri,quad,pmem"
+EXIT_USAGE, EXIT_FAILED_RUNS = 2, 3
 
 
-def _load(spec: str, n: int, seed: int):
-    from hss_gym.workloads.registry import get_trace
-    return get_trace(spec, n=n, seed=seed)
+def _csv(s: str | None) -> list[str] | None:
+    return [x.strip() for x in s.split(",") if x.strip()] if s else None
 
 
+def _ints(s: str | None) -> list[int] | None:
+    if not s:
+        return None
+    try:
+        return [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"seeds must be comma-separated integers, got {s!r}") from None
+
+
+# ------------------------------------------------------------------------------------ bench
+def cmd_bench(args: argparse.Namespace) -> int:
+    from hss_gym.benchmarks.report import load_published, print_table, write_reports
+    from hss_gym.benchmarks.results import read_results, results_path
+    from hss_gym.benchmarks.runner import describe_failures, make_jobs, pending_jobs, run_jobs
+    from hss_gym.benchmarks.suites import load_suite, with_overrides
+
+    suite = load_suite(args.suite, traces_dir=args.traces)
+    suite = with_overrides(suite, policies=_csv(args.policies), tracks=_csv(args.tracks),
+                           workloads=_csv(args.workloads), configs=_csv(args.configs),
+                           seeds=_ints(args.seeds), n_requests=args.n, oracle=not args.no_oracle)
+    out = Path(args.out or os.path.join("results", suite.name))
+    rpath = results_path(out)
+    jobs = make_jobs(suite)
+    existing = read_results(rpath, warn=False) if rpath.exists() else []
+    if existing and not (args.resume or args.fresh or args.dry_run):
+        raise ValueError(f"{rpath} already holds {len(existing)} runs: pass --resume to run only the "
+                         f"missing ones, or --fresh to discard them and start over")
+    if args.fresh and rpath.exists() and not args.dry_run:
+        rpath.unlink()
+    todo = pending_jobs(jobs, rpath) if args.resume else jobs
+    n_tracks = len(suite.tracks)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    say(f"suite {suite.name}: {n_tracks} track(s), {len(suite.policies)} policies "
+        f"({', '.join(suite.policies)}), {len(jobs)} runs; {len(todo)} to run -> {rpath}")
+    if args.dry_run:
+        for j in todo:
+            print(f"{j['track']}\t{j['workload']}\t{j['config']}\t{j['policy']}\tseed {j['seed']}\tn {j['n_requests']}")
+        return 0
+    use_ray = args.ray or (bool(os.environ.get("RAY_ADDRESS")) and not args.local)
+    if use_ray:
+        say(f"distributing over Ray ({args.ray_address or os.environ.get('RAY_ADDRESS') or 'a local Ray instance'})")
+    summary = run_jobs(jobs, rpath, resume=bool(args.resume), workers=args.jobs, use_ray=use_ray,
+                       ray_address=args.ray_address, progress=not args.quiet)
+    say(f"{summary.ok} runs ok, {len(summary.failed)} failed, {summary.skipped} already done; "
+        f"{summary.wall_s:.1f} s")
+    records = read_results(rpath)
+    print(print_table(records))
+    if not args.no_report:
+        md, page = write_reports(records, out, title=f"hss-gym leaderboard: {suite.name}",
+                                 command=args.command_line, with_figures=not args.no_figures,
+                                 published=load_published())
+        print(f"report: {md}  {page}\nresults: {rpath}")
+    if summary.failed:
+        print(f"\n{len(summary.failed)} run(s) failed (recorded in {rpath.name}; `--resume` retries them):\n"
+              + describe_failures(summary.failed), file=sys.stderr)
+        return EXIT_FAILED_RUNS
+    return 0
+
+
+# ------------------------------------------------------------------------------------ report
+def _gather(paths: list[str]) -> tuple[list[dict[str, Any]], list[Path]]:
+    from hss_gym.benchmarks.results import read_results, results_path
+    records: list[dict[str, Any]] = []
+    files = []
+    for p in paths:
+        f = results_path(p) if Path(p).is_dir() or not p.endswith(".jsonl") else Path(p)
+        if not f.exists():
+            raise FileNotFoundError(f"no results file {str(f)!r} (give a results.jsonl or the bench output directory)")
+        files.append(f)
+        records += read_results(f)
+    return records, files
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from hss_gym.benchmarks.report import load_published, print_table, write_reports
+    records, files = _gather(args.results)
+    if not records:
+        raise ValueError(f"no result records in {', '.join(map(str, files))}")
+    out = Path(args.out) if args.out else files[0].parent
+    md, page = write_reports(records, out, title=args.title, command=args.command_line,
+                             with_figures=not args.no_figures,
+                             published=load_published(args.published) if args.published else None)
+    if not args.quiet:
+        print(print_table(records))
+    print(f"report: {md}  {page}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- validate
+def cmd_validate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from hss_gym.benchmarks.validate import validate_results
+    records, _ = _gather([args.results])
+    sample = None if args.all else args.sample
+    n = len([r for r in records if r.get("status") == "ok"])
+    bar = tqdm(total=min(n, sample) if sample is not None else n, desc="validate", unit="run",
+               disable=args.quiet, file=sys.stderr)
+
+    def progress(chk: Any) -> None:
+        bar.update(1)
+        if chk.status != "ok" or args.verbose:
+            bar.write(chk.describe())
+
+    rep = validate_results(records, sample=sample, seed=args.seed, rtol=args.rtol, progress=progress)
+    bar.close()
+    print(rep.summary())
+    return 0 if rep.passed else 1
+
+
+# -------------------------------------------------------------------------------------- list
+def cmd_list(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from hss_gym.agents.base import POLICIES
+    from hss_gym.backends.sim import builtin_profiles, load_profile
+    from hss_gym.benchmarks.suites import list_suites, load_suite
+    from hss_gym.config import CONFIGURATIONS
+    from hss_gym.workloads.registry import list_workloads
+    from hss_gym.workloads.synthetic import FAMILIES, TARGETS
+
+    what = {"configurations": "configs", "config": "configs", "workload": "workloads",
+            "policy": "policies", "suite": "suites", "device": "devices"}.get(args.what, args.what)
+    if what in ("all", "workloads"):
+        print("workloads (synthetic, Harmonia Table 4; read %, mean size KiB, mean gap µs):")
+        for w in list_workloads():
+            if w in TARGETS:
+                t = TARGETS[w]
+                print(f"  {w:10s} {FAMILIES.get(w, ''):8s} {t.read_pct:5.1f}% {t.size_kib:6.1f} KiB {t.gap_us:7.1f} µs")
+            else:
+                from hss_gym.workloads.mixes import MIXES
+                print(f"  {w:10s} mix      {' + '.join(MIXES[w])}")
+        print("  or the path of a trace file (hss-gym convert --help lists the formats)")
+    if what in ("all", "configs"):
+        print("configurations (devices fastest first; capacity as a fraction of the workload footprint):")
+        for name, (devs, fr) in CONFIGURATIONS.items():
+            print(f"  {name:10s} {' + '.join(devs):22s} fractions {', '.join(map(str, fr))}")
+    if what in ("all", "devices"):
+        print("devices:")
+        for d in builtin_profiles():
+            print(f"  {d:6s} {load_profile(d).name}")
+    if what in ("all", "policies"):
+        print("policies (by name, or 'module:factory' for your own):")
+        for name, spec in POLICIES.items():
+            mod = spec.partition(":")[0]
+            try:
+                found = importlib.util.find_spec(mod) is not None
+            except (ImportError, ValueError):
+                found = False
+            print(f"  {name:15s} {spec}" + ("" if found else "   (not available: module not found)"))
+    if what in ("all", "suites"):
+        print("suites:")
+        for s in list_suites():
+            try:
+                su = load_suite(s, check=False, traces_dir="DIR")
+                desc = su.description
+                runs = ", ".join(f"{t.name}" for t in su.tracks)
+            except ValueError as e:  # pragma: no cover
+                desc, runs = str(e), ""
+            print(f"  {s:13s} {desc}\n  {'':13s} tracks: {runs}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------- convert
+def cmd_convert(args: argparse.Namespace) -> int:
+    from hss_gym.workloads.cache import convert
+    convert(args.src, args.dst, format=args.format)
+    print(f"wrote {args.dst}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------ replay
 def cmd_replay(args: argparse.Namespace) -> int:
+    """Reference replays entirely in C (no Python per request): quick device-model sanity checks."""
     from tqdm import tqdm
 
     from hss_gym.config import make_config
-    from hss_gym.metrics import normalise
     from hss_gym.replay import REFERENCE_POLICIES, replay
+    from hss_gym.workloads.registry import get_trace
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -42,13 +221,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     done: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     if results_path.exists():
         for line in results_path.read_text().splitlines():
-            if line.strip():
+            try:
                 r = json.loads(line)
                 done[(r["workload"], r["config"], r["policy"], r["seed"])] = r
-    configs = [c.strip() for c in args.config.split(",") if c.strip()]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a partial line of an interrupted run
+    configs = _csv(args.config) or []
     for c in configs:
         make_config(c)  # fail fast on a bad name, before any work
-    workloads = [w.strip() for w in args.workload.split(",") if w.strip()]
+    workloads = _csv(args.workload) or []
     jobs = [(w, c, p) for w in workloads for c in configs for p in REFERENCE_POLICIES]
     traces: dict[str, Any] = {}
     with results_path.open("a") as f:
@@ -57,7 +238,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             if key in done:
                 continue
             if w not in traces:
-                traces[w] = _load(w, args.n, args.seed)
+                traces[w] = get_trace(w, n=args.n, seed=args.seed)
             tr = traces[w]
             res = replay(tr, c, p, seed=args.seed)
             rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
@@ -66,96 +247,199 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f.write(json.dumps(rec, default=str) + "\n")
             f.flush()
             done[key] = rec
-    rows = []
+    lines = ["| workload | config | policy | mean µs | p99 µs | p99.99 µs | kIOPS | WA | fast hit "
+             "| mean / Fast-Only |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for w in workloads:
         for c in configs:
             fo = done[(w, c, "fast_only", args.seed)]["metrics"]
             for p in REFERENCE_POLICIES:
                 m = done[(w, c, p, args.seed)]["metrics"]
-                rows.append((w, c, p, m, m["mean_latency_us"] / fo["mean_latency_us"]))
-    header = ("| workload | config | policy | mean µs | p99 µs | p99.99 µs | kIOPS | WA | fast hit "
-              "| mean / Fast-Only |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    lines = [header] + [
-        f"| {w} | {c} | {p} | {m['mean_latency_us']:.1f} | {m['p99_latency_us']:.1f} | "
-        f"{m['p9999_latency_us']:.1f} | {m['throughput_rps'] / 1e3:.1f} | "
-        f"{m['write_amplification']:.3f} | {m['fast_hit_ratio']:.3f} | {norm:.2f} |"
-        for w, c, p, m, norm in rows]
+                lines.append(f"| {w} | {c} | {p} | {m['mean_latency_us']:.1f} | {m['p99_latency_us']:.1f} | "
+                             f"{m['p9999_latency_us']:.1f} | {m['throughput_rps'] / 1e3:.1f} | "
+                             f"{m['write_amplification']:.3f} | {m['fast_hit_ratio']:.3f} | "
+                             f"{m['mean_latency_us'] / fo['mean_latency_us']:.2f} |")
     table = "\n".join(lines)
-    report = (f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} requests per "
-              f"workload; seed {args.seed}; results in `{results_path.name}`.\n\n{table}\n")
-    (out / "report.md").write_text(report)
+    (out / "report.md").write_text(f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} "
+                                   f"requests per workload; seed {args.seed}.\n\n{table}\n")
     print(table)
     print(f"\nreport: {out / 'report.md'}  results: {results_path}")
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from hss_gym.backends.sim import builtin_profiles, load_profile
-    from hss_gym.config import CONFIGURATIONS
-    from hss_gym.replay import REFERENCE_POLICIES
-    from hss_gym.workloads.registry import list_workloads
-
-    what = args.what
-    if what in ("all", "configs"):
-        print("configurations:")
-        for name, (devs, fr) in CONFIGURATIONS.items():
-            print(f"  {name:10s} {' + '.join(devs):22s} capacity fractions {fr}")
-    if what in ("all", "devices"):
-        print("devices:")
-        for d in builtin_profiles():
-            p = load_profile(d)
-            print(f"  {d:6s} {p.name}")
-    if what in ("all", "workloads"):
-        print("workloads:", ", ".join(list_workloads()))
-    if what in ("all", "policies"):
-        print("reference policies:", ", ".join(REFERENCE_POLICIES))
-    return 0
+# --------------------------------------------------------------------------------- calibrate
+CALIBRATE_HELP = "measure a real device (file or block device) and write a simulator device profile"
 
 
-def cmd_convert(args: argparse.Namespace) -> int:
-    from hss_gym.workloads.cache import convert
-    convert(args.src, args.dst, format=args.format)
-    print(f"wrote {args.dst}")
-    return 0
+def _calibrate_module() -> tuple[Any, str | None]:
+    """``hss_gym.backends.calibrate`` (imported lazily), or None and why it is unavailable."""
+    try:
+        from hss_gym.backends import calibrate as cal
+        cal.add_calibrate_arguments, cal.run_calibrate  # noqa: B018 - the interface it must have
+        return cal, None
+    except Exception as e:  # ImportError, an error while importing it, or a missing function
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _calibrate_unavailable(why: str) -> int:
+    print(f"hss-gym: error: calibrate is not available: the module hss_gym.backends.calibrate could "
+          f"not be loaded ({why}). It ships with the real-device backend; reinstall hss-gym from a "
+          f"source tree that has backends/calibrate.py.", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _add_calibrate(sub: Any) -> None:
+    cal, why = _calibrate_module()
+    if cal is not None:
+        p = sub.add_parser("calibrate", help=CALIBRATE_HELP, description=CALIBRATE_HELP)
+        cal.add_calibrate_arguments(p)
+        p.set_defaults(func=cal.run_calibrate)
+    else:
+        p = sub.add_parser("calibrate", help=CALIBRATE_HELP + " (unavailable in this installation)",
+                           description=f"{CALIBRATE_HELP}. Unavailable in this installation: {why}")
+        p.set_defaults(func=lambda a: _calibrate_unavailable(str(why)))
+
+
+# ------------------------------------------------------------------------------------ parser
+MAIN_EPILOG = """\
+first steps:
+  hss-gym list                              what can be run: workloads, configurations, policies, suites
+  hss-gym bench --suite quick               the quick leaderboard (a few minutes on 2 cores)
+  hss-gym bench --suite quick --policies mypkg.mymod:make_policy
+                                            your policy against Fast-Only (and Oracle) on the quick suite
+  hss-gym report results/quick              rebuild report.md / report.html from the results
+  hss-gym validate results/quick            re-run 5 random runs and check they reproduce exactly
+"""
+
+BENCH_EPILOG = """\
+examples:
+  hss-gym bench                                         quick suite, all policies, all cores
+  hss-gym bench --suite hss-bench-v1 --jobs 16          the standard leaderboard
+  hss-gym bench --suite hss-bench-v1 --ray              ... on a Ray cluster (or set RAY_ADDRESS)
+  hss-gym bench --suite quick --policies random,cde --workloads ycsb-b --n 5000
+  hss-gym bench --suite real --traces ~/traces          every trace file of a directory
+  hss-gym bench --suite my_suite.json --resume          finish an interrupted bench
+
+Each run = a fresh policy instance + one episode (learners learn online). Results go to
+OUT/results.jsonl (one JSON line per run, with provenance), then OUT/report.md and report.html.
+Runs that fail (a policy that does not import or crashes) are recorded with their error; the
+others continue, and the exit status is 3.
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="hss-gym", description="Hybrid storage system RL environments: "
-                                 "replays, benchmarks and trace tools.")
+    fmt = argparse.RawDescriptionHelpFormatter
+    ap = argparse.ArgumentParser(
+        prog="hss-gym", formatter_class=fmt, epilog=MAIN_EPILOG,
+        description="hss-gym: reinforcement-learning environments for data placement and migration in "
+                    "hybrid storage systems. This command runs and checks leaderboards of placement/"
+                    "migration policies and converts traces.")
     ap.add_argument("--version", action="version", version=f"hss-gym {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("replay", help="replay workloads with the reference policies "
-                       "(Fast-Only, LRU eviction, Slow-Only) and write a report")
-    r.add_argument("--workload", default="ycsb-b",
-                   help="comma-separated workload names or trace paths (see `hss-gym list workloads`)")
-    r.add_argument("--config", default=DEFAULT_CONFIGS, help=f"comma-separated configurations (default {DEFAULT_CONFIGS})")
-    r.add_argument("--n", type=int, default=100_000, help="requests per synthetic workload")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", default="results", help="output directory (results.jsonl, report.md)")
-    r.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.set_defaults(func=cmd_replay)
+    b = sub.add_parser("bench", formatter_class=fmt, epilog=BENCH_EPILOG,
+                       help="run policies over a benchmark suite and write a leaderboard",
+                       description="Run policies over the workloads and configurations of a suite, one "
+                                   "episode per (workload, configuration, seed, policy), and write the "
+                                   "leaderboard.")
+    b.add_argument("--suite", default="quick",
+                   help="suite name (see `hss-gym list suites`) or a suite JSON file (default: quick)")
+    b.add_argument("--policies", metavar="P1,P2",
+                   help="comma-separated policies instead of the suite's: registered names "
+                        "(`hss-gym list policies`) or module:factory; fast_only (and oracle) are added as references")
+    b.add_argument("--no-oracle", action="store_true", help="do not run the Oracle (no %% of Oracle column)")
+    b.add_argument("--workloads", metavar="W1,W2", help="only these workloads (names or trace files)")
+    b.add_argument("--configs", metavar="C1,C2", help="only these configurations")
+    b.add_argument("--tracks", metavar="T1,T2", help="only these tracks of the suite")
+    b.add_argument("--seeds", metavar="S1,S2", help="seeds instead of the suite's (e.g. 0,1,2)")
+    b.add_argument("--n", type=int, metavar="REQUESTS", help="requests per workload instead of the suite's")
+    b.add_argument("--traces", metavar="DIR", help="directory of trace files for the `real` suite")
+    b.add_argument("--out", metavar="DIR", help="output directory (default: results/SUITE)")
+    g = b.add_mutually_exclusive_group()
+    g.add_argument("--resume", action="store_true", help="run only the runs missing from OUT/results.jsonl")
+    g.add_argument("--fresh", action="store_true", help="delete OUT/results.jsonl and start over")
+    b.add_argument("--jobs", "-j", type=int, metavar="N", help="local worker processes (default: all cores)")
+    b.add_argument("--ray", action="store_true",
+                   help="distribute the runs over Ray (default address: $RAY_ADDRESS, else a local Ray)")
+    b.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (implies nothing without --ray "
+                                                         "unless RAY_ADDRESS is set)")
+    b.add_argument("--local", action="store_true", help="use local processes even if RAY_ADDRESS is set")
+    b.add_argument("--dry-run", action="store_true", help="list the runs that would be run, run nothing")
+    b.add_argument("--no-report", action="store_true", help="do not write report.md / report.html")
+    b.add_argument("--no-figures", action="store_true", help="HTML report without figures (faster)")
+    b.add_argument("--quiet", "-q", action="store_true", help="no progress bar or status lines")
+    b.set_defaults(func=cmd_bench)
 
-    li = sub.add_parser("list", help="list configurations, devices, workloads and policies")
-    li.add_argument("what", nargs="?", default="all", choices=["all", "configs", "devices", "workloads", "policies"])
+    r = sub.add_parser("report", help="write the Markdown and HTML leaderboard of results files",
+                       description="Build report.md (leaderboard tables) and report.html (tables and "
+                                   "figures, self-contained) from one or more results files.")
+    r.add_argument("results", nargs="+", help="results.jsonl files or bench output directories")
+    r.add_argument("--out", metavar="DIR", help="where to write the reports (default: next to the first file)")
+    r.add_argument("--title", default="hss-gym leaderboard")
+    r.add_argument("--published", metavar="JSON", help="published numbers to show beside ours "
+                   "(default: the Harmonia paper's, benchmarks/published/harmonia.json)")
+    r.add_argument("--no-figures", action="store_true", help="HTML without figures")
+    r.add_argument("--quiet", "-q", action="store_true", help="do not print the tables")
+    r.set_defaults(func=cmd_report)
+
+    v = sub.add_parser("validate", help="re-run a sample of a results file's runs and check the metrics",
+                       description="Re-run a random sample of the successful runs of a results file and "
+                                   "compare every metric with the recorded one. The simulator is "
+                                   "deterministic, so by default they must match exactly. Results from "
+                                   "another hss-gym version, or whose trace or configuration hash differs "
+                                   "from this installation's, are refused with the reason. Exit status 0 = "
+                                   "passed.")
+    v.add_argument("results", help="a results.jsonl file or a bench output directory")
+    v.add_argument("--sample", type=int, default=5, metavar="K", help="runs to re-run (default 5)")
+    v.add_argument("--all", action="store_true", help="re-run every run")
+    v.add_argument("--rtol", type=float, default=0.0,
+                   help="relative tolerance (default 0: exact match, the simulator is deterministic)")
+    v.add_argument("--seed", type=int, default=0, help="seed of the sample choice")
+    v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
+    v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    v.set_defaults(func=cmd_validate)
+
+    li = sub.add_parser("list", help="list workloads, configurations, devices, policies and suites")
+    li.add_argument("what", nargs="?", default="all",
+                    choices=["all", "workloads", "configs", "configurations", "devices", "policies", "suites"])
     li.set_defaults(func=cmd_list)
 
-    c = sub.add_parser("convert", help="convert a trace file to the columnar cache format")
+    c = sub.add_parser("convert", help="convert a trace file (any supported format) to the columnar cache format")
     c.add_argument("src")
     c.add_argument("dst")
     c.add_argument("--format", default=None, help="input format (default: auto-detect)")
     c.set_defaults(func=cmd_convert)
+
+    rp = sub.add_parser("replay", help="fast reference replays in C (Fast-Only, LRU eviction, Slow-Only)")
+    rp.add_argument("--workload", default="ycsb-b",
+                    help="comma-separated workload names or trace paths (see `hss-gym list workloads`)")
+    rp.add_argument("--config", default=DEFAULT_CONFIGS, help=f"comma-separated configurations (default {DEFAULT_CONFIGS})")
+    rp.add_argument("--n", type=int, default=100_000, help="requests per synthetic workload")
+    rp.add_argument("--seed", type=int, default=0)
+    rp.add_argument("--out", default="results/replay", help="output directory (results.jsonl, report.md)")
+    rp.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
+    rp.set_defaults(func=cmd_replay)
+
+    _add_calibrate(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["calibrate"] and not {"-h", "--help"} & set(argv[1:]):
+        cal, why = _calibrate_module()
+        if cal is None:  # its options are unknown without the module: say why, do not parse
+            return _calibrate_unavailable(str(why))
     args = build_parser().parse_args(argv)
+    args.command_line = "hss-gym " + shlex.join(argv)
     try:
-        return args.func(args)
-    except (ValueError, FileNotFoundError) as e:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, RuntimeError) as e:
         print(f"hss-gym: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("hss-gym: interrupted (finished runs are saved; rerun with --resume)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

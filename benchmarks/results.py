@@ -1,0 +1,194 @@
+"""Results files: one JSON line per run, appended atomically, with provenance.
+
+A results file (``OUT/results.jsonl``) holds one record per finished run, successful or not::
+
+    {"schema": "hss-gym-result/1", "status": "ok" | "failed",
+     "suite": "quick", "suite_digest": "...", "track": "perf_opt",
+     "workload": "ycsb-b", "config": "perf_opt", "policy": "random", "seed": 0, "n_requests": 20000,
+     "metrics": {...RunMetrics...}, "latency_quantiles": {"q": [...], "us": [...]},
+     "steps": 20000, "wall_s": 0.4, "error": null,
+     "provenance": {"hss_gym_version": "0.1.0", "git_revision": "e38d97f...", "python": "3.11.9",
+                    "host": "...", "finished_at": "2025-...Z",
+                    "trace": {"name": "ycsb-b", "requests": 20000, "sha256": "...",
+                              "source": {generator and parameters, or path and file sha256}},
+                    "config_hash": HSSConfig.digest() of the named configuration,
+                    "env_config_hash": digest of the configuration the policy ran on
+                                       (Fast-Only enlarges the fast device),
+                    "policy_name": "random", "env_options": {...}}}
+
+Each record is written with a single ``write`` on a file opened with ``O_APPEND`` and flushed, so a
+killed run leaves at most one partial last line, which :func:`read_results` skips and
+:func:`open_for_append` cuts off before appending again. The *job key* (suite, track, workload,
+config, policy, seed, n_requests) identifies a run; ``--resume`` runs only the jobs without an
+``ok`` record (failed runs are tried again).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import warnings
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+SCHEMA = "hss-gym-result/1"
+KEY_FIELDS = ("suite", "track", "workload", "config", "policy", "seed", "n_requests")
+#: the latency CDF stored with each run (percentiles)
+QUANTILES: tuple[float, ...] = tuple([0.0, 1.0, 5.0] + [float(q) for q in range(10, 100, 5)]
+                                     + [96.0, 97.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0])
+
+
+def job_key(rec: dict[str, Any]) -> tuple[Any, ...]:
+    """The identity of a run (a job or its record)."""
+    return tuple(rec.get(k) for k in KEY_FIELDS)
+
+
+def trace_sha256(trace: Any) -> str:
+    """sha256 of a Trace's columns (time, op, offset, size, stream): the requests actually run,
+    whatever file format or generator they came from."""
+    h = hashlib.sha256()
+    for col in ("time_us", "op", "offset", "size", "stream"):
+        a = np.ascontiguousarray(getattr(trace, col))
+        h.update(col.encode())
+        h.update(str(a.dtype.str).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+_GIT: dict[str, str | None] = {}
+
+
+def git_revision() -> str | None:
+    """The git commit of the hss-gym source tree (``+dirty`` if modified), or None."""
+    if "rev" in _GIT:
+        return _GIT["rev"]
+    import hss_gym
+    root = Path(hss_gym.__file__).resolve().parent.parent
+    rev: str | None = None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+        if out.returncode == 0:
+            rev = out.stdout.strip()
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5)
+            if dirty.returncode == 0 and dirty.stdout.strip():
+                rev += "+dirty"
+    except (OSError, subprocess.SubprocessError):
+        rev = None
+    _GIT["rev"] = rev
+    return rev
+
+
+def base_provenance() -> dict[str, Any]:
+    """Provenance shared by every run of this process."""
+    from hss_gym import __version__
+    return {"hss_gym_version": __version__, "git_revision": git_revision(),
+            "python": platform.python_version(), "platform": platform.platform(terse=True),
+            "host": platform.node()}
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def dumps(rec: dict[str, Any]) -> str:
+    """One record as one JSON line (floats round-trip exactly; NaN/inf as in Python's json)."""
+    return json.dumps(rec, default=_json_default, sort_keys=False, separators=(",", ":"))
+
+
+def open_for_append(path: str | os.PathLike[str]) -> int:
+    """Open ``path`` for atomic appends (created if missing), first cutting off a partial last
+    line left by a killed run. Returns an OS file descriptor."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if p.exists() and p.stat().st_size:
+        with p.open("rb+") as f:
+            data = f.read()
+            if not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                warnings.warn(f"{p}: removing a partial last line ({len(data) - cut} bytes) left by "
+                              f"an interrupted run", stacklevel=2)
+                f.truncate(cut)
+    return os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+
+def append_record(fd: int, rec: dict[str, Any]) -> None:
+    """Append one record with a single write (atomic for O_APPEND on a local file system)."""
+    data = (dumps(rec) + "\n").encode()
+    n = os.write(fd, data)
+    if n != len(data):  # pragma: no cover - a full disk
+        raise OSError(f"short write of a result record ({n} of {len(data)} bytes)")
+    os.fsync(fd)
+
+
+def read_results(path: str | os.PathLike[str], warn: bool = True) -> list[dict[str, Any]]:
+    """Every well-formed record of a results file, in file order (partial/corrupt lines skipped
+    with a warning)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    out: list[dict[str, Any]] = []
+    bad = 0
+    with p.open("rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                bad += 1
+                continue
+            if isinstance(rec, dict) and rec.get("schema") == SCHEMA:
+                out.append(rec)
+            else:
+                bad += 1
+    if bad and warn:
+        warnings.warn(f"{p}: skipped {bad} malformed line(s)", stacklevel=2)
+    return out
+
+
+def latest_by_key(records: Iterable[dict[str, Any]], ok_only: bool = False) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The last record of each job key (a later ``ok`` always wins over a failure)."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in records:
+        if ok_only and r.get("status") != "ok":
+            continue
+        k = job_key(r)
+        if k in out and out[k].get("status") == "ok" and r.get("status") != "ok":
+            continue
+        out[k] = r
+    return out
+
+
+def completed_keys(path: str | os.PathLike[str]) -> set[tuple[Any, ...]]:
+    """Keys of the jobs with an ``ok`` record in ``path``."""
+    return {job_key(r) for r in read_results(path, warn=False) if r.get("status") == "ok"}
+
+
+def latency_quantiles(latencies: np.ndarray) -> dict[str, list[float]]:
+    """The stored latency CDF: the :data:`QUANTILES` percentiles of per-request latency (µs)."""
+    lat = np.asarray(latencies, dtype=np.float64)
+    return {"q": list(QUANTILES), "us": [float(v) for v in np.percentile(lat, QUANTILES)]}
+
+
+def results_path(out: str | os.PathLike[str]) -> Path:
+    """``OUT/results.jsonl`` for an output directory (or the file itself if given)."""
+    p = Path(out)
+    return p if p.suffix == ".jsonl" else p / "results.jsonl"

@@ -1,0 +1,247 @@
+"""Run a suite: expand it into jobs, run them in parallel, append one result record per job.
+
+One job = one fresh policy instance + one episode (learning policies learn online during the
+episode) on one (track, workload, configuration, seed). :func:`run_job` is a plain function of a
+JSON-able job dict, so the same jobs run
+
+* locally in a process pool (default; ``workers`` processes, one thread each), or
+* on a Ray cluster (``use_ray=True``, or the ``RAY_ADDRESS`` environment variable via the CLI):
+  each job is a Ray task (``num_cpus=1``); Ray does the scheduling, retries and placement.
+  An already initialised Ray (``ray.init(...)`` by the caller, e.g. with a ``runtime_env``) is
+  used as is. Every node needs hss-gym and the policies' packages installed.
+
+The parent process is the only writer of the results file: a record is appended (atomically, see
+:mod:`hss_gym.benchmarks.results`) as soon as its job ends, so a killed bench loses only the runs
+in flight, and ``resume=True`` runs only the jobs without an ``ok`` record. A job that fails (a
+policy that does not import, raises, or returns invalid actions) is recorded with
+``status: "failed"`` and its error, and the others continue.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from hss_gym.benchmarks.results import (append_record, base_provenance, completed_keys, job_key,
+                                        latency_quantiles, now_utc, open_for_append, SCHEMA,
+                                        trace_sha256)
+from hss_gym.benchmarks.suites import Suite
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def make_jobs(suite: Suite) -> list[dict[str, Any]]:
+    """Every job of a suite, grouped by trace (workload, seed) so workers reuse what they can."""
+    jobs = []
+    for t in suite.tracks:
+        for w in t.workloads:
+            for seed in t.seeds:
+                for c in t.configs:
+                    for p in suite.policies:
+                        jobs.append({"suite": suite.name, "track": t.name, "workload": w, "config": c,
+                                     "policy": p, "seed": int(seed), "n_requests": int(t.n_requests),
+                                     "suite_digest": suite.digest()})
+    return jobs
+
+
+def load_job_trace(job: dict[str, Any]) -> Any:
+    """The trace a job runs: a registered workload generated with the job's seed, or the first
+    ``n_requests`` of a trace file."""
+    from hss_gym.workloads.registry import get_trace
+    return get_trace(job["workload"], n=job["n_requests"], seed=job["seed"])
+
+
+def trace_provenance(trace: Any) -> dict[str, Any]:
+    """What identifies a trace: its name, length, column hash and source (generator parameters,
+    or file path and file sha256)."""
+    return {"name": trace.name, "requests": len(trace), "sha256": trace_sha256(trace),
+            "source": trace.source}
+
+
+def _single_thread() -> None:
+    for v in _THREAD_VARS:
+        os.environ.setdefault(v, "1")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch.set_num_threads(1)
+        except Exception:  # pragma: no cover
+            pass
+
+
+def _episode_latencies(env: Any) -> Any:
+    lat = getattr(env, "latencies", None)
+    if callable(lat):
+        return lat()
+    if lat is not None:
+        return lat
+    raw, n = getattr(env, "_latencies", None), getattr(env, "_i", None)
+    return None if raw is None or n is None else raw[:n]
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job; always returns a record (``status`` "ok" or "failed" with ``error``)."""
+    _single_thread()
+    from hss_gym.config import make_config
+    rec: dict[str, Any] = {"schema": SCHEMA, "status": "failed", **{k: v for k, v in job.items()
+                                                                   if k != "provenance"}}
+    prov = {**base_provenance(), **{k: v for k, v in (job.get("provenance") or {}).items()
+                                    if k == "git_revision" and v}}
+    rec["provenance"] = prov
+    start = time.perf_counter()
+    stage = "loading the trace"
+    try:
+        trace = load_job_trace(job)
+        prov["trace"] = trace_provenance(trace)
+        prov["config_hash"] = make_config(job["config"]).digest()
+        stage = "making the policy"
+        from hss_gym.agents.base import make_env, make_policy, run_episode
+        policy = make_policy(job["policy"])
+        _single_thread()  # the policy may just have imported torch
+        prov["policy_name"] = policy.name
+        prov["env_options"] = dict(policy.env_options)
+        stage = "making the environment"
+        env = make_env(policy, job["config"], trace, n_requests=len(trace))
+        prov["env_config_hash"] = env.cfg.digest()
+        stage = "running the episode"
+        res = run_episode(policy, env, seed=job["seed"])
+        lat = _episode_latencies(env)
+        rec.update(status="ok", metrics=res.metrics.to_dict(), steps=res.steps,
+                   wall_s=round(res.wall_s, 4), error=None)
+        if lat is not None and len(lat):
+            rec["latency_quantiles"] = latency_quantiles(lat)
+        try:
+            policy.close()
+            env.close()
+        except Exception:  # pragma: no cover - a close failure does not spoil the result
+            pass
+    except Exception as e:  # one broken policy must not stop a leaderboard
+        tb = traceback.format_exc(limit=-4)
+        rec.update(status="failed", error=f"{stage}: {type(e).__name__}: {e}", traceback=tb,
+                   wall_s=round(time.perf_counter() - start, 4))
+    prov["finished_at"] = now_utc()
+    return rec
+
+
+def _failed(job: dict[str, Any], error: str) -> dict[str, Any]:
+    return {"schema": SCHEMA, "status": "failed", **{k: v for k, v in job.items() if k != "provenance"},
+            "error": error, "provenance": {**base_provenance(), "finished_at": now_utc()}}
+
+
+@dataclass
+class BenchSummary:
+    """What a bench run did."""
+
+    total: int = 0
+    skipped: int = 0
+    ok: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def pending_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The jobs without an ``ok`` record in ``results_file`` (what ``--resume`` runs)."""
+    done = completed_keys(results_file)
+    return [j for j in jobs if job_key(j) not in done]
+
+
+def _local(jobs: list[dict[str, Any]], workers: int, emit: Callable[[dict[str, Any]], None]) -> None:
+    if workers <= 1:
+        for j in jobs:
+            emit(run_job(j))
+        return
+    import multiprocessing as mp
+    # fork is fastest, but not safe once torch (OpenMP threads) is loaded in this process
+    method = "fork" if sys.platform.startswith("linux") and "torch" not in sys.modules else "spawn"
+    ctx = mp.get_context(method)
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_single_thread) as ex:
+        futs = {ex.submit(run_job, j): j for j in jobs}
+        pending = set(futs)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                try:
+                    emit(f.result())
+                except Exception as e:  # a worker process died (segfault, out of memory)
+                    emit(_failed(futs[f], f"worker process failed: {type(e).__name__}: {e}"))
+
+
+def _ray(jobs: list[dict[str, Any]], emit: Callable[[dict[str, Any]], None],
+         address: str | None = None) -> None:
+    try:
+        import ray
+    except ImportError as e:
+        raise RuntimeError("--ray needs Ray: pip install 'ray>=2.40'") from e
+    if not ray.is_initialized():
+        ray.init(address=address or os.environ.get("RAY_ADDRESS") or None, include_dashboard=False,
+                 log_to_driver=False)
+    task = ray.remote(num_cpus=1, max_retries=1)(run_job)
+    refs = {task.remote(j): j for j in jobs}
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for r in done:
+            try:
+                emit(ray.get(r))
+            except Exception as e:  # the worker died or the cluster lost the task
+                emit(_failed(refs[r], f"ray task failed: {type(e).__name__}: {e}"))
+
+
+def run_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], *, resume: bool = True,
+             workers: int | None = None, use_ray: bool = False, ray_address: str | None = None,
+             progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None) -> BenchSummary:
+    """Run ``jobs`` (only the missing ones if ``resume``), appending a record per job to
+    ``results_file``. Returns a :class:`BenchSummary`; failed runs are in ``summary.failed``."""
+    from hss_gym.benchmarks.results import git_revision
+    start = time.perf_counter()
+    todo = pending_jobs(jobs, results_file) if resume else list(jobs)
+    summary = BenchSummary(total=len(jobs), skipped=len(jobs) - len(todo))
+    rev = git_revision()
+    todo = [{**j, "provenance": {"git_revision": rev}} for j in todo]
+    fd = open_for_append(results_file)
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+        bar = tqdm(total=len(todo), desc="bench", unit="run", dynamic_ncols=True, file=sys.stderr)
+
+    def emit(rec: dict[str, Any]) -> None:
+        append_record(fd, rec)
+        if rec["status"] == "ok":
+            summary.ok += 1
+        else:
+            summary.failed.append(rec)
+        if bar is not None:
+            bar.set_postfix_str(f"{rec['policy']} {rec['workload'].rsplit('/', 1)[-1]} {rec['config']}"
+                                + (f", {len(summary.failed)} failed" if summary.failed else ""), refresh=False)
+            bar.update(1)
+        if on_record is not None:
+            on_record(rec)
+
+    try:
+        if todo:
+            if use_ray:
+                _ray(todo, emit, ray_address)
+            else:
+                _local(todo, workers or os.cpu_count() or 1, emit)
+    finally:
+        os.close(fd)
+        if bar is not None:
+            bar.close()
+    summary.wall_s = time.perf_counter() - start
+    return summary
+
+
+def describe_failures(failed: Iterable[dict[str, Any]], limit: int = 20) -> str:
+    """A short text listing failed runs and their errors (one line each)."""
+    lines = []
+    for i, r in enumerate(failed):
+        if i == limit:
+            lines.append("  ...")
+            break
+        lines.append(f"  {r['policy']} on {r['workload']} / {r['config']} (seed {r['seed']}): {r.get('error')}")
+    return "\n".join(lines)

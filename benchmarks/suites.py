@@ -1,0 +1,331 @@
+"""Benchmark suites: which workloads, configurations, policies and seeds a leaderboard runs.
+
+Suites are data, JSON files in ``benchmarks/suites/`` (installed as package data of
+``hss_gym.benchmarks``); a user's own suite is any JSON file of the same shape::
+
+    {
+      "name": "quick", "version": 1, "description": "...",
+      "policies": ["fast_only", "random", "mymodule:make_policy"],
+      "seeds": [0],
+      "n_requests": 20000,
+      "workload_sets": {"table5": ["mix1", "mix2"]},          # optional, referenced as "@table5"
+      "tracks": [
+        {"name": "perf_opt", "configs": ["perf_opt"], "workloads": ["ycsb-b", "@table5"]},
+        {"name": "real", "configs": ["cost_opt"], "traces_dir": null,   # null: given by --traces
+         "n_requests": 50000}
+      ]
+    }
+
+A *track* is a set of (workload, configuration) pairs whose results are compared together;
+``n_requests`` and ``seeds`` may be set per track. Workloads are registered names
+(``hss-gym list workloads``) or trace file paths; a ``traces_dir`` track takes every trace file
+in a directory (hidden files and ``README*`` skipped). ``fast_only`` (the normalisation
+reference) is always part of the policy list.
+
+Built-in suites: ``quick`` (the README's main command), ``hss-bench-v1`` (the standard
+leaderboard) and ``real`` (a track over a directory of real traces).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+REFERENCE = "fast_only"
+ORACLE = "oracle"
+
+
+class SuiteError(ValueError):
+    """A suite definition is malformed or references unknown names."""
+
+
+@dataclass(frozen=True)
+class Track:
+    """A group of runs compared together: workloads x configurations x seeds, ``n`` requests."""
+
+    name: str
+    configs: tuple[str, ...]
+    workloads: tuple[str, ...]
+    n_requests: int
+    seeds: tuple[int, ...]
+    traces_dir: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A parsed, validated suite definition (see the module docstring)."""
+
+    name: str
+    version: int
+    description: str
+    policies: tuple[str, ...]
+    tracks: tuple[Track, ...]
+    source: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def digest(self) -> str:
+        """A stable hash of the definition (recorded with every run)."""
+        return hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:16]
+
+    def track(self, name: str) -> Track:
+        for t in self.tracks:
+            if t.name == name:
+                return t
+        raise SuiteError(f"suite {self.name!r} has no track {name!r}; tracks: "
+                         f"{', '.join(t.name for t in self.tracks)}")
+
+
+def list_suites() -> list[str]:
+    """Names of the built-in suites."""
+    try:
+        files = [p.name for p in resources.files("hss_gym.benchmarks").joinpath("suites").iterdir()]
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        files = [p.name for p in SUITES_DIR.iterdir()]
+    return sorted(f[:-5] for f in files if f.endswith(".json"))
+
+
+def _read_builtin(name: str) -> tuple[dict[str, Any], str]:
+    path = SUITES_DIR / f"{name}.json"
+    return json.loads(path.read_text()), str(path)
+
+
+def load_suite(spec: str | os.PathLike[str], traces_dir: str | os.PathLike[str] | None = None,
+               check: bool = True) -> Suite:
+    """A suite by built-in name or JSON path.
+
+    ``traces_dir`` fills tracks whose ``traces_dir`` is ``null`` (the ``real`` suite); such a
+    track without a directory raises :class:`SuiteError`. ``check`` verifies that every workload
+    and configuration exists. Unknown suite names raise :class:`SuiteError` listing the valid ones.
+    """
+    s = os.fspath(spec)
+    if s in list_suites():
+        raw, source = _read_builtin(s)
+    elif s.endswith(".json") or os.path.isfile(s):
+        if not os.path.isfile(s):
+            raise SuiteError(f"no suite file {s!r}")
+        try:
+            raw, source = json.loads(Path(s).read_text()), s
+        except json.JSONDecodeError as e:
+            raise SuiteError(f"suite file {s}: invalid JSON: {e}") from None
+    else:
+        near = difflib.get_close_matches(s, list_suites(), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise SuiteError(f"unknown suite {s!r}{hint}; valid: {', '.join(list_suites())}, "
+                         f"or the path of a suite JSON file")
+    return parse_suite(raw, source=source, traces_dir=traces_dir, check=check)
+
+
+def _expand(items: list[Any], sets: dict[str, list[str]], where: str) -> list[str]:
+    out: list[str] = []
+    for w in items:
+        if not isinstance(w, str):
+            raise SuiteError(f"{where}: workloads must be strings, got {w!r}")
+        if w.startswith("@"):
+            if w[1:] not in sets:
+                raise SuiteError(f"{where}: unknown workload set {w!r}; defined: "
+                                 f"{', '.join('@' + k for k in sets) or 'none'}")
+            out.extend(sets[w[1:]])
+        else:
+            out.append(w)
+    return out
+
+
+def trace_files(directory: str | os.PathLike[str]) -> list[str]:
+    """The trace files of a ``traces_dir`` track: regular files, sorted, absolute paths."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise SuiteError(f"traces directory {os.fspath(directory)!r} does not exist")
+    files = sorted(str(p.resolve()) for p in d.iterdir()
+                   if p.is_file() and not p.name.startswith(".") and not p.name.upper().startswith("README"))
+    if not files:
+        raise SuiteError(f"traces directory {os.fspath(directory)!r} has no trace files")
+    return files
+
+
+def parse_suite(raw: dict[str, Any], source: str = "<dict>", traces_dir: str | os.PathLike[str] | None = None,
+                check: bool = True) -> Suite:
+    """Validate a suite definition (a dict as in the JSON files) and return a :class:`Suite`."""
+    if not isinstance(raw, dict):
+        raise SuiteError(f"{source}: a suite is a JSON object")
+    unknown = set(raw) - {"name", "version", "description", "policies", "seeds", "n_requests",
+                          "workload_sets", "tracks"}
+    if unknown:
+        raise SuiteError(f"{source}: unknown suite key(s) {sorted(unknown)}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SuiteError(f"{source}: 'name' must be a non-empty string")
+    policies = list(raw.get("policies") or [])
+    if not all(isinstance(p, str) and p for p in policies):
+        raise SuiteError(f"{source}: 'policies' must be a list of policy names or 'module:factory'")
+    if REFERENCE not in policies:
+        policies.insert(0, REFERENCE)
+    seeds = raw.get("seeds", [0])
+    n = raw.get("n_requests", 100_000)
+    sets = raw.get("workload_sets") or {}
+    tracks_raw = raw.get("tracks")
+    if not isinstance(tracks_raw, list) or not tracks_raw:
+        raise SuiteError(f"{source}: 'tracks' must be a non-empty list")
+    tracks: list[Track] = []
+    for i, t in enumerate(tracks_raw):
+        where = f"{source}: track {t.get('name', i) if isinstance(t, dict) else i}"
+        if not isinstance(t, dict):
+            raise SuiteError(f"{where}: a track is a JSON object")
+        bad = set(t) - {"name", "configs", "workloads", "traces_dir", "n_requests", "seeds", "description"}
+        if bad:
+            raise SuiteError(f"{where}: unknown key(s) {sorted(bad)}")
+        tname = t.get("name") or f"track{i}"
+        configs = t.get("configs")
+        if not isinstance(configs, list) or not configs:
+            raise SuiteError(f"{where}: 'configs' must be a non-empty list")
+        tdir = None
+        if "traces_dir" in t:
+            directory = t["traces_dir"] or traces_dir
+            if not directory:
+                raise SuiteError(f"{where} runs every trace file of a directory: give it with "
+                                 f"--traces DIR (load_suite(..., traces_dir=DIR))")
+            workloads = trace_files(directory) if check else [os.fspath(directory)]
+            tdir = os.fspath(directory)
+        else:
+            workloads = [_key(w) for w in _expand(t.get("workloads") or [], sets, where)]
+        if not workloads:
+            raise SuiteError(f"{where}: no workloads")
+        tn = t.get("n_requests", n)
+        ts = t.get("seeds", seeds)
+        if not isinstance(tn, int) or tn < 1:
+            raise SuiteError(f"{where}: n_requests must be a positive integer, got {tn!r}")
+        if not isinstance(ts, list) or not ts or not all(isinstance(s, int) for s in ts):
+            raise SuiteError(f"{where}: seeds must be a non-empty list of integers, got {ts!r}")
+        if len(set(workloads)) != len(workloads):
+            raise SuiteError(f"{where}: duplicate workloads")
+        tracks.append(Track(tname, tuple(configs), tuple(workloads), tn, tuple(ts), tdir,
+                            t.get("description", "")))
+    if len({t.name for t in tracks}) != len(tracks):
+        raise SuiteError(f"{source}: duplicate track names")
+    suite = Suite(name, int(raw.get("version", 1)), raw.get("description", ""), tuple(policies),
+                  tuple(tracks), source, raw)
+    if check:
+        check_names(suite)
+    return suite
+
+
+def check_names(suite: Suite) -> None:
+    """Raise :class:`SuiteError` if a workload, configuration or policy name is unknown."""
+    for t in suite.tracks:
+        for c in t.configs:
+            check_config(c)
+        for w in t.workloads:
+            check_workload(w)
+    for p in suite.policies:
+        check_policy(p)
+
+
+def check_config(name: str) -> None:
+    """Raise :class:`SuiteError` (listing the valid names) for an unknown configuration."""
+    from hss_gym.config import CONFIGURATIONS
+    if name not in CONFIGURATIONS:
+        near = difflib.get_close_matches(name, CONFIGURATIONS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise SuiteError(f"unknown configuration {name!r}{hint}; valid: {', '.join(CONFIGURATIONS)}")
+
+
+def check_workload(name: str) -> None:
+    """Raise :class:`SuiteError` (listing the valid names) for an unknown workload / missing file."""
+    from hss_gym.workloads.registry import canonical_name, list_workloads
+    if canonical_name(name) is not None or os.path.isfile(name):
+        return
+    near = difflib.get_close_matches(name.lower(), list_workloads(), n=2, cutoff=0.5)
+    hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+    raise SuiteError(f"unknown workload {name!r}{hint}; valid: {', '.join(list_workloads())}, "
+                     f"or the path of a trace file")
+
+
+def check_policy(spec: str) -> None:
+    """Raise :class:`SuiteError` (listing the valid names) for an unknown policy name.
+
+    ``module:factory`` specs are not imported here: a policy that fails to import is a failed
+    run, recorded with its error, so one broken policy never stops a leaderboard.
+    """
+    from hss_gym.agents.base import POLICIES
+    if ":" in spec or spec in POLICIES:
+        return
+    near = difflib.get_close_matches(spec, POLICIES, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise SuiteError(f"unknown policy {spec!r}{hint}; valid: {', '.join(POLICIES)}, "
+                     f"or 'module:factory'")
+
+
+def oracle_available() -> bool:
+    """True if the Oracle policy's module can be found (it is optional for a run)."""
+    import importlib.util
+    from hss_gym.agents.base import POLICIES
+    spec = POLICIES.get(ORACLE)
+    if spec is None:
+        return False
+    try:
+        return importlib.util.find_spec(spec.partition(":")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def with_overrides(suite: Suite, *, policies: list[str] | None = None, tracks: list[str] | None = None,
+                   workloads: list[str] | None = None, configs: list[str] | None = None,
+                   seeds: list[int] | None = None, n_requests: int | None = None,
+                   oracle: bool = True) -> Suite:
+    """The suite restricted or changed by command-line options.
+
+    ``policies`` replaces the policy list; ``fast_only`` and (when available and ``oracle``)
+    ``oracle`` are added as references; ``oracle=False`` also drops the suite's Oracle.
+    ``tracks``/``workloads``/``configs`` keep only those; ``seeds`` and ``n_requests`` replace
+    every track's. Unknown names raise :class:`SuiteError`.
+    """
+    pols = list(suite.policies)
+    if policies:
+        for p in policies:
+            check_policy(p)
+        pols = list(dict.fromkeys(policies))
+        if ORACLE not in pols and oracle and oracle_available():
+            pols.append(ORACLE)
+        if REFERENCE not in pols:
+            pols.insert(0, REFERENCE)
+    if not oracle:
+        pols = [p for p in pols if p != ORACLE]
+    ts = list(suite.tracks)
+    if tracks:
+        ts = [suite.track(t) for t in tracks]
+    if configs:
+        for c in configs:
+            check_config(c)
+    if workloads:
+        for w in workloads:
+            check_workload(w)
+    out: list[Track] = []
+    for t in ts:
+        cs = tuple(c for c in t.configs if not configs or c in configs)
+        ws = t.workloads
+        if workloads:
+            keep = [_key(w) for w in workloads]
+            # a named-workload track runs exactly the requested workloads (even ones not in it);
+            # a traces_dir track keeps the requested files it has
+            ws = tuple(keep) if t.traces_dir is None else tuple(w for w in ws if w in keep)
+        if not cs or not ws:
+            continue
+        out.append(Track(t.name, cs, ws, n_requests or t.n_requests,
+                         tuple(seeds) if seeds else t.seeds, t.traces_dir, t.description))
+    if not out:
+        raise SuiteError(f"suite {suite.name!r}: the options leave no runs (configs {configs}, "
+                         f"workloads {workloads}, tracks {tracks})")
+    return Suite(suite.name, suite.version, suite.description, tuple(pols), tuple(out), suite.source, suite.raw)
+
+
+def _key(w: str) -> str:
+    """The canonical registered name of a workload, or the absolute path of a trace file."""
+    from hss_gym.workloads.registry import canonical_name
+    return canonical_name(w) or (os.path.abspath(w) if os.path.isfile(w) else w)

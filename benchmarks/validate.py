@@ -1,0 +1,166 @@
+"""Replay validation of a results file (like CompilerGym's leaderboard validation).
+
+``validate_results`` re-runs a sample of the ``ok`` runs of a results file and compares every
+recorded metric with the re-run's. The simulator is deterministic for a seed, so the default
+tolerance is **exact** (``rtol=0``): any difference means the results were edited, produced by
+different code, or by a policy that is not deterministic for its seed. A looser ``rtol`` can be
+given for policies with nondeterministic numerics (e.g. multi-threaded GPU training).
+
+Before re-running anything it refuses, with the reason:
+
+* records from another hss-gym version than the one installed (the simulator may differ);
+* a record whose configuration hash differs from this version's configuration of that name;
+* a record whose trace hash (sha256 of the trace's columns) differs from the trace this
+  installation generates or reads for it (a changed generator, or a different trace file).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from hss_gym.benchmarks.results import latest_by_key
+
+#: metrics compared (every RunMetrics field)
+IGNORED = {"wall_s"}
+
+
+@dataclass
+class Check:
+    """The outcome for one record: ``ok``, ``mismatch`` (metric differences) or ``refused``."""
+
+    record: dict[str, Any]
+    status: str
+    reason: str = ""
+    diffs: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        r = self.record
+        what = f"{r['policy']} on {r['workload'].rsplit('/', 1)[-1]} / {r['config']} seed {r['seed']}"
+        if self.status == "ok":
+            return f"OK       {what}"
+        if self.status == "refused":
+            return f"REFUSED  {what}: {self.reason}"
+        d = "; ".join(f"{k}: recorded {a!r}, re-run {b!r}" for k, a, b in self.diffs[:5])
+        return f"MISMATCH {what}: {d}"
+
+
+@dataclass
+class ValidationReport:
+    """All checks; ``passed`` when nothing was refused or mismatched."""
+
+    checks: list[Check]
+    refused_file: str | None = None
+    total_ok_runs: int = 0
+    rtol: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.refused_file is None and bool(self.checks) and all(c.status == "ok" for c in self.checks)
+
+    def summary(self) -> str:
+        if self.refused_file:
+            return f"REFUSED: {self.refused_file}"
+        n = {s: sum(c.status == s for c in self.checks) for s in ("ok", "mismatch", "refused")}
+        tol = "exact match" if self.rtol == 0 else f"relative tolerance {self.rtol:g}"
+        verdict = "PASSED" if self.passed else "FAILED"
+        return (f"{verdict}: {len(self.checks)} of {self.total_ok_runs} runs re-run ({tol}): "
+                f"{n['ok']} ok, {n['mismatch']} mismatched, {n['refused']} refused")
+
+
+def _close(a: Any, b: Any, rtol: float) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, rtol) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        fa, fb = float(a), float(b)
+        if math.isnan(fa) or math.isnan(fb):
+            return math.isnan(fa) and math.isnan(fb)
+        if rtol == 0:
+            return fa == fb
+        return math.isclose(fa, fb, rel_tol=rtol, abs_tol=0.0)
+    return a == b
+
+
+def compare_metrics(recorded: dict[str, Any], rerun: dict[str, Any], rtol: float = 0.0) -> list[tuple[str, Any, Any]]:
+    """The (metric, recorded, re-run) triples that differ beyond ``rtol``."""
+    diffs = []
+    for k in sorted(set(recorded) | set(rerun)):
+        if k in IGNORED:
+            continue
+        a, b = recorded.get(k), rerun.get(k)
+        if not _close(a, b, rtol):
+            diffs.append((k, a, b))
+    return diffs
+
+
+def precheck(rec: dict[str, Any]) -> str | None:
+    """Why a record cannot be validated by this installation (None if it can)."""
+    from hss_gym import __version__
+    from hss_gym.benchmarks.runner import load_job_trace
+    from hss_gym.benchmarks.results import trace_sha256
+    from hss_gym.config import make_config
+    prov = rec.get("provenance") or {}
+    if prov.get("hss_gym_version") != __version__:
+        return (f"recorded with hss-gym {prov.get('hss_gym_version')}, this is hss-gym {__version__}: "
+                f"validate with the version that produced the results")
+    try:
+        digest = make_config(rec["config"]).digest()
+    except ValueError as e:
+        return f"configuration: {e}"
+    if prov.get("config_hash") != digest:
+        return (f"configuration hash mismatch for {rec['config']!r}: recorded {prov.get('config_hash')}, "
+                f"this installation's is {digest}")
+    want = (prov.get("trace") or {}).get("sha256")
+    try:
+        got = trace_sha256(load_job_trace(rec))
+    except (OSError, ValueError) as e:
+        return f"cannot load the trace {rec['workload']!r}: {e}"
+    if want != got:
+        return (f"trace hash mismatch for {rec['workload']!r}: recorded {want}, the trace here hashes to "
+                f"{got} (a different trace file or generator)")
+    return None
+
+
+def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0,
+                     rtol: float = 0.0, progress: Callable[[Check], None] | None = None) -> ValidationReport:
+    """Re-run ``sample`` randomly chosen ``ok`` runs (all if ``None``) and compare their metrics.
+
+    A file with any record from another hss-gym version is refused as a whole.
+    """
+    from hss_gym import __version__
+    from hss_gym.benchmarks.runner import run_job
+    ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
+    rep = ValidationReport([], total_ok_runs=len(ok), rtol=rtol)
+    versions = sorted({str((r.get("provenance") or {}).get("hss_gym_version")) for r in records})
+    if versions != [__version__]:
+        rep.refused_file = (f"the results file has runs from hss-gym {', '.join(versions)}; this is hss-gym "
+                            f"{__version__}. Validate with the version that produced them (pip install "
+                            f"hss-gym=={versions[0]}), or re-run the bench with this one")
+        return rep
+    if not ok:
+        rep.refused_file = "the results file has no successful runs to validate"
+        return rep
+    chosen = ok if sample is None or sample >= len(ok) else random.Random(seed).sample(ok, sample)
+    for rec in chosen:
+        why = precheck(rec)
+        if why is not None:
+            chk = Check(rec, "refused", why)
+        else:
+            job = {k: rec[k] for k in ("suite", "track", "workload", "config", "policy", "seed",
+                                       "n_requests", "suite_digest") if k in rec}
+            new = run_job(job)
+            if new["status"] != "ok":
+                chk = Check(rec, "mismatch", diffs=[("status", "ok", f"failed: {new.get('error')}")])
+            else:
+                diffs = compare_metrics(rec["metrics"], new["metrics"], rtol)
+                tr_old = rec["provenance"]["trace"]["sha256"]
+                tr_new = new["provenance"]["trace"]["sha256"]
+                if tr_old != tr_new:  # pragma: no cover - precheck already compared
+                    diffs.append(("trace sha256", tr_old, tr_new))
+                chk = Check(rec, "ok" if not diffs else "mismatch", diffs=diffs)
+        rep.checks.append(chk)
+        if progress is not None:
+            progress(chk)
+    return rep

@@ -1,0 +1,151 @@
+"""The ``hss-gym`` command line: bench / report / validate / list / convert / calibrate.
+
+Runs go through ``hss_gym.cli.main`` in-process with tiny budgets (2,000 requests) and the
+built-in heuristics only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from hss_gym import cli
+from hss_gym.benchmarks.results import read_results
+
+TINY = ["--suite", "quick", "--policies", "random", "--no-oracle", "--workloads", "ycsb-b,lun2",
+        "--configs", "perf_opt", "--n", "2000", "--jobs", "2", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def bench_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "quick"
+    assert cli.main(["bench", *TINY, "--out", str(out)]) == 0
+    return out
+
+
+def test_help_of_every_command(capsys):
+    for argv in (["--help"], ["bench", "--help"], ["report", "--help"], ["validate", "--help"],
+                 ["list", "--help"], ["convert", "--help"], ["replay", "--help"], ["calibrate", "--help"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert e.value.code == 0, argv
+    out = capsys.readouterr().out
+    for word in ("bench", "report", "validate", "list", "convert", "calibrate", "--resume", "--ray", "exact"):
+        assert word in out, word
+
+
+def test_bench_writes_results_reports_and_prints_the_table(bench_dir, capsys):
+    recs = read_results(bench_dir / "results.jsonl")
+    assert sorted((r["workload"], r["policy"]) for r in recs) == [
+        ("lun2", "fast_only"), ("lun2", "random"), ("ycsb-b", "fast_only"), ("ycsb-b", "random")]
+    assert all(r["status"] == "ok" for r in recs)
+    assert (bench_dir / "report.md").exists() and (bench_dir / "report.html").exists()
+    assert "hss-gym bench --suite quick" in (bench_dir / "report.md").read_text()
+
+
+def test_bench_refuses_to_mix_with_earlier_results_unless_resume(bench_dir, capsys):
+    assert cli.main(["bench", *TINY, "--out", str(bench_dir)]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert cli.main(["bench", *TINY, "--out", str(bench_dir), "--resume", "--no-report"]) == 0
+    assert len(read_results(bench_dir / "results.jsonl")) == 4  # nothing re-run
+    out = capsys.readouterr().out
+    assert "| 1 | fast_only | 1.00 |" in out
+
+
+def test_bench_dry_run_lists_jobs(capsys, tmp_path):
+    assert cli.main(["bench", *TINY, "--out", str(tmp_path), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4 and all("perf_opt" in x for x in lines)
+
+
+def test_failed_runs_are_reported_with_exit_status_3(tmp_path, capsys):
+    rc = cli.main(["bench", "--suite", "quick", "--policies", "no_such_mod_abc:make", "--no-oracle",
+                   "--workloads", "ycsb-b", "--configs", "perf_opt", "--n", "1000", "--jobs", "1",
+                   "--quiet", "--no-figures", "--out", str(tmp_path)])
+    assert rc == 3
+    err = capsys.readouterr().err
+    assert "1 run(s) failed" in err and "no_such_mod_abc" in err
+    assert "Failed runs" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize("argv,valid", [
+    (["bench", "--policies", "harmonai"], "fast_only, slow_only"),
+    (["bench", "--suite", "quik"], "hss-bench-v1, quick, real"),
+    (["bench", "--workloads", "ycsb-z"], "lun0, lun1"),
+    (["bench", "--configs", "perf"], "perf_opt, cost_opt"),
+    (["bench", "--tracks", "nope"], "perf_opt, cost_opt"),
+    (["bench", "--suite", "real"], "--traces DIR"),
+])
+def test_unknown_names_list_the_valid_ones(argv, valid, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hss-gym: error:") and valid in err, err
+
+
+def test_list(capsys):
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for word in ("ycsb-b", "mix6", "perf_opt", "quad", "fast_only", "harmonia", "hss-bench-v1", "quick", "real"):
+        assert word in out, word
+    assert cli.main(["list", "suites"]) == 0
+    assert "perf_opt" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["list", "nonsense"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_report_and_validate_commands(bench_dir, tmp_path, capsys):
+    assert cli.main(["report", str(bench_dir), "--out", str(tmp_path), "--no-figures", "--quiet"]) == 0
+    assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")
+    assert cli.main(["validate", str(bench_dir / "results.jsonl"), "--all", "--quiet"]) == 0
+    assert "PASSED" in capsys.readouterr().out
+
+    recs = [json.loads(x) for x in (bench_dir / "results.jsonl").read_text().splitlines()]
+    recs[1]["metrics"]["p99_latency_us"] += 1.0
+    bad = tmp_path / "tampered.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert cli.main(["validate", str(bad), "--all", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED" in captured.out and "MISMATCH" in captured.out and "p99_latency_us" in captured.out
+
+    recs[1]["provenance"]["hss_gym_version"] = "9.9.9"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert cli.main(["validate", str(bad), "--quiet"]) == 1
+    assert "REFUSED" in capsys.readouterr().out
+    assert cli.main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_calibrate_missing_module_gives_a_clear_error(monkeypatch, capsys):
+    import hss_gym.backends
+    monkeypatch.setitem(sys.modules, "hss_gym.backends.calibrate", None)  # import fails
+    monkeypatch.delattr(hss_gym.backends, "calibrate", raising=False)
+    assert cli.main(["calibrate", "--device", "/dev/null"]) == 2
+    assert "calibrate is not available" in capsys.readouterr().err
+
+
+def test_calibrate_dispatches_to_the_backend_module(monkeypatch):
+    mod = types.ModuleType("hss_gym.backends.calibrate")
+    seen = {}
+
+    def add_calibrate_arguments(p):
+        p.add_argument("path")
+
+    def run_calibrate(args):
+        seen["path"] = args.path
+        return 0
+    mod.add_calibrate_arguments, mod.run_calibrate = add_calibrate_arguments, run_calibrate
+    import hss_gym.backends
+    monkeypatch.setitem(sys.modules, "hss_gym.backends.calibrate", mod)
+    monkeypatch.setattr(hss_gym.backends, "calibrate", mod, raising=False)
+    assert cli.main(["calibrate", "/tmp/x"]) == 0 and seen == {"path": "/tmp/x"}
+
+
+def test_convert(tmp_path, capsys):
+    from hss_gym.workloads import load_trace, make_trace, save_cache
+    src = tmp_path / "t.hsst"
+    save_cache(make_trace("lun1", n=300, seed=0), src)
+    assert cli.main(["convert", str(src), str(tmp_path / "u.hsst")]) == 0
+    assert len(load_trace(tmp_path / "u.hsst")) == 300

@@ -1,0 +1,350 @@
+"""The leaderboard harness (``hss_gym.benchmarks``): suites, bench runs, resume, validation, reports.
+
+Tests use the built-in heuristics (fast_only, slow_only, random) and a tiny policy defined here
+(run by its "module:factory" spec), never the learners other modules provide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hss_gym.agents.base import POLICIES, Policy
+from hss_gym.benchmarks import report as rep
+from hss_gym.benchmarks.results import (KEY_FIELDS, SCHEMA, job_key, read_results, trace_sha256)
+from hss_gym.benchmarks.runner import load_job_trace, make_jobs, pending_jobs, run_job, run_jobs
+from hss_gym.benchmarks.suites import (SuiteError, list_suites, load_suite, parse_suite,
+                                       with_overrides)
+from hss_gym.benchmarks.validate import validate_results
+from hss_gym.config import CONFIGURATIONS
+from hss_gym.metrics import RunMetrics
+from hss_gym.workloads.registry import canonical_name
+from hss_gym.workloads.synthetic import TARGETS
+
+
+# ---------------------------------------------------------------- a tiny custom policy
+class HalfFast(Policy):
+    """Every other placement on the fast device; never migrates."""
+
+    name = "half_fast"
+    agents = ("placement",)
+
+    def reset(self, env, seed=None):
+        super().reset(env, seed)
+        self.i = 0
+
+    def act(self, observations, infos):
+        self.i += 1
+        return {"placement": self.i % 2}
+
+
+def make_half_fast() -> Policy:
+    return HalfFast()
+
+
+TINY = f"{__name__}:make_half_fast"
+
+
+def tiny_suite(policies=("fast_only", TINY), workloads=("ycsb-b", "lun2"), n=2000, seeds=(0,), name="tiny"):
+    return parse_suite({"name": name, "policies": list(policies), "seeds": list(seeds), "n_requests": n,
+                        "tracks": [{"name": "perf_opt", "configs": ["perf_opt"], "workloads": list(workloads)}]})
+
+
+@pytest.fixture(scope="module")
+def tiny_results(tmp_path_factory):
+    """A finished tiny bench: 2 workloads x (fast_only, random, the custom policy), n=2000."""
+    out = tmp_path_factory.mktemp("bench") / "results.jsonl"
+    suite = tiny_suite(policies=("fast_only", "random", TINY))
+    summary = run_jobs(make_jobs(suite), out, workers=2, progress=False)
+    assert summary.ok == 6 and not summary.failed, summary.failed
+    return out
+
+
+# ---------------------------------------------------------------- suites
+@pytest.mark.parametrize("name", ["quick", "hss-bench-v1"])
+def test_builtin_suites_reference_only_valid_names(name):
+    s = load_suite(name)
+    assert s.policies[0] == "fast_only" and "oracle" in s.policies
+    assert set(s.policies) <= set(POLICIES)
+    for t in s.tracks:
+        assert set(t.configs) <= set(CONFIGURATIONS)
+        assert all(canonical_name(w) == w for w in t.workloads), t.workloads
+        assert t.n_requests >= 10_000 and t.seeds
+
+
+def test_hss_bench_v1_is_table4_and_table5_on_five_configs():
+    s = load_suite("hss-bench-v1")
+    table4 = [w for w in TARGETS if w != "ycsb-a"]  # YCSB-A is a mix component, not a Table-4 row
+    assert len(table4) == 17
+    mixes = [f"mix{i}" for i in range(1, 7)]
+    assert {t.name: t.configs for t in s.tracks} == {c: (c,) for c in ("perf_opt", "cost_opt", "tri", "quad", "pmem")}
+    for t in s.tracks:
+        assert sorted(t.workloads) == sorted(table4 + mixes)
+
+
+def test_real_suite_takes_a_directory(tmp_path):
+    from hss_gym.workloads import make_trace, save_cache
+    save_cache(make_trace("ycsb-b", n=500, seed=1), tmp_path / "a.hsst")
+    save_cache(make_trace("lun1", n=500, seed=1), tmp_path / "b.hsst")
+    (tmp_path / "README.md").write_text("not a trace")
+    s = load_suite("real", traces_dir=tmp_path)
+    assert [Path(w).name for w in s.tracks[0].workloads] == ["a.hsst", "b.hsst"]
+    with pytest.raises(SuiteError, match="--traces DIR"):
+        load_suite("real")
+    assert set(list_suites()) >= {"quick", "hss-bench-v1", "real"}
+
+
+@pytest.mark.parametrize("field,value,valid", [
+    ("workloads", ["ycsb-q"], "ycsb-b"), ("configs", ["perf_opt", "fastest"], "cost_opt")])
+def test_suite_with_unknown_names_lists_valid_ones(field, value, valid):
+    raw = {"name": "bad", "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": ["ycsb-b"]}]}
+    raw["tracks"][0][field] = value
+    with pytest.raises(SuiteError, match=valid):
+        parse_suite(raw)
+    with pytest.raises(SuiteError, match="fast_only"):
+        parse_suite({**raw, "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": ["ycsb-b"]}],
+                     "policies": ["harmonai"]})
+    with pytest.raises(SuiteError, match="quick"):
+        load_suite("quik")
+
+
+def test_overrides_add_references_and_restrict():
+    s = with_overrides(load_suite("quick"), policies=[TINY], workloads=["YCSB-B"], configs=["cost_opt"],
+                       seeds=[3, 4], n_requests=1000, oracle=False)
+    assert s.policies == ("fast_only", TINY)
+    assert [(t.name, t.workloads, t.configs, t.seeds, t.n_requests) for t in s.tracks] == [
+        ("cost_opt", ("ycsb-b",), ("cost_opt",), (3, 4), 1000)]
+    assert len(make_jobs(s)) == 4
+
+
+# ---------------------------------------------------------------- bench runs
+def test_tiny_bench_produces_valid_records(tiny_results):
+    recs = read_results(tiny_results)
+    assert len(recs) == 6
+    fields = set(RunMetrics.__dataclass_fields__)
+    from hss_gym import __version__
+    for r in recs:
+        assert r["schema"] == SCHEMA and r["status"] == "ok" and r["error"] is None
+        assert all(k in r for k in KEY_FIELDS)
+        assert set(r["metrics"]) == fields and r["metrics"]["requests"] == 2000
+        p = r["provenance"]
+        assert p["hss_gym_version"] == __version__
+        assert "git_revision" in p and p["finished_at"].endswith("Z")
+        assert len(p["config_hash"]) == 16 and p["env_config_hash"]
+        assert p["trace"]["sha256"] == trace_sha256(load_job_trace(r))
+        assert p["trace"]["source"]["kind"] == "synthetic" and "params" in p["trace"]["source"]
+        q = r["latency_quantiles"]
+        assert len(q["q"]) == len(q["us"]) and q["us"] == sorted(q["us"])
+    by = {(r["workload"], r["policy"]): r["metrics"]["mean_latency_us"] for r in recs}
+    for w in ("ycsb-b", "lun2"):  # the ideal HSS beats a half-slow one
+        assert by[(w, "fast_only")] < by[(w, TINY)]
+    pols = {r["policy"]: r["provenance"]["policy_name"] for r in recs}
+    assert pols[TINY] == "half_fast"
+
+
+def test_failing_policy_is_recorded_and_the_rest_continue(tmp_path):
+    out = tmp_path / "results.jsonl"
+    suite = tiny_suite(policies=("fast_only", "no_such_module_xyz:make"), workloads=("ycsb-b",))
+    summary = run_jobs(make_jobs(suite), out, workers=1, progress=False)
+    assert summary.ok == 1 and len(summary.failed) == 1
+    bad = summary.failed[0]
+    assert bad["status"] == "failed" and "no_such_module_xyz" in bad["error"]
+    assert [r["status"] for r in read_results(out)] == ["ok", "failed"]
+    # resume retries the failed job only
+    again = run_jobs(make_jobs(suite), out, workers=1, progress=False)
+    assert again.skipped == 1 and len(again.failed) == 1
+
+
+def test_resume_after_a_killed_run_runs_exactly_the_missing_jobs(tmp_path, tiny_results):
+    out = tmp_path / "results.jsonl"
+    lines = tiny_results.read_bytes().splitlines(keepends=True)
+    # a run killed while writing its 4th record: 3 whole lines and half a line
+    out.write_bytes(b"".join(lines[:3]) + lines[3][: len(lines[3]) // 2])
+    suite = tiny_suite(policies=("fast_only", "random", TINY))
+    jobs = make_jobs(suite)
+    done = {job_key(json.loads(x)) for x in lines[:3]}
+    missing = [job_key(j) for j in jobs if job_key(j) not in done]
+    assert len(missing) == 3 and [job_key(j) for j in pending_jobs(jobs, out)] == missing
+    ran = []
+    with pytest.warns(UserWarning, match="partial last line"):
+        summary = run_jobs(jobs, out, workers=2, progress=False, on_record=lambda r: ran.append(job_key(r)))
+    assert sorted(ran) == sorted(missing) and summary.skipped == 3
+    recs = read_results(out)  # no malformed line left behind
+    assert sorted(job_key(r) for r in recs) == sorted(job_key(j) for j in jobs)
+    # deterministic: the resumed runs equal the uninterrupted ones
+    first = {job_key(json.loads(x)): json.loads(x)["metrics"] for x in lines}
+    assert all(r["metrics"] == first[job_key(r)] for r in recs)
+    assert run_jobs(jobs, out, progress=False).skipped == len(jobs)  # nothing left to do
+
+
+@pytest.mark.slow
+def test_resume_after_killing_the_bench_process(tmp_path):
+    out = tmp_path / "b"
+    cmd = [sys.executable, "-m", "hss_gym.cli", "bench", "--suite", "quick", "--policies", "random,slow_only",
+           "--no-oracle", "--workloads", "ycsb-b,lun2,ssd-02,mix3", "--configs", "perf_opt", "--n", "30000",
+           "--jobs", "1", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rfile = out / "results.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not rfile.exists() or rfile.read_bytes().count(b"\n") < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = {job_key(r) for r in read_results(rfile)}
+    assert 3 <= len(before) < 12
+    from hss_gym.cli import main
+    assert main(cmd[3:] + ["--resume", "--no-report"]) == 0
+    recs = read_results(rfile)
+    keys = [job_key(r) for r in recs]
+    assert len(keys) == len(set(keys)) == 12 and before <= set(keys)
+
+
+@pytest.mark.slow
+def test_ray_runs_the_same_jobs(tmp_path):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        out = tmp_path / "results.jsonl"
+        suite = tiny_suite(policies=("fast_only", "random"))
+        summary = run_jobs(make_jobs(suite), out, use_ray=True, progress=False)
+        assert summary.ok == 4 and not summary.failed, summary.failed
+        local = {job_key(r): r["metrics"] for r in [run_job(j) for j in make_jobs(suite)]}
+        assert all(r["metrics"] == local[job_key(r)] for r in read_results(out))
+    finally:
+        ray.shutdown()
+
+
+# ---------------------------------------------------------------- validation
+def test_validate_passes_exact_and_detects_tampering(tiny_results):
+    recs = read_results(tiny_results)
+    ok = validate_results(recs, sample=3, seed=1)
+    assert ok.passed and len(ok.checks) == 3 and "PASSED" in ok.summary() and "exact" in ok.summary()
+
+    tampered = json.loads(json.dumps(recs))
+    tampered[2]["metrics"]["mean_latency_us"] *= 0.999
+    res = validate_results(tampered, sample=None)
+    assert not res.passed
+    bad = [c for c in res.checks if c.status != "ok"]
+    assert len(bad) == 1 and bad[0].diffs[0][0] == "mean_latency_us" and "MISMATCH" in bad[0].describe()
+    assert validate_results(tampered, sample=None, rtol=1e-2).passed  # within a stated tolerance
+
+
+def test_validate_refuses_other_versions_and_mismatched_hashes(tiny_results):
+    recs = read_results(tiny_results)
+    old = json.loads(json.dumps(recs))
+    old[0]["provenance"]["hss_gym_version"] = "0.0.1"
+    res = validate_results(old)
+    assert not res.passed and res.refused_file and "0.0.1" in res.refused_file and not res.checks
+
+    for field, value, reason in (("trace", None, "trace hash mismatch"),
+                                 ("config_hash", "0" * 16, "configuration hash mismatch")):
+        bad = json.loads(json.dumps(recs[:1]))
+        if field == "trace":
+            bad[0]["provenance"]["trace"]["sha256"] = "f" * 64
+        else:
+            bad[0]["provenance"][field] = value
+        res = validate_results(bad, sample=None)
+        assert not res.passed and res.checks[0].status == "refused"
+        assert reason in res.checks[0].reason and "REFUSED" in res.checks[0].describe()
+
+
+# ---------------------------------------------------------------- reports
+class _Checker(HTMLParser):
+    VOID = {"meta", "img", "br", "hr", "link", "input", "source", "col", "area", "base", "wbr"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.urls, self.tags = [], [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in ("src", "href", "srcset", "data", "poster", "action"):
+                self.urls.append(v or "")
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}>, open: {self.stack[-3:]}")
+        else:
+            self.stack.pop()
+
+
+def test_html_report_is_well_formed_and_self_contained(tiny_results, tmp_path):
+    recs = read_results(tiny_results)
+    md, page = rep.write_reports(recs, tmp_path, command="hss-gym bench --suite tiny")
+    text = page.read_text()
+    chk = _Checker()
+    chk.feed(text)
+    chk.close()
+    assert not chk.errors and not chk.stack, (chk.errors, chk.stack)
+    assert text.startswith("<!DOCTYPE html>") and "<table>" in text
+    assert chk.urls and all(u.startswith("data:") or u.startswith("#") for u in chk.urls), chk.urls
+    assert "script" not in chk.tags and "link" not in chk.tags
+    pytest.importorskip("matplotlib")
+    assert sum(u.startswith("data:image/png;base64,") for u in chk.urls) >= 3  # figures embedded
+    mdt = md.read_text()
+    assert "| fast_only | 1.00 | 1.00 | 1.00 | 1.00 |" in mdt.replace("| 1 | fast_only", "| fast_only")
+    assert "% of Oracle" in mdt and "n/a" in mdt  # no Oracle runs: n/a, not a crash
+    assert "Published numbers" in mdt and "49.5%" in mdt
+
+
+def test_report_without_reference_shows_na(tiny_results):
+    recs = [r for r in read_results(tiny_results) if r["policy"] != "fast_only"]
+    text = rep.markdown_report(recs, published=rep.load_published())
+    row = next(line for line in text.splitlines() if line.startswith("| - | random"))
+    assert row.count("n/a") >= 5
+    html = rep.html_report(recs, with_figures=True)
+    assert "</html>" in html
+
+
+def _fake(policy, workload, mean, p99=None, wa=1.0, config="perf_opt", track="perf_opt"):
+    m = dict(requests=10, mean_latency_us=mean, p99_latency_us=p99 or 2 * mean, p9999_latency_us=3 * mean,
+             throughput_rps=1e6 / mean, makespan_us=1.0, write_amplification=wa, fast_hit_ratio=0.5,
+             evictions=0, migrations=0, migrated_pages_in=[0, 0], migrated_pages_out=[0, 0], migration_bytes=0)
+    return {"schema": SCHEMA, "status": "ok", "suite": "s", "track": track, "workload": workload,
+            "config": config, "policy": policy, "seed": 0, "n_requests": 10, "metrics": m,
+            "provenance": {"hss_gym_version": "x"}}
+
+
+def test_normalisation_oracle_and_published_claims():
+    recs = []
+    for w, base in (("ycsb-b", 10.0), ("lun2", 20.0)):
+        recs += [_fake("fast_only", w, base), _fake("oracle", w, 1.5 * base),
+                 _fake("sibyl", w, 3.0 * base, wa=1.5), _fake("harmonia", w, 2.0 * base, wa=1.6)]
+    (td,) = rep.collect(recs)
+    board = rep.leaderboard(td)
+    assert [s.policy for s in board] == ["fast_only", "oracle", "harmonia", "sibyl"]
+    sib = rep.policy_stats(td, "sibyl")
+    assert sib.norm_mean == pytest.approx(3.0) and sib.pct_oracle == pytest.approx(50.0)
+    assert sib.norm_throughput == pytest.approx(1 / 3)
+    claims = {c["id"]: c for c in rep.evaluate_claims([td], rep.load_published())}
+    assert claims["harmonia-vs-sibyl-perf"]["ours"] == pytest.approx(50.0)  # 3.0 / 2.0 - 1
+    assert claims["harmonia-p99-perf"]["ours"] == pytest.approx(100 / 3)
+    assert claims["sibyl-oracle-perf"]["ours"] == pytest.approx(50.0)
+    assert claims["wa-harmonia"]["ours"] == pytest.approx(1.6)
+    assert claims["harmonia-vs-sibyl-cost"]["ours"] is None  # no cost_opt track
+    assert rep.family("ycsb-b") == "ycsb" and rep.family("mix3") == "mix" and rep.family("/x/y.csv") == "trace"
+
+
+def test_trace_hash_depends_on_every_column():
+    from hss_gym.workloads import make_trace
+    t = make_trace("ycsb-b", n=300, seed=0)
+    h = trace_sha256(t)
+    assert h == trace_sha256(make_trace("ycsb-b", n=300, seed=0))
+    for col in ("time_us", "op", "offset", "size", "stream"):
+        a = getattr(t, col).copy()
+        a[5] = a[5] + 1 if col != "op" else 1 - a[5]
+        t2 = type(t)(*(a if c == col else getattr(t, c) for c in ("time_us", "op", "offset", "size", "stream")))
+        assert trace_sha256(t2) != h, col
+    assert np.isfinite(t.time_us).all()
