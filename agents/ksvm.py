@@ -98,6 +98,8 @@ class KSVMMigration(Policy):
         if len(np.unique(labels)) < 2:
             return np.full(n, labels[0], dtype=np.int64)
         j = rng.choice(len(idx), self.svm_samples, replace=False) if len(idx) > self.svm_samples else np.arange(len(idx))
+        if len(np.unique(labels[j])) < 2:  # the SVM's subsample drew one class: use the k-means labels
+            j = np.arange(len(idx))
         if self.kernel == "rbf":
             clf = SVC(kernel="rbf", C=self.C, gamma="scale")
         else:
