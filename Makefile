@@ -26,7 +26,7 @@ $(SO_STAMP): $(STAMP) $(CSRC)
 
 ## The main job: the `quick` leaderboard suite (reference agents and baselines), table + report.
 run: $(SO_STAMP)
-	$(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick
+	$(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick --resume
 
 ## The fast test suite (< 15 min on 2 cores), plus the C core under ASan/UBSan.
 test: $(SO_STAMP) test-asan

@@ -74,6 +74,21 @@ def _single_thread() -> None:
             pass
 
 
+def _worker_init(parent: int) -> None:
+    """Pool worker start-up: one thread, and die with the parent (a killed bench must not leave
+    orphan workers running queued jobs; Linux PR_SET_PDEATHSIG)."""
+    _single_thread()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no glibc
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _episode_latencies(env: Any) -> Any:
     lat = getattr(env, "latencies", None)
     if callable(lat):
@@ -159,16 +174,23 @@ def _local(jobs: list[dict[str, Any]], workers: int, emit: Callable[[dict[str, A
     # fork is fastest, but not safe once torch (OpenMP threads) is loaded in this process
     method = "fork" if sys.platform.startswith("linux") and "torch" not in sys.modules else "spawn"
     ctx = mp.get_context(method)
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_single_thread) as ex:
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_worker_init,
+                             initargs=(os.getpid(),)) as ex:
         futs = {ex.submit(run_job, j): j for j in jobs}
         pending = set(futs)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                try:
-                    emit(f.result())
-                except Exception as e:  # a worker process died (segfault, out of memory)
-                    emit(_failed(futs[f], f"worker process failed: {type(e).__name__}: {e}"))
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    try:
+                        emit(f.result())
+                    except Exception as e:  # a worker process died (segfault, out of memory)
+                        emit(_failed(futs[f], f"worker process failed: {type(e).__name__}: {e}"))
+        except KeyboardInterrupt:  # stop now: drop queued jobs, end the running ones
+            ex.shutdown(wait=False, cancel_futures=True)
+            for proc in list((getattr(ex, "_processes", None) or {}).values()):
+                proc.terminate()
+            raise
 
 
 def _ray(jobs: list[dict[str, Any]], emit: Callable[[dict[str, Any]], None],
@@ -183,13 +205,18 @@ def _ray(jobs: list[dict[str, Any]], emit: Callable[[dict[str, Any]], None],
     task = ray.remote(num_cpus=1, max_retries=1)(run_job)
     refs = {task.remote(j): j for j in jobs}
     pending = list(refs)
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        for r in done:
-            try:
-                emit(ray.get(r))
-            except Exception as e:  # the worker died or the cluster lost the task
-                emit(_failed(refs[r], f"ray task failed: {type(e).__name__}: {e}"))
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for r in done:
+                try:
+                    emit(ray.get(r))
+                except Exception as e:  # the worker died or the cluster lost the task
+                    emit(_failed(refs[r], f"ray task failed: {type(e).__name__}: {e}"))
+    except KeyboardInterrupt:
+        for r in pending:
+            ray.cancel(r, force=True)
+        raise
 
 
 def run_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], *, resume: bool = True,
