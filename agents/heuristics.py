@@ -414,3 +414,53 @@ def bulk_migrate(env: HSSParallelEnv, pages: np.ndarray, current: np.ndarray, ta
         for j in sorted(group, key=lambda k: int(pages[k])):
             move(int(pages[j]), int(target[j]), t)
     return len(moves_d) + len(moves_p)
+
+
+class PeriodicMigration(Policy):
+    """The migration half shared by K-SVM and RNN-HSS: every ``interval`` requests, choose a
+    device for each tracked page (:meth:`migrate`, the learned part) and move the pages whose
+    device changes at once, on the critical path. The env's per-step migration agent is
+    answered with "stay". ``max_moves`` bounds the pages moved per interval (``None``:
+    unbounded); ``demote_cold`` lets spare budget demote pages classified cold."""
+
+    agents = ("migration",)
+    env_options: ClassVar[dict[str, Any]] = {"migration": False}
+
+    def __init__(self, interval: int, history: PageHistory, max_moves: int | None,
+                 demote_cold: bool, seed: int) -> None:
+        if interval < 1:
+            raise ValueError(f"interval must be >= 1, got {interval}")
+        self.interval, self.history = int(interval), history
+        self.max_moves, self.demote_cold, self.seed = max_moves, demote_cold, int(seed)
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.history.reset()
+        self._next = self.interval
+        self._rng = np.random.default_rng([self.seed, 0 if seed is None else int(seed)])
+        self.moved = 0            # pages moved so far this episode
+        self.migration_steps: list[int] = []  # steps at which a bulk migration ran
+
+    def migrate(self) -> int:
+        """Choose targets for the tracked pages and :meth:`apply` them; returns pages moved."""
+        raise NotImplementedError
+
+    def apply(self, target: np.ndarray, score: np.ndarray) -> int:
+        """Fit ``target`` devices to capacity (highest ``score`` first) and move pages now."""
+        env, pages = self.env, self.history.pages
+        target = fit_capacity(target, score, env.hss.capacities)
+        moved = bulk_migrate(env, pages, page_devices(env, pages), target, score, self.max_moves,
+                             self.demote_cold)
+        self.moved += moved
+        self.migration_steps.append(env.step_index)
+        return moved
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        env = self.env
+        if env.step_index >= self._next:
+            self._next = env.step_index + self.interval
+            self.history.roll()
+            self.migrate()
+        _, _, offset, size = env.request
+        self.history.record(offset, size)
+        return {"migration": stay_action(infos)}

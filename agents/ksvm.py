@@ -30,19 +30,18 @@ scikit-learn is imported here only.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.svm import SVC, LinearSVC
 
-from hss_gym.agents.base import Combined, Infos, Obs, Policy, stay_action
-from hss_gym.agents.heuristics import (FastUntilFull, PageHistory, bulk_migrate, fit_capacity,
-                                       page_devices)
+from hss_gym.agents.base import Combined
+from hss_gym.agents.heuristics import FastUntilFull, PageHistory, PeriodicMigration
 from hss_gym.envs.parallel import HSSParallelEnv
 
 
-class KSVMMigration(Policy):
+class KSVMMigration(PeriodicMigration):
     """K-SVM's migration half: bulk critical-path migration every ``interval`` requests.
 
     ``interval`` (1000 requests), ``n_intervals`` (4: the feature window), ``max_pages`` (32768
@@ -53,32 +52,22 @@ class KSVMMigration(Policy):
     """
 
     name = "k_svm_migration"
-    agents = ("migration",)
-    env_options: ClassVar[dict[str, Any]] = {"migration": False}
 
     def __init__(self, interval: int = 1000, n_intervals: int = 4, max_pages: int = 32768,
                  kmeans_samples: int = 2000, svm_samples: int = 1000, kernel: str = "rbf",
                  C: float = 1.0, max_moves: int | None = 512, demote_cold: bool = True,
                  seed: int = 0) -> None:
-        if interval < 1:
-            raise ValueError(f"interval must be >= 1, got {interval}")
         if kernel not in ("rbf", "linear"):
             raise ValueError(f"kernel must be 'rbf' or 'linear', got {kernel!r}")
         if kmeans_samples < 2 or svm_samples < 2:
             raise ValueError("kmeans_samples and svm_samples must be >= 2")
-        self.interval, self.kernel, self.C = int(interval), kernel, float(C)
+        super().__init__(interval, PageHistory(n_intervals, max_pages), max_moves, demote_cold, seed)
+        self.kernel, self.C = kernel, float(C)
         self.kmeans_samples, self.svm_samples = int(kmeans_samples), int(svm_samples)
-        self.max_moves, self.demote_cold, self.seed = max_moves, demote_cold, int(seed)
-        self.history = PageHistory(n_intervals, max_pages)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
-        self.history.reset()
         self.n_dev = env.cfg.n_devices
-        self._next = self.interval
-        self._rng = np.random.default_rng([self.seed, 0 if seed is None else int(seed)])
-        self.moved = 0            # pages moved so far this episode
-        self.migration_steps: list[int] = []  # steps at which a bulk migration ran
         self.last_targets: np.ndarray | None = None
 
     # -- the learned part ------------------------------------------------------------------
@@ -115,23 +104,8 @@ class KSVMMigration(Policy):
         features = np.log1p(h.counts)
         target = self.classify(features)
         score = features @ (2.0 ** np.arange(features.shape[1]))  # recency-weighted frequency
-        target = fit_capacity(target, score, self.env.hss.capacities)
         self.last_targets = target
-        cur = page_devices(self.env, h.pages)
-        moved = bulk_migrate(self.env, h.pages, cur, target, score, self.max_moves, self.demote_cold)
-        self.moved += moved
-        self.migration_steps.append(self.env.step_index)
-        return moved
-
-    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
-        env = self.env
-        if env.step_index >= self._next:
-            self._next = env.step_index + self.interval
-            self.history.roll()
-            self.migrate()
-        _, _, offset, size = env.request
-        self.history.record(offset, size)
-        return {"migration": stay_action(infos)}
+        return self.apply(target, score)
 
 
 class KSVM(Combined):

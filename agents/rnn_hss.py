@@ -33,30 +33,18 @@ pairs with another placement policy through :class:`hss_gym.agents.base.Combined
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, ClassVar, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from hss_gym.agents.base import Combined, Infos, Obs, Policy, stay_action
-from hss_gym.agents.heuristics import (FastUntilFull, PageHistory, bulk_migrate, fit_capacity,
-                                       page_devices)
+from hss_gym.agents.archivist import single_thread
+from hss_gym.agents.base import Combined
+from hss_gym.agents.heuristics import FastUntilFull, PageHistory, PeriodicMigration
 from hss_gym.envs.parallel import HSSParallelEnv
 
 
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Tiny tensors: PyTorch's intra-op threads only add overhead; restore the setting after."""
-    n = torch.get_num_threads()
-    if n != 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if n != 1:
-            torch.set_num_threads(n)
 
 
 class _Net(nn.Module):
@@ -127,7 +115,7 @@ class AccessPredictor:
         return np.expm1(np.clip(out.numpy().astype(np.float64), 0.0, None))
 
 
-class RNNHSSMigration(Policy):
+class RNNHSSMigration(PeriodicMigration):
     """RNN-HSS's migration half: bulk critical-path migration every ``interval`` requests.
 
     ``interval`` (1000), ``window`` (8 intervals of history), ``max_pages`` (32768 tracked),
@@ -138,28 +126,20 @@ class RNNHSSMigration(Policy):
     """
 
     name = "rnn_hss_migration"
-    agents = ("migration",)
-    env_options: ClassVar[dict[str, Any]] = {"migration": False}
 
     def __init__(self, interval: int = 1000, window: int = 8, max_pages: int = 32768,
                  train_pages: int = 2048, epochs: int = 2, min_count: float = 1.0,
                  max_moves: int | None = 512, demote_cold: bool = True, hidden: int = 16,
                  cell: str = "gru", lr: float = 1e-2, seed: int = 0) -> None:
-        if interval < 1 or train_pages < 1 or epochs < 1:
-            raise ValueError("interval, train_pages and epochs must be >= 1")
-        self.interval, self.train_pages, self.epochs = int(interval), int(train_pages), int(epochs)
-        self.min_count, self.max_moves, self.demote_cold = float(min_count), max_moves, demote_cold
-        self.seed = int(seed)
+        if train_pages < 1 or epochs < 1:
+            raise ValueError("train_pages and epochs must be >= 1")
+        # window + 1 intervals: the extra one is the interval to learn from
+        super().__init__(interval, PageHistory(window + 1, max_pages), max_moves, demote_cold, seed)
+        self.train_pages, self.epochs, self.min_count = int(train_pages), int(epochs), float(min_count)
         self.predictor = AccessPredictor(window, hidden, cell, lr, seed=seed)
-        self.history = PageHistory(window + 1, max_pages)  # + 1: the interval to learn from
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
-        self.history.reset()
-        self._next = self.interval
-        self._rng = np.random.default_rng([self.seed, 0 if seed is None else int(seed)])
-        self.moved = 0
-        self.migration_steps: list[int] = []
         self.last_prediction: np.ndarray | None = None
 
     def migrate(self) -> int:
@@ -176,22 +156,7 @@ class RNNHSSMigration(Policy):
         n_dev = self.env.cfg.n_devices
         target = np.where(pred >= self.min_count, 0, n_dev - 1)
         # fill the devices hottest first: device 0's overflow goes to device 1, and so on
-        target = fit_capacity(target, pred, self.env.hss.capacities)
-        cur = page_devices(self.env, h.pages)
-        moved = bulk_migrate(self.env, h.pages, cur, target, pred, self.max_moves, self.demote_cold)
-        self.moved += moved
-        self.migration_steps.append(self.env.step_index)
-        return moved
-
-    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
-        env = self.env
-        if env.step_index >= self._next:
-            self._next = env.step_index + self.interval
-            self.history.roll()
-            self.migrate()
-        _, _, offset, size = env.request
-        self.history.record(offset, size)
-        return {"migration": stay_action(infos)}
+        return self.apply(target, pred)
 
 
 class RNNHSS(Combined):
