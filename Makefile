@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 EXTRAS ?= test,agents
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
-CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c)
+CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h)
 SO_STAMP := build/.core-built
 RESULTS ?= results
 
@@ -35,10 +35,12 @@ test: $(SO_STAMP) test-asan
 test-slow: $(SO_STAMP)
 	$(PY) -m pytest -q -m slow
 
-## The C core (page table, LRU, migration queue, device model) under AddressSanitizer + UBSan.
-test-asan: build/test_core_asan build/test_uring_asan
+## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
+## model), the real-device engine and the C51 agents' kernel.
+test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_uring_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_c51_asan
 
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
@@ -51,6 +53,13 @@ build/test_uring_asan: tests/c/test_uring.c backends/uring/engine.c backends/uri
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ihss_gym/csrc -Ibackends -Ibackends/uring tests/c/test_uring.c backends/uring/engine.c \
 	  hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
+
+# The C51 kernel (forward, gradients, Adam) of the reference agents.
+build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fno-trapping-math -fno-math-errno \
+	  -fsanitize=address,undefined -fno-omit-frame-pointer -Iagents tests/c/test_c51.c agents/c51_kernel.c \
+	  -lm -o $@
 
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)

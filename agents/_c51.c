@@ -1,117 +1,156 @@
-/* Inference network of the C51 agents (Harmonia, Sibyl, SAPM), in C.
+/* Python glue of the C51 kernel (c51_kernel.c): the agents' inference network and trainer.
  *
- * The agents train in PyTorch and copy the weights here every `sync_every` requests (the paper's
- * separate inference network). One decision is a forward pass of a small MLP with swish hidden
- * layers, a softmax over the atoms of each action, the expected value Q(a) = sum_i p_i z_i and an
- * argmax: ~1,000 multiply-adds for Harmonia's 7-10-(2x51) network, far below a microsecond, where
- * a PyTorch forward call costs tens of microseconds of framework overhead.
+ * C51Net is the paper's separate inference network, refreshed with the training weights every
+ * `sync_every` requests; `act` is the epsilon-greedy decision (its own seeded generator), ~1,000
+ * multiply-adds for Harmonia's 7-10-(2x51) network, about a microsecond with the call, where a
+ * PyTorch forward call costs tens of microseconds of framework overhead.
  *
- *   net = C51Net(sizes=(7, 10), n_actions=2, n_atoms=51, v_min=0.0, v_max=10.0)
+ *   net = C51Net(sizes=(7, 10), n_actions=2, n_atoms=51, v_min=0.0, v_max=10.0, epsilon=0.001, seed=0)
  *   net.set_weights([(W0, b0), (W1, b1)])   # float32, W as (out, in) like torch.nn.Linear
- *   a = net.act(obs)                         # obs: float32 buffer of sizes[0] values
- *   q = net.q(obs)                           # tuple of n_actions expected values
+ *   a = net.act(obs)                         # epsilon-greedy; obs: float32 buffer of sizes[0] values
+ *   a = net.greedy(obs); q = net.q(obs)      # argmax; tuple of n_actions expected values
+ *
+ * C51Trainer takes the C51 gradient step of the *PyTorch training network in place*: it holds
+ * the float32 storage of the torch parameters (numpy views), of the target network and of the
+ * replay buffer, and computes what agents/c51.py's PyTorch reference step computes, without
+ * autograd's per-operation overhead (tens of microseconds per minibatch instead of ~0.8 ms). The
+ * torch module stays the one place of the weights (save/load, sync).
+ *
+ *   tr = C51Trainer(sizes, n_actions, n_atoms, v_min, v_max, gamma, lr, params, target,
+ *                   obs_buf, next_buf, act_buf, rew_buf, batch_size, seed)
+ *   n = tr.push(obs, action, reward, next_obs)    # store a transition; returns experiences so far
+ *   loss = tr.train(scale, r_lo, r_hi[, indices]) # one minibatch (uniform sample unless given)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
-#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
-#define C51_MAX_LAYERS 8
-#define C51_MAX_WIDTH 1024
+#include "c51_kernel.h"
 
+static uint64_t next_u64(uint64_t *s)  /* splitmix64 */
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t uniform(uint64_t *s, uint64_t n)  /* in [0, n), n < 2^32: multiply-shift */
+{
+    return ((next_u64(s) >> 32) * n) >> 32;
+}
+
+static int parse_sizes(PyObject *sizes, int *out, int *n)
+{
+    PyObject *seq = PySequence_Fast(sizes, "sizes must be a sequence of layer widths");
+    if (!seq)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    int rc = len >= 1 && len <= C51_MAX_LAYERS - 1 ? 0 : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < len; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred())
+            rc = -1;
+        out[i] = v < 1 || v > C51_MAX_WIDTH ? 0 : (int)v;
+    }
+    Py_DECREF(seq);
+    *n = (int)len;
+    return rc;
+}
+
+static int make_shape(c51_shape *s, PyObject *sizes, int n_actions, int n_atoms, double v_min, double v_max)
+{
+    int widths[C51_MAX_LAYERS], n = 0;
+    if (parse_sizes(sizes, widths, &n) < 0 || c51_shape_init(s, widths, n, n_actions, n_atoms, v_min, v_max) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "C51 network: need 1 to %d layer widths in 1..%d, n_actions >= 1, "
+                         "n_atoms >= 2, n_actions * n_atoms <= %d and v_max > v_min", C51_MAX_LAYERS - 1,
+                         C51_MAX_WIDTH, C51_MAX_WIDTH);
+        return -1;
+    }
+    return 0;
+}
+
+/* Check a buffer: C-contiguous, `count` items of float32 (or int64). */
+static int check_buf(Py_buffer *v, Py_ssize_t count, int int64, const char *what)
+{
+    const char *f = v->format ? v->format : "?";
+    int ok = int64 ? (v->itemsize == 8 && (strcmp(f, "l") == 0 || strcmp(f, "q") == 0))
+                   : (v->itemsize == 4 && strcmp(f, "f") == 0);
+    if (ok && v->len == count * v->itemsize)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: expected %zd contiguous %s values, got %zd bytes of format '%s'", what,
+                 count, int64 ? "int64" : "float32", v->len, f);
+    return -1;
+}
+
+/* Copy one float32 observation of n values. */
+static int read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what)
+{
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    int rc = check_buf(&v, n, 0, what);
+    if (rc == 0)
+        memcpy(dst, v.buf, (size_t)n * sizeof(float));
+    PyBuffer_Release(&v);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * C51Net: the inference network.
+ */
 typedef struct {
     PyObject_HEAD
-    int nlayers;                   /* linear layers: hidden layers + the output layer */
-    int in[C51_MAX_LAYERS + 1];    /* in[l] inputs of layer l; in[nlayers] = outputs */
-    int n_actions, n_atoms;
-    float *w[C51_MAX_LAYERS];      /* row-major (out, in) */
-    float *b[C51_MAX_LAYERS];
-    float *z;                      /* atom support */
-    int ready;
+    c51_shape shape;
+    c51_weights w;  /* PyMem-owned */
+    double epsilon;
+    uint64_t rng;
 } C51Net;
 
 static void C51Net_dealloc(C51Net *self)
 {
-    for (int l = 0; l < self->nlayers; l++) {
-        PyMem_Free(self->w[l]);
-        PyMem_Free(self->b[l]);
+    for (int l = 0; l < C51_MAX_LAYERS; l++) {
+        PyMem_Free(self->w.w[l]);
+        PyMem_Free(self->w.b[l]);
     }
-    PyMem_Free(self->z);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int C51Net_init(C51Net *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"sizes", "n_actions", "n_atoms", "v_min", "v_max", NULL};
+    static char *kwlist[] = {"sizes", "n_actions", "n_atoms", "v_min", "v_max", "epsilon", "seed", NULL};
     PyObject *sizes;
     int n_actions, n_atoms;
-    double v_min, v_max;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiidd", kwlist, &sizes, &n_actions, &n_atoms, &v_min, &v_max))
-        return -1;
-    PyObject *seq = PySequence_Fast(sizes, "sizes must be a sequence of layer widths");
-    if (!seq)
-        return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n < 1 || n > C51_MAX_LAYERS - 1) {
-        Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "sizes needs 1 to %d entries (input and hidden widths)", C51_MAX_LAYERS - 1);
+    double v_min, v_max, epsilon = 0.0;
+    unsigned long long seed = 0;
+    if (self->shape.nlayers) {
+        PyErr_SetString(PyExc_RuntimeError, "C51Net is already initialised");
         return -1;
     }
-    if (n_actions < 1 || n_atoms < 2 || (long)n_actions * n_atoms > C51_MAX_WIDTH || !(v_max > v_min)) {
-        Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "need n_actions >= 1, n_atoms >= 2, n_actions * n_atoms <= %d "
-                     "and v_max > v_min", C51_MAX_WIDTH);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiidd|dK", kwlist, &sizes, &n_actions, &n_atoms, &v_min, &v_max,
+                                     &epsilon, &seed)
+        || make_shape(&self->shape, sizes, n_actions, n_atoms, v_min, v_max) < 0)
+        return -1;
+    if (!(epsilon >= 0.0 && epsilon <= 1.0)) {
+        PyErr_Format(PyExc_ValueError, "epsilon must be in [0, 1], got %g", epsilon);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (v < 1 || v > C51_MAX_WIDTH) {
-            Py_DECREF(seq);
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_ValueError, "layer width %ld out of range 1..%d", v, C51_MAX_WIDTH);
-            return -1;
-        }
-        self->in[i] = (int)v;
-    }
-    Py_DECREF(seq);
-    self->nlayers = (int)n;
-    self->in[n] = n_actions * n_atoms;
-    self->n_actions = n_actions;
-    self->n_atoms = n_atoms;
-    for (int l = 0; l < self->nlayers; l++) {
-        self->w[l] = PyMem_Calloc((size_t)self->in[l] * self->in[l + 1], sizeof(float));
-        self->b[l] = PyMem_Calloc((size_t)self->in[l + 1], sizeof(float));
-        if (!self->w[l] || !self->b[l]) {
+    self->epsilon = epsilon;
+    self->rng = seed;
+    for (int l = 0; l < self->shape.nlayers; l++) {
+        self->w.w[l] = PyMem_Calloc((size_t)self->shape.in[l] * self->shape.in[l + 1], sizeof(float));
+        self->w.b[l] = PyMem_Calloc((size_t)self->shape.in[l + 1], sizeof(float));
+        if (!self->w.w[l] || !self->w.b[l]) {
             PyErr_NoMemory();
             return -1;
         }
     }
-    self->z = PyMem_Calloc((size_t)n_atoms, sizeof(float));
-    if (!self->z) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (int i = 0; i < n_atoms; i++)
-        self->z[i] = (float)(v_min + (v_max - v_min) * i / (n_atoms - 1));
-    self->ready = 1;
     return 0;
-}
-
-/* Copy `count` float32 values from a buffer object, checking its size. */
-static int copy_floats(PyObject *obj, float *dst, Py_ssize_t count, const char *what, int layer)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    int ok = view.itemsize == 4 && view.format && strcmp(view.format, "f") == 0 && view.len == count * 4;
-    if (ok)
-        memcpy(dst, view.buf, (size_t)view.len);
-    else
-        PyErr_Format(PyExc_ValueError, "layer %d %s: expected %zd contiguous float32 values, got %zd bytes "
-                     "of format '%s'", layer, what, count, view.len, view.format ? view.format : "?");
-    PyBuffer_Release(&view);
-    return ok ? 0 : -1;
 }
 
 static PyObject *C51Net_set_weights(C51Net *self, PyObject *layers)
@@ -119,18 +158,20 @@ static PyObject *C51Net_set_weights(C51Net *self, PyObject *layers)
     PyObject *seq = PySequence_Fast(layers, "set_weights needs a sequence of (weight, bias) pairs");
     if (!seq)
         return NULL;
-    if (PySequence_Fast_GET_SIZE(seq) != self->nlayers) {
-        PyErr_Format(PyExc_ValueError, "set_weights: expected %d (weight, bias) pairs, got %zd",
-                     self->nlayers, PySequence_Fast_GET_SIZE(seq));
+    const c51_shape *s = &self->shape;
+    if (PySequence_Fast_GET_SIZE(seq) != s->nlayers) {
+        PyErr_Format(PyExc_ValueError, "set_weights: expected %d (weight, bias) pairs, got %zd", s->nlayers,
+                     PySequence_Fast_GET_SIZE(seq));
         Py_DECREF(seq);
         return NULL;
     }
-    for (int l = 0; l < self->nlayers; l++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(seq, l);
+    for (int l = 0; l < s->nlayers; l++) {
         PyObject *w, *b;
-        if (!PyArg_ParseTuple(pair, "OO", &w, &b)
-            || copy_floats(w, self->w[l], (Py_ssize_t)self->in[l] * self->in[l + 1], "weight", l) < 0
-            || copy_floats(b, self->b[l], self->in[l + 1], "bias", l) < 0) {
+        char what[48];
+        snprintf(what, sizeof what, "layer %d", l);
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, l), "OO", &w, &b)
+            || read_floats(w, self->w.w[l], (Py_ssize_t)s->in[l] * s->in[l + 1], what) < 0
+            || read_floats(b, self->w.b[l], s->in[l + 1], what) < 0) {
             Py_DECREF(seq);
             return NULL;
         }
@@ -139,73 +180,48 @@ static PyObject *C51Net_set_weights(C51Net *self, PyObject *layers)
     Py_RETURN_NONE;
 }
 
-/* Forward pass; q gets n_actions expected values. */
-static int forward(const C51Net *self, PyObject *obs, float *q)
+static int net_q(C51Net *self, PyObject *obs, float *q)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(obs, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    float x[C51_MAX_WIDTH];
+    if (read_floats(obs, x, self->shape.in[0], "observation") < 0)
         return -1;
-    if (view.itemsize != 4 || !view.format || strcmp(view.format, "f") != 0 || view.len != self->in[0] * 4) {
-        PyErr_Format(PyExc_ValueError, "observation: expected %d float32 values, got %zd bytes of format '%s'",
-                     self->in[0], view.len, view.format ? view.format : "?");
-        PyBuffer_Release(&view);
-        return -1;
-    }
-    float a[C51_MAX_WIDTH], h[C51_MAX_WIDTH];
-    memcpy(a, view.buf, (size_t)view.len);
-    PyBuffer_Release(&view);
-    for (int l = 0; l < self->nlayers; l++) {
-        int ni = self->in[l], no = self->in[l + 1];
-        const float *w = self->w[l];
-        for (int o = 0; o < no; o++) {
-            float s = self->b[l][o];
-            const float *row = w + (size_t)o * ni;
-            for (int i = 0; i < ni; i++)
-                s += row[i] * a[i];
-            h[o] = s;
-        }
-        if (l + 1 < self->nlayers)
-            for (int o = 0; o < no; o++)
-                a[o] = h[o] / (1.0f + expf(-h[o]));  /* swish */
-    }
-    for (int act = 0; act < self->n_actions; act++) {
-        const float *lg = h + (size_t)act * self->n_atoms;
-        float m = lg[0];
-        for (int i = 1; i < self->n_atoms; i++)
-            if (lg[i] > m)
-                m = lg[i];
-        float den = 0.0f, num = 0.0f;
-        for (int i = 0; i < self->n_atoms; i++) {
-            float e = expf(lg[i] - m);
-            den += e;
-            num += e * self->z[i];
-        }
-        q[act] = num / den;
-    }
+    c51_q(&self->shape, &self->w, x, q);
     return 0;
 }
 
-static PyObject *C51Net_act(C51Net *self, PyObject *obs)
+static PyObject *C51Net_greedy(C51Net *self, PyObject *obs)
 {
     float q[C51_MAX_WIDTH];
-    if (forward(self, obs, q) < 0)
+    if (net_q(self, obs, q) < 0)
         return NULL;
     int best = 0;
-    for (int a = 1; a < self->n_actions; a++)
+    for (int a = 1; a < self->shape.n_actions; a++)
         if (q[a] > q[best])
             best = a;
     return PyLong_FromLong(best);
 }
 
+static PyObject *C51Net_act(C51Net *self, PyObject *obs)
+{
+    /* As random.random() < epsilon, with 53 random bits. */
+    if (self->epsilon > 0.0 && (double)(next_u64(&self->rng) >> 11) * 0x1.0p-53 < self->epsilon) {
+        float x[C51_MAX_WIDTH];
+        if (read_floats(obs, x, self->shape.in[0], "observation") < 0)
+            return NULL;
+        return PyLong_FromUnsignedLongLong(uniform(&self->rng, (uint64_t)self->shape.n_actions));
+    }
+    return C51Net_greedy(self, obs);
+}
+
 static PyObject *C51Net_q(C51Net *self, PyObject *obs)
 {
     float q[C51_MAX_WIDTH];
-    if (forward(self, obs, q) < 0)
+    if (net_q(self, obs, q) < 0)
         return NULL;
-    PyObject *t = PyTuple_New(self->n_actions);
+    PyObject *t = PyTuple_New(self->shape.n_actions);
     if (!t)
         return NULL;
-    for (int a = 0; a < self->n_actions; a++)
+    for (int a = 0; a < self->shape.n_actions; a++)
         PyTuple_SET_ITEM(t, a, PyFloat_FromDouble(q[a]));
     return t;
 }
@@ -213,7 +229,8 @@ static PyObject *C51Net_q(C51Net *self, PyObject *obs)
 static PyMethodDef C51Net_methods[] = {
     {"set_weights", (PyCFunction)C51Net_set_weights, METH_O,
      "set_weights([(W, b), ...]): float32 weights (out, in) and biases of every linear layer"},
-    {"act", (PyCFunction)C51Net_act, METH_O, "act(obs) -> the action with the highest expected value"},
+    {"act", (PyCFunction)C51Net_act, METH_O, "act(obs) -> epsilon-greedy action"},
+    {"greedy", (PyCFunction)C51Net_greedy, METH_O, "greedy(obs) -> the action with the highest expected value"},
     {"q", (PyCFunction)C51Net_q, METH_O, "q(obs) -> expected value of each action"},
     {NULL, NULL, 0, NULL},
 };
@@ -223,29 +240,279 @@ static PyTypeObject C51NetType = {
     .tp_name = "hss_gym.agents._c51.C51Net",
     .tp_basicsize = sizeof(C51Net),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "C51 inference network: swish MLP, softmax over atoms, argmax of expected values.",
+    .tp_doc = "C51 inference network: swish MLP, softmax over atoms, epsilon-greedy argmax of expected values.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)C51Net_init,
     .tp_dealloc = (destructor)C51Net_dealloc,
     .tp_methods = C51Net_methods,
 };
 
+/* ------------------------------------------------------------------------------------------------
+ * C51Trainer: the gradient step, in place on the torch parameters, with the replay buffer.
+ */
+#define N_BUFS (4 * C51_MAX_LAYERS + 4)
+
+typedef struct {
+    PyObject_HEAD
+    c51_trainer t;
+    int ready;
+    Py_buffer bufs[N_BUFS];  /* params (w, b per layer), target (w, b per layer), obs next act rew */
+    int nheld;
+    c51_replay rb;
+    int cap, size;
+    long long experiences;
+    int64_t *idx;
+    uint64_t rng;
+} C51Trainer;
+
+static void C51Trainer_dealloc(C51Trainer *self)
+{
+    for (int i = 0; i < self->nheld; i++)
+        PyBuffer_Release(&self->bufs[i]);
+    if (self->ready)
+        c51_trainer_free(&self->t);
+    PyMem_Free(self->idx);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Hold the next buffer from obj (writable when asked) and return its memory, or NULL. */
+static void *hold(C51Trainer *self, PyObject *obj, Py_ssize_t count, int int64, int writable, const char *what)
+{
+    Py_buffer *v = &self->bufs[self->nheld];
+    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return NULL;
+    self->nheld++;
+    return check_buf(v, count, int64, what) < 0 ? NULL : v->buf;
+}
+
+static int hold_layers(C51Trainer *self, PyObject *layers, c51_weights *dst, int writable, const char *what)
+{
+    const c51_shape *s = &self->t.shape;
+    PyObject *seq = PySequence_Fast(layers, "weights must be a sequence of (weight, bias) pairs");
+    if (!seq)
+        return -1;
+    int rc = 0;
+    if (PySequence_Fast_GET_SIZE(seq) != s->nlayers) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %d (weight, bias) pairs, got %zd", what, s->nlayers,
+                     PySequence_Fast_GET_SIZE(seq));
+        rc = -1;
+    }
+    for (int l = 0; rc == 0 && l < s->nlayers; l++) {
+        PyObject *w, *b;
+        char name[64];
+        snprintf(name, sizeof name, "%s layer %d", what, l);
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, l), "OO", &w, &b)
+            || !(dst->w[l] = hold(self, w, (Py_ssize_t)s->in[l] * s->in[l + 1], 0, writable, name))
+            || !(dst->b[l] = hold(self, b, s->in[l + 1], 0, writable, name)))
+            rc = -1;
+    }
+    Py_DECREF(seq);
+    return rc;
+}
+
+static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"sizes", "n_actions", "n_atoms", "v_min", "v_max", "gamma", "lr", "params",
+                             "target", "obs_buf", "next_buf", "act_buf", "rew_buf", "batch_size", "seed",
+                             "betas", "eps", NULL};
+    PyObject *sizes, *params, *target, *obs, *next, *act, *rew;
+    int n_actions, n_atoms, batch;
+    double v_min, v_max, gamma, lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    unsigned long long seed;
+    c51_shape shape;
+    if (self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "C51Trainer is already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiddddOOOOOOiK|(dd)d", kwlist, &sizes, &n_actions, &n_atoms,
+                                     &v_min, &v_max, &gamma, &lr, &params, &target, &obs, &next, &act, &rew,
+                                     &batch, &seed, &beta1, &beta2, &eps)
+        || make_shape(&shape, sizes, n_actions, n_atoms, v_min, v_max) < 0)
+        return -1;
+    if (batch < 1 || !(gamma >= 0 && gamma < 1) || !(lr > 0)) {
+        PyErr_SetString(PyExc_ValueError, "C51Trainer: need batch_size >= 1, 0 <= gamma < 1 and lr > 0");
+        return -1;
+    }
+    if (c51_trainer_init(&self->t, &shape, gamma, lr, beta1, beta2, eps, batch) < 0
+        || !(self->idx = PyMem_Calloc((size_t)batch, sizeof(int64_t)))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->ready = 1;
+    self->rng = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    if (hold_layers(self, params, &self->t.params, 1, "params") < 0
+        || hold_layers(self, target, &self->t.target, 0, "target") < 0)
+        return -1;
+    Py_buffer probe;  /* the replay buffer's capacity is the length of act_buf */
+    if (PyObject_GetBuffer(act, &probe, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    Py_ssize_t cap = probe.itemsize ? probe.len / probe.itemsize : 0;
+    PyBuffer_Release(&probe);
+    if (cap < 1 || cap > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "act_buf: the replay buffer needs a capacity of at least 1");
+        return -1;
+    }
+    self->cap = (int)cap;
+    if (!(self->rb.obs = hold(self, obs, cap * shape.in[0], 0, 1, "obs_buf"))
+        || !(self->rb.next = hold(self, next, cap * shape.in[0], 0, 1, "next_buf"))
+        || !(self->rb.act = hold(self, act, cap, 1, 1, "act_buf"))
+        || !(self->rb.rew = hold(self, rew, cap, 0, 1, "rew_buf")))
+        return -1;
+    return 0;
+}
+
+static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "push(obs, action, reward, next_obs) takes 4 arguments");
+        return NULL;
+    }
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "C51Trainer is not initialised");
+        return NULL;
+    }
+    long a = PyLong_AsLong(args[1]);
+    double r = PyFloat_AsDouble(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (a < 0 || a >= self->t.shape.n_actions) {
+        PyErr_Format(PyExc_ValueError, "push: action %ld out of range 0..%d", a, self->t.shape.n_actions - 1);
+        return NULL;
+    }
+    int i = (int)(self->experiences % self->cap), nin = self->t.shape.in[0];
+    if (read_floats(args[0], (float *)self->rb.obs + (size_t)i * nin, nin, "obs") < 0
+        || read_floats(args[3], (float *)self->rb.next + (size_t)i * nin, nin, "next_obs") < 0)
+        return NULL;
+    ((int64_t *)self->rb.act)[i] = a;
+    ((float *)self->rb.rew)[i] = (float)r;
+    self->experiences++;
+    if (self->size < self->cap)
+        self->size++;
+    return PyLong_FromLongLong(self->experiences);
+}
+
+static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"scale", "r_lo", "r_hi", "indices", "apply", NULL};
+    double scale, r_lo, r_hi;
+    PyObject *indices = Py_None;
+    int apply = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ddd|Op", kwlist, &scale, &r_lo, &r_hi, &indices, &apply))
+        return NULL;
+    int B = self->t.batch;
+    if (!self->ready || self->size < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "train: the replay buffer is empty");
+        return NULL;
+    }
+    if (indices == Py_None) {
+        for (int s = 0; s < B; s++)
+            self->idx[s] = (int64_t)uniform(&self->rng, (uint64_t)self->size);
+    } else {
+        PyObject *seq = PySequence_Fast(indices, "indices must be a sequence of buffer positions");
+        if (!seq)
+            return NULL;
+        int bad = PySequence_Fast_GET_SIZE(seq) != B;
+        for (int s = 0; !bad && s < B; s++) {
+            Py_ssize_t v = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, s), PyExc_IndexError);
+            bad = v < 0 || v >= self->size;
+            self->idx[s] = v;
+        }
+        Py_DECREF(seq);
+        if (bad) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "train: indices needs %d positions in 0..%d", B, self->size - 1);
+            return NULL;
+        }
+    }
+    double loss = c51_gradients(&self->t, &self->rb, self->idx, scale, r_lo, r_hi);
+    if (apply)
+        c51_adam(&self->t);
+    return PyFloat_FromDouble(loss);
+}
+
+static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
+{
+    (void)unused;
+    const c51_shape *s = &self->t.shape;
+    PyObject *out = PyList_New(self->ready ? s->nlayers : 0);
+    for (int l = 0; out && self->ready && l < s->nlayers; l++) {
+        PyObject *pair = Py_BuildValue("(y#y#)", (const char *)self->t.gw[l],
+                                       (Py_ssize_t)(sizeof(float) * s->in[l] * s->in[l + 1]),
+                                       (const char *)self->t.gb[l], (Py_ssize_t)(sizeof(float) * s->in[l + 1]));
+        if (!pair) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, l, pair);
+    }
+    return out;
+}
+
+static PyObject *C51Trainer_nbytes(C51Trainer *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + (size_t)self->t.batch * 8 : 0);
+}
+
+static PyMemberDef C51Trainer_members[] = {
+    {"size", T_INT, offsetof(C51Trainer, size), READONLY, "transitions in the replay buffer"},
+    {"experiences", T_LONGLONG, offsetof(C51Trainer, experiences), READONLY, "transitions pushed so far"},
+    {"capacity", T_INT, offsetof(C51Trainer, cap), READONLY, "replay buffer capacity"},
+    {"steps", T_LONGLONG, offsetof(C51Trainer, t.steps), READONLY, "gradient steps taken"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef C51Trainer_getset[] = {
+    {"nbytes", (getter)C51Trainer_nbytes, NULL, "bytes of the trainer's own state (moments, scratch)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef C51Trainer_methods[] = {
+    {"push", (PyCFunction)(void (*)(void))C51Trainer_push, METH_FASTCALL,
+     "push(obs, action, reward, next_obs) -> experiences: store a transition in the replay ring"},
+    {"train", (PyCFunction)(void (*)(void))C51Trainer_train, METH_VARARGS | METH_KEYWORDS,
+     "train(scale, r_lo, r_hi, indices=None, apply=True) -> loss: one minibatch gradient step (Adam) "
+     "in place; apply=False only computes the gradients"},
+    {"gradients", (PyCFunction)C51Trainer_gradients, METH_NOARGS,
+     "gradients() -> [(dW bytes, db bytes), ...]: float32 gradients of the last train() call"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject C51TrainerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hss_gym.agents._c51.C51Trainer",
+    .tp_basicsize = sizeof(C51Trainer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "C51 gradient step on a torch training network's parameters, with its replay buffer.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)C51Trainer_init,
+    .tp_dealloc = (destructor)C51Trainer_dealloc,
+    .tp_members = C51Trainer_members,
+    .tp_getset = C51Trainer_getset,
+    .tp_methods = C51Trainer_methods,
+};
+
 static struct PyModuleDef c51module = {
-    PyModuleDef_HEAD_INIT, "_c51", "C51 inference network of the reference agents.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_c51", "C51 inference network and trainer of the reference agents.", -1, NULL,
     NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__c51(void)
 {
-    if (PyType_Ready(&C51NetType) < 0)
+    if (PyType_Ready(&C51NetType) < 0 || PyType_Ready(&C51TrainerType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&c51module);
     if (!m)
         return NULL;
-    Py_INCREF(&C51NetType);
-    if (PyModule_AddObject(m, "C51Net", (PyObject *)&C51NetType) < 0) {
-        Py_DECREF(m);
-        return NULL;
+    PyTypeObject *types[2] = {&C51NetType, &C51TrainerType};
+    const char *names[2] = {"C51Net", "C51Trainer"};
+    for (int i = 0; i < 2; i++) {
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(types[i]);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }

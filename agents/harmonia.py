@@ -102,19 +102,24 @@ class PlacementAgent(_C51Policy):
         self._last: tuple[np.ndarray, int] | None = None
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
-        if not infos["placement"]["acting"]:
-            self._last = None
-            return {"placement": 0}
-        obs = observations["placement"]
-        a = self.agent.act(obs)
-        self._last = (obs, a)
-        return {"placement": a}
+        return {"placement": self.decide(observations["placement"], infos["placement"])}
 
     def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        self.learn(observations["placement"], rewards["placement"], infos["placement"])
+
+    def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        if not info["acting"]:
+            self._last = None
+            return 0
+        a = self.agent.act(obs)
+        self._last = (obs, a)
+        return a
+
+    def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
         agent = self.agent
         if self._last is not None:
             obs, a = self._last
-            agent.remember(obs, a, rewards["placement"], observations["placement"])
+            agent.remember(obs, a, reward, next_obs)
         agent.tick()
 
 
@@ -138,20 +143,23 @@ class MigrationAgent(_C51Policy):
         self._stays: deque[tuple[np.ndarray, int, np.ndarray]] = deque(maxlen=env.reward_x)
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
-        info = infos["migration"]
+        return {"migration": self.decide(observations["migration"], infos["migration"])}
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        self.learn(observations["migration"], rewards["migration"], infos["migration"])
+
+    def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
         self._last = self._last_stay = None
         if not info["acting"]:
-            return {"migration": max(info["device"], 0)}
-        obs = observations["migration"]
+            return max(info["device"], 0)
         a = self.agent.act(obs)
         if a == info["device"]:
             self._last_stay = (obs, a)
         else:
             self._last = (obs, a, info["step"])
-        return {"migration": a}
+        return a
 
-    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
-        nxt = observations["migration"]
+    def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any]) -> None:
         if self._last is not None:
             obs, a, step = self._last
             moves = self._moves
@@ -160,9 +168,8 @@ class MigrationAgent(_C51Policy):
                 del moves[next(iter(moves))]
         elif self._last_stay is not None:
             self._stays.append((*self._last_stay, nxt))
-        credit = infos["migration"]["credit"]
+        credit = info["credit"]
         if credit:
-            r = rewards["migration"]
             agent = self.agent
             for s in credit:
                 t = self._moves.pop(s, None)
@@ -186,6 +193,17 @@ class Harmonia(Combined):
                          name="harmonia")
         if weights is not None:
             self.load(weights)
+
+    # The two agents' act/observe without the intermediate dicts (the per-request hot path).
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        return {"placement": self.placement.decide(observations["placement"], infos["placement"]),
+                "migration": self.migration.decide(observations["migration"], infos["migration"])}
+
+    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
+        if self.placement.learns:
+            self.placement.learn(observations["placement"], rewards["placement"], infos["placement"])
+        if self.migration.learns:
+            self.migration.learn(observations["migration"], rewards["migration"], infos["migration"])
 
     def save(self, path: "str | Path") -> None:
         """Save both agents' training weights and loss curves (call after an episode)."""

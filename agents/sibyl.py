@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hss_gym.agents.base import Infos, Obs
+import numpy as np
+
 from hss_gym.agents.c51 import C51Config
 from hss_gym.agents.harmonia import PlacementAgent
 
@@ -43,12 +44,8 @@ class Sibyl(PlacementAgent):
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty
 
-    def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
-        if self._last is not None:
-            r = rewards["placement"]
-            evicted = infos["placement"]["evicted"]
-            if evicted:
-                r = max(0.0, r - self.eviction_penalty * evicted)
-            obs, a = self._last
-            self.agent.remember(obs, a, r, observations["placement"])
-        self.agent.tick()
+    def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
+        evicted = info["evicted"]
+        if evicted:
+            reward = max(0.0, reward - self.eviction_penalty * evicted)
+        super().learn(next_obs, reward, info)

@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 
 from hss_gym.agents import (InvalidActionError, Policy, list_policies, make_env, make_policy,  # noqa: E402
                             run_episode)
+from hss_gym.agents._c51 import C51Trainer  # noqa: E402
 from hss_gym.agents.c51 import C51Agent, C51Config  # noqa: E402
 from hss_gym.agents.harmonia import Harmonia, MigrationAgent  # noqa: E402
 from hss_gym.agents.oracle import NEVER, next_uses  # noqa: E402
@@ -92,16 +93,82 @@ def test_c_inference_matches_the_torch_network():
 
 def test_inference_network_rejects_bad_observations():
     agent = C51Agent(7, 2)
-    with pytest.raises(ValueError, match="expected 7 float32 values"):
+    with pytest.raises(ValueError, match="expected 7 contiguous float32 values"):
         agent.greedy(np.zeros(6, dtype=np.float32))
     with pytest.raises(ValueError, match="float32"):
         agent.greedy(np.zeros(7, dtype=np.float64))
 
 
-def test_c51_learns_a_contextual_bandit():
+@pytest.mark.parametrize("hidden,n_actions,gamma,v_min,v_max", [
+    ((10,), 2, 0.9, 0.0, 10.0),    # Harmonia's placement agent
+    ((10,), 3, 0.1, -1.0, 2.0),    # the migration agent on a three-device HSS
+    ((20, 30), 2, 0.9, 0.0, 10.0),  # Sibyl's two hidden layers
+    ((10,), 2, 0.0, 0.0, 1.0),     # gamma 0: targets land exactly on atoms
+])
+def test_c_trainer_matches_the_torch_reference(hidden, n_actions, gamma, v_min, v_max):
+    """The C kernel's loss and gradients equal autograd's on the same minibatch, and its Adam steps
+    follow torch.optim.Adam's."""
+    cfg = dict(hidden=hidden, gamma=gamma, v_min=v_min, v_max=v_max, lr=1e-3, batch_size=32, buffer_size=100,
+               train_every=10**9, reward_scale=1.0)
+    c, ref = (C51Agent(7, n_actions, C51Config(**cfg, trainer=t), seed=5) for t in ("c", "torch"))
+    rng = np.random.default_rng(0)
+    for i in range(100):
+        o, n = rng.random(7, dtype=np.float32), rng.random(7, dtype=np.float32)
+        r = float(rng.choice([0.0, 1.0, 3.0])) if gamma == 0.0 else float(rng.normal(0.5, 1.0))  # some clipped
+        for agent in (c, ref):
+            agent.remember(o, i % n_actions, r, n)
+    for step in range(20):
+        idx = rng.integers(0, 100, 32)
+        if step % 5 == 0:  # gradients, layer by layer
+            loss_c, grads = c.c_gradients(idx)
+            loss = ref.loss(idx)
+            ref.q.zero_grad()
+            loss.backward()
+            assert loss_c == pytest.approx(loss.item(), rel=1e-5)
+            for (gw, gb), layer in zip(grads, ref.q.linear_layers()):
+                np.testing.assert_allclose(gw, layer.weight.grad.numpy(), rtol=1e-3, atol=1e-6)
+                np.testing.assert_allclose(gb, layer.bias.grad.numpy(), rtol=1e-3, atol=1e-6)
+        assert c.train_step(idx) == pytest.approx(ref.train_step(idx), rel=1e-4)
+        if step % 10 == 9:
+            c.sync()
+            ref.sync()
+    fresh = C51Agent(7, n_actions, C51Config(**cfg), seed=5)
+    for p_c, p_ref, p_0 in zip(c.q.parameters(), ref.q.parameters(), fresh.q.parameters()):
+        np.testing.assert_allclose(p_c.detach().numpy(), p_ref.detach().numpy(), atol=1e-4)
+        assert float((p_c - p_0).detach().abs().max()) > 5e-3  # the steps did change every layer
+
+
+def test_c_trainer_rejects_bad_buffers_and_actions():
+    agent = C51Agent(3, 2)
+    with pytest.raises(ValueError, match="action 2 out of range 0..1"):
+        agent.remember(np.zeros(3, np.float32), 2, 1.0, np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="next_obs: expected 3 contiguous float32 values"):
+        agent.remember(np.zeros(3, np.float32), 0, 1.0, np.zeros(3, np.float64))
+    bad = np.zeros((1000, 3), np.float64)
+    with pytest.raises(ValueError, match="obs_buf: expected 3000 contiguous float32 values"):
+        C51Trainer((3, 10), 2, 51, 0.0, 1.0, 0.9, 1e-3, [(l.weight.detach().numpy(), l.bias.detach().numpy())
+                   for l in agent.q.linear_layers()], [(l.weight.detach().numpy(), l.bias.detach().numpy())
+                   for l in agent.target.linear_layers()], bad, agent.next_buf, agent.act_buf, agent.rew_buf,
+                   128, 0)
+    with pytest.raises(RuntimeError, match="replay buffer is empty"):
+        agent.trainer.train(1.0, 0.0, 1.0)
+
+
+def test_epsilon_greedy_is_seeded_and_explores():
+    obs = np.full(4, 0.5, np.float32)
+    greedy = C51Agent(4, 3, C51Config(epsilon=0.0), seed=1)
+    assert len({greedy.act(obs) for _ in range(200)}) == 1
+    explore = [C51Agent(4, 3, C51Config(epsilon=1.0), seed=s) for s in (1, 1, 2)]
+    runs = [[a.act(obs) for _ in range(300)] for a in explore]
+    assert runs[0] == runs[1] != runs[2]
+    assert np.bincount(runs[0], minlength=3).min() > 60  # uniform over the three actions
+
+
+@pytest.mark.parametrize("trainer", ["c", "torch"])
+def test_c51_learns_a_contextual_bandit(trainer):
     """Action 1 pays 1 when feature 0 is high, action 0 pays 1 when it is low; the other pays 0."""
     cfg = C51Config(gamma=0.0, lr=1e-2, epsilon=0.0, batch_size=64, buffer_size=1000, train_every=4,
-                    sync_every=100, reward_scale=1.0, v_min=0.0, v_max=1.0)
+                    sync_every=100, reward_scale=1.0, v_min=0.0, v_max=1.0, trainer=trainer)
     agent = C51Agent(2, 2, cfg, seed=0)
     rng = np.random.default_rng(1)
     for _ in range(3000):

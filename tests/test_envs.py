@@ -124,7 +124,7 @@ def test_delayed_migration_reward_and_credit():
         lats.append(infos["placement"]["latency_us"])
         if infos["migration"]["credit"]:
             credit = infos["migration"]["credit"]
-            assert len(credit) == x and all(s in moves for s in credit)
+            assert len(credit) >= x and all(s in moves for s in credit)
             # reward = L_ref * n / (sum of the n latencies ending at this step)
             window = lats[-n:]
             assert r["migration"] == pytest.approx(env.reward_ref_us * n / sum(window))
@@ -134,6 +134,9 @@ def test_delayed_migration_reward_and_credit():
     assert len(paid) >= 3
     flat = [s for c in paid for s in c]
     assert flat == sorted(flat) and len(set(flat)) == len(flat)  # each action paid once, in order
+    # Moves execute faster than windows close here (one per request, windows of n): every move is
+    # paid for, bar those of the last window or two, instead of a backlog that grows without end.
+    assert len(moves) - len(flat) <= 2 * (x + n) + env.cfg.queue_size
 
 
 def test_penalty_lowers_migration_reward():
@@ -245,4 +248,4 @@ def test_migration_env_passes_credit():
             credited.append((r, info["credit"]))
         else:
             assert r == 0.0
-    assert credited and all(len(c) == 10 for _, c in credited)
+    assert credited and all(len(c) >= 10 for _, c in credited)

@@ -6,7 +6,8 @@ inference <= 2 µs per decision; both agents' memory <= 1 MiB (paper: 206 KiB).
 Measured in one run: the end-to-end rate of Harmonia on ycsb-b (perf_opt), with the same episode's
 env-only rate (a policy that always answers 0) for scale; one decision of the C inference network
 (through ``C51Agent.act``, epsilon-greedy included) and, for comparison, a PyTorch forward pass of
-the same network; one training minibatch; and the agents' memory.
+the same network; one training minibatch with the C kernel and with the PyTorch reference
+(``trainer="torch"``); and the agents' memory.
 
     python benchmarks/perf/bench_agents.py [--requests 100000]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -58,10 +60,14 @@ def main() -> None:
             return int((torch.softmax(agent.q(t_obs), 2) * agent.z).sum(2).argmax())
 
     torch_us = per_call_us(torch_act, 5_000)
+    ref = C51Agent(7, 2, replace(PLACEMENT_DEFAULTS, trainer="torch"), seed=0)
     rng = np.random.default_rng(1)
     for i in range(1000):
-        agent.remember(rng.random(7, dtype=np.float32), i % 2, 0.5, rng.random(7, dtype=np.float32))
-    train_us = per_call_us(agent.train_step, 300)
+        o, n = rng.random(7, dtype=np.float32), rng.random(7, dtype=np.float32)
+        agent.remember(o, i % 2, 0.5, n)
+        ref.remember(o, i % 2, 0.5, n)
+    train_us = per_call_us(agent.train_step, 2000)
+    ref_us = per_call_us(ref.train_step, 300)
 
     print(f"workload {args.workload}, perf_opt, {res.steps:,} requests")
     print(f"env only (always device 0)             {env_only.steps_per_s:>12,.0f} requests/s")
@@ -71,7 +77,8 @@ def main() -> None:
     print(f"inference per decision (C51Agent.act)  {act_us:>12.2f} us "
           f"(requirement <= 2 us: {'PASS' if act_us <= 2 else 'FAIL'}); C network alone {raw_us:.2f} us")
     print(f"  same network in PyTorch              {torch_us:>12.2f} us ({torch_us / act_us:.0f}x)")
-    print(f"one training minibatch (128)           {train_us:>12.1f} us")
+    print(f"one training minibatch (128), C kernel {train_us:>12.1f} us; PyTorch reference {ref_us:.1f} us "
+          f"({ref_us / train_us:.1f}x)")
     mem = h.memory_bytes()
     print(f"agents' memory                         {mem / 1024:>12.1f} KiB "
           f"(requirement <= 1024 KiB: {'PASS' if mem <= 1 << 20 else 'FAIL'}; paper 206 KiB)")

@@ -27,11 +27,13 @@ no decision this step has ``infos[agent]["acting"] == False``; its action is ign
   ``L_t`` is that request's latency and ``L_ref`` the fast device's 4 KiB read service time
   (``reward_ref_us``; 10.9 µs on perf_opt), so a request served at fast-device speed earns ~1;
   0 on steps where it did not act.
-* migration (delayed, Harmonia eq. 3): after ``x`` (=10) of its moves have been executed, the next
+* migration (delayed, Harmonia eq. 3): once ``x`` (=10) of its moves have been executed, the next
   ``n`` (=50) host requests' latencies give ``L_ref * n / sum(L_i) - P``, with
-  ``P = penalty * mean(1 / acc_intr + 1 / migr_intr)`` over those ``x`` moves (intervals in
+  ``P = penalty * mean(1 / acc_intr + 1 / migr_intr)`` over the moves it pays for (intervals in
   requests at decision time; discourages ping-pong). Returned on the step it becomes known, with
-  ``infos["migration"]["credit"]`` = the step indices of the ``x`` actions it pays for; 0 otherwise.
+  ``infos["migration"]["credit"]`` = the step indices of the actions it pays for; 0 otherwise.
+  A window pays for every move executed since the previous window began (at least ``x``): when
+  moves execute faster than windows close, none is left unmeasured and none is paid late.
 
 ## Episode end
 Truncation after the last request of the trace (or ``max_steps``); no termination.
@@ -190,7 +192,7 @@ class HSSParallelEnv(ParallelEnv):
         self._i = 0
         self._latencies = np.empty(self._end, dtype=np.float64)
         self._pending: deque[tuple[int, float]] = deque()  # (step, penalty term) of queued moves
-        self._executed: list[tuple[int, float]] = []
+        self._executed: deque[tuple[int, float]] = deque()  # executed moves not yet rewarded
         self._window_left = 0
         self._window_sum = 0.0
         self._window_credit: list[int] = []
@@ -272,7 +274,7 @@ class HSSParallelEnv(ParallelEnv):
                 {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
 
     def _migration_reward(self, latency: float, executed: int) -> tuple[float, list[int]]:
-        """Harmonia eq. 3: count executed moves; after x, average the next n latencies."""
+        """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
         for _ in range(min(executed, len(self._pending))):
             self._executed.append(self._pending.popleft())
         if self._window_left:
@@ -282,7 +284,8 @@ class HSSParallelEnv(ParallelEnv):
                 r = self.reward_ref_us * self.reward_n / max(self._window_sum, 1e-9) - self._window_pen
                 return r, self._window_credit
         elif len(self._executed) >= self.reward_x:
-            batch, self._executed = self._executed[:self.reward_x], self._executed[self.reward_x:]
+            batch = list(self._executed)  # everything executed since the last window began
+            self._executed.clear()
             self._window_credit = [s for s, _ in batch]
             self._window_pen = self.penalty * float(np.mean([p for _, p in batch]))
             self._window_left, self._window_sum = self.reward_n, 0.0

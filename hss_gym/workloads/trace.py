@@ -61,6 +61,7 @@ class Trace:
     stream: np.ndarray | None = None
     name: str = "trace"
     source: dict[str, Any] = field(default_factory=dict)
+    _footprint: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.stream is None:
@@ -110,11 +111,14 @@ class Trace:
         return first, (self.offset + self.size - 1) // PAGE_SIZE
 
     def footprint_pages(self) -> int:
-        """Number of distinct 4 KiB pages the trace touches."""
-        first, last = self.page_ranges()
-        counts = last - first + 1
-        starts = np.repeat(first - np.cumsum(counts) + counts, counts)
-        return int(np.unique(starts + np.arange(int(counts.sum()))).size)
+        """Number of distinct 4 KiB pages the trace touches (computed once: a trace's columns are
+        not meant to change after construction)."""
+        if self._footprint is None:
+            first, last = self.page_ranges()
+            counts = last - first + 1
+            starts = np.repeat(first - np.cumsum(counts) + counts, counts)
+            self._footprint = int(np.unique(starts + np.arange(int(counts.sum()))).size)
+        return self._footprint
 
     def relative(self) -> "Trace":
         """The same trace with arrival times shifted to start at 0."""

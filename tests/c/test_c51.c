@@ -1,0 +1,174 @@
+/* The C51 kernel (agents/c51_kernel.c) under AddressSanitizer + UBSan: shape checks, the analytic
+ * gradients against finite differences of the loss, and Adam lowering the loss of a minibatch.
+ * The Python tests compare the same kernel with PyTorch's autograd (tests/test_agents.py). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "c51_kernel.h"
+
+static int failures;
+#define CHECK(cond, ...)                                             \
+    do {                                                             \
+        if (!(cond)) {                                               \
+            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                            \
+            fputc('\n', stderr);                                     \
+            failures++;                                              \
+        }                                                            \
+    } while (0)
+
+static unsigned long long rng = 12345;
+static float frand(void)  /* uniform in [0, 1) */
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)(rng >> 40) / (float)(1ull << 24);
+}
+
+enum { NIN = 5, CAP = 64, BATCH = 16 };
+
+typedef struct net {
+    c51_shape s;
+    c51_weights w, tw;
+} net;
+
+static void make_net(net *n, const int *sizes, int nsizes, int n_actions, int n_atoms)
+{
+    CHECK(c51_shape_init(&n->s, sizes, nsizes, n_actions, n_atoms, -1.0, 2.0) == 0, "shape");
+    for (int l = 0; l < n->s.nlayers; l++) {
+        size_t nw = (size_t)n->s.in[l] * n->s.in[l + 1], nb = (size_t)n->s.in[l + 1];
+        n->w.w[l] = malloc(nw * sizeof(float));
+        n->w.b[l] = malloc(nb * sizeof(float));
+        n->tw.w[l] = malloc(nw * sizeof(float));
+        n->tw.b[l] = malloc(nb * sizeof(float));
+        for (size_t i = 0; i < nw; i++) {
+            n->w.w[l][i] = (frand() - 0.5f) / sqrtf((float)n->s.in[l]);
+            n->tw.w[l][i] = (frand() - 0.5f) / sqrtf((float)n->s.in[l]);
+        }
+        for (size_t i = 0; i < nb; i++) {
+            n->w.b[l][i] = 0.1f * (frand() - 0.5f);
+            n->tw.b[l][i] = 0.1f * (frand() - 0.5f);
+        }
+    }
+}
+
+static void free_net(net *n)
+{
+    for (int l = 0; l < n->s.nlayers; l++) {
+        free(n->w.w[l]);
+        free(n->w.b[l]);
+        free(n->tw.w[l]);
+        free(n->tw.b[l]);
+    }
+}
+
+static void test_shapes(void)
+{
+    c51_shape s;
+    int ok[2] = {7, 10}, zero[2] = {7, 0};
+    CHECK(c51_shape_init(&s, ok, 2, 2, 51, 0.0, 10.0) == 0 && s.in[2] == 102, "Harmonia's 7-10-(2x51)");
+    CHECK(c51_shape_init(&s, zero, 2, 2, 51, 0.0, 10.0) < 0, "a zero-width layer is refused");
+    CHECK(c51_shape_init(&s, ok, 2, 2, 1, 0.0, 10.0) < 0, "one atom is refused");
+    CHECK(c51_shape_init(&s, ok, 2, 30, 51, 0.0, 10.0) < 0, "an output wider than C51_MAX_WIDTH is refused");
+    CHECK(c51_shape_init(&s, ok, 2, 2, 51, 1.0, 1.0) < 0, "an empty support is refused");
+    CHECK(c51_shape_init(&s, ok, 0, 2, 51, 0.0, 1.0) < 0, "no layers is refused");
+}
+
+static void test_q_in_support(void)
+{
+    int sizes[2] = {NIN, 8};
+    net n;
+    make_net(&n, sizes, 2, 3, 11);
+    float obs[NIN], q[3];
+    for (int k = 0; k < 100; k++) {
+        for (int i = 0; i < NIN; i++)
+            obs[i] = 4.0f * frand() - 2.0f;
+        c51_q(&n.s, &n.w, obs, q);
+        for (int a = 0; a < 3; a++)
+            CHECK(q[a] >= -1.0f - 1e-5f && q[a] <= 2.0f + 1e-5f, "q %g outside the support", q[a]);
+    }
+    free_net(&n);
+}
+
+/* Analytic gradients of c51_gradients against central differences of its loss, for a network
+ * with two hidden layers (swish backprop through both). */
+static void test_gradients_match_finite_differences(void)
+{
+    int sizes[3] = {NIN, 6, 4};
+    net n;
+    make_net(&n, sizes, 3, 2, 11);
+    float obs[CAP * NIN], next[CAP * NIN], rew[CAP];
+    int64_t act[CAP], idx[BATCH];
+    for (int i = 0; i < CAP * NIN; i++) {
+        obs[i] = frand();
+        next[i] = frand();
+    }
+    for (int i = 0; i < CAP; i++) {
+        rew[i] = 3.0f * frand() - 1.0f;
+        act[i] = i % 2;
+    }
+    for (int s = 0; s < BATCH; s++)
+        idx[s] = (int64_t)(frand() * CAP);
+    c51_replay rb = {obs, next, rew, act};
+    c51_trainer t;
+    CHECK(c51_trainer_init(&t, &n.s, 0.5, 1e-3, 0.9, 0.999, 1e-8, BATCH) == 0, "trainer init");
+    t.params = n.w;
+    t.target = n.tw;
+    double loss = c51_gradients(&t, &rb, idx, 1.0, -0.5, 1.0);
+    CHECK(isfinite(loss) && loss > 0, "loss %g", loss);
+    int checked = 0, bad = 0;
+    for (int l = 0; l < n.s.nlayers; l++) {
+        size_t nw = (size_t)n.s.in[l] * n.s.in[l + 1];
+        float *grad = malloc(nw * sizeof(float));
+        memcpy(grad, t.gw[l], nw * sizeof(float));
+        float scale = 0.0f;  /* tolerance relative to the layer's largest gradient */
+        for (size_t i = 0; i < nw; i++)
+            scale = fabsf(grad[i]) > scale ? fabsf(grad[i]) : scale;
+        CHECK(scale > 1e-4f, "layer %d has no gradient", l);
+        for (size_t i = 0; i < nw; i += 2) {
+            float keep = n.w.w[l][i], h = 1e-2f;
+            n.w.w[l][i] = keep + h;
+            double up = c51_gradients(&t, &rb, idx, 1.0, -0.5, 1.0);
+            n.w.w[l][i] = keep - h;
+            double down = c51_gradients(&t, &rb, idx, 1.0, -0.5, 1.0);
+            n.w.w[l][i] = keep;
+            double fd = (up - down) / (2.0 * h);
+            checked++;
+            if (fabs(fd - grad[i]) > 2e-5 + 1e-2 * scale) {
+                bad++;
+                fprintf(stderr, "layer %d weight %zu: analytic %g, finite difference %g\n", l, i, grad[i], fd);
+            }
+        }
+        free(grad);
+    }
+    CHECK(checked > 50 && bad == 0, "%d of %d weight gradients differ from finite differences", bad, checked);
+    /* Adam on this one minibatch drives the loss towards its floor, the targets' entropy: the
+     * KL divergence (loss - entropy) falls by more than half. */
+    t.lr = 1e-2;
+    double before = c51_gradients(&t, &rb, idx, 1.0, -0.5, 1.0), entropy = 0.0, after = before;
+    for (int i = 0; i < BATCH * n.s.n_atoms; i++)
+        entropy -= t.m[i] > 0 ? t.m[i] * log(t.m[i]) / BATCH : 0.0;
+    for (int k = 0; k < 300; k++) {
+        after = c51_gradients(&t, &rb, idx, 1.0, -0.5, 1.0);
+        c51_adam(&t);
+    }
+    CHECK(after - entropy < 0.5 * (before - entropy) && t.steps == 300,
+          "Adam: KL %g -> %g after %lld steps", before - entropy, after - entropy, t.steps);
+    CHECK(c51_trainer_bytes(&t) > 0, "trainer bytes");
+    c51_trainer_free(&t);
+    free_net(&n);
+}
+
+int main(void)
+{
+    test_shapes();
+    test_q_in_support();
+    test_gradients_match_finite_differences();
+    if (failures) {
+        fprintf(stderr, "test_c51: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("test_c51: all checks passed\n");
+    return 0;
+}
