@@ -45,9 +45,13 @@ class HSSConfig:
     fractions:   capacity of each non-home device as a fraction of the workload footprint
     capacities:  explicit capacities in pages (overrides ``fractions``; home may be ``None``)
     queue_size:  migration queue length (Harmonia: 10)
-    queue_depth: host requests in flight at most (SATA NCQ: 32); a request issues when it has
-                 arrived and a slot is free, so a saturated device throttles the replay instead of
-                 queueing without bound. Latency is measured from issue; the wait is reported.
+    queue_depth: host requests in flight at most; a request issues when it has arrived and a slot
+                 is free, and its latency is measured from issue (the wait is reported). ``None``
+                 (default): one per stream of the trace, a closed loop as on the papers' testbed,
+                 where each workload ran in its own thread issuing one request at a time (Harmonia
+                 section 5), so a request issues at max(its arrival, its stream's previous
+                 completion); a mix of k workloads gets k. An int fixes the window (e.g. 32, SATA
+                 NCQ: closer to open-loop replay, which saturates the devices at Table 4's rates).
     min_interval: the migration scanner skips pages placed/migrated fewer steps ago
     scan_window: placed pages the scanner examines per candidate
     noise_p, noise_sigma: seeded tail-latency noise of the simulated devices (0 = off)
@@ -58,7 +62,7 @@ class HSSConfig:
     fractions: tuple[float, ...]
     capacities: tuple[int | None, ...] | None = None
     queue_size: int = 10
-    queue_depth: int = 32
+    queue_depth: int | None = None
     min_interval: int = 16
     scan_window: int = 32
     noise_p: float = 0.0
@@ -84,8 +88,9 @@ class HSSConfig:
         for k in ("queue_size", "min_interval"):
             if int(getattr(self, k)) < 0:
                 raise ValueError(f"config {self.name}: {k} must be >= 0, got {getattr(self, k)}")
-        if int(self.queue_depth) < 1:
-            raise ValueError(f"config {self.name}: queue_depth must be >= 1, got {self.queue_depth}")
+        if self.queue_depth is not None and int(self.queue_depth) < 1:
+            raise ValueError(f"config {self.name}: queue_depth must be >= 1 or None (one per stream), "
+                             f"got {self.queue_depth}")
         if int(self.scan_window) < 1:
             raise ValueError(f"config {self.name}: scan_window must be >= 1, got {self.scan_window}")
         if not (0 <= self.noise_p <= 1) or self.noise_sigma < 0:
@@ -104,6 +109,10 @@ class HSSConfig:
             caps = [max(1, int(f * footprint_pages)) for f in self.fractions]
         home = self.capacities[-1] if self.capacities is not None else None
         return caps + [int(home) if home else max(self.devices[-1].capacity_pages, footprint_pages)]
+
+    def host_queue_depth(self, streams: int = 1) -> int:
+        """Requests in flight at most for a trace of ``streams`` streams (see ``queue_depth``)."""
+        return int(self.queue_depth) if self.queue_depth is not None else max(1, int(streams))
 
     def with_options(self, **kw: Any) -> "HSSConfig":
         """A copy with some fields replaced (validated again)."""

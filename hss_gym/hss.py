@@ -41,23 +41,24 @@ class HSS:
     """
 
     def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", *, footprint_pages: int,
-                 seed: int = 0, backend: Any = "sim", paths: Any = None,
+                 seed: int = 0, streams: int = 1, backend: Any = "sim", paths: Any = None,
                  backend_options: dict[str, Any] | None = None, **options: Any) -> None:
         self.config = make_config(config, **options)
         if int(footprint_pages) <= 0:
             raise ValueError(f"footprint_pages must be > 0, got {footprint_pages}")
         self.footprint_pages = int(footprint_pages)
         self.capacities = self.config.page_capacities(self.footprint_pages)
+        self.queue_depth = self.config.host_queue_depth(streams)
         self.real: Any = None  # the real-device backend; the core's timing is then a shadow model
         if not (isinstance(backend, str) and backend == "sim"):
             from hss_gym.backends.real import attach_real
             self.real, self.capacities = attach_real(backend, paths, self.capacities, backend_options,
-                                                     self.config.queue_depth)
+                                                     self.queue_depth)
         self.backend = SimBackend(list(self.config.devices), self.capacities, seed,
                                   self.config.noise_p, self.config.noise_sigma)
         self.core = _core.HSS(self.backend.devices, self.capacities, self.config.queue_size,
                               self.config.min_interval, self.config.scan_window,
-                              self.config.queue_depth)
+                              self.queue_depth)
         if self.real is not None:
             self.core.set_log(True)
         self._t = 0.0

@@ -47,6 +47,6 @@ def replay(trace: Trace, config: "str | HSSConfig | list[Any]" = "perf_opt", pol
         cfg = cfg.with_options(capacities=tuple(caps))
     elif policy == "slow_only":
         place = cfg.n_devices - 1
-    hss = HSS(cfg, footprint_pages=footprint, seed=seed)
+    hss = HSS(cfg, footprint_pages=footprint, seed=seed, streams=trace.n_streams())
     lat, metrics = hss.run_fixed(trace, place)
     return ReplayResult(policy, cfg.name, trace.name, metrics, lat)

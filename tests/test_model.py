@@ -73,11 +73,12 @@ def test_hdd_sequential_much_faster_than_random():
 
 
 def test_latency_grows_with_arrival_rate():
+    """With requests in flight beyond one per stream (queue_depth=32), they queue."""
     slow_arrivals = skewed_trace(gap_us=100.0)
     fast_arrivals = Trace.from_arrays(slow_arrivals.time_us / 50, slow_arrivals.op,
                                       slow_arrivals.offset, slow_arrivals.size)
-    a = replay(slow_arrivals, "perf_opt", "slow_only").metrics.mean_latency_us
-    b = replay(fast_arrivals, "perf_opt", "slow_only").metrics.mean_latency_us
+    a = replay(slow_arrivals, "perf_opt", "slow_only", queue_depth=32).metrics.mean_latency_us
+    b = replay(fast_arrivals, "perf_opt", "slow_only", queue_depth=32).metrics.mean_latency_us
     assert b > 1.5 * a, (a, b)
 
 
@@ -90,8 +91,31 @@ def test_host_queue_depth_bounds_the_replay():
     assert hss_lat.max() < 4 * 40_000
 
 
-def _migrate_every_step(tr: Trace, place: int, targets_every: int = 1) -> float:
-    h = HSS("perf_opt", footprint_pages=tr.footprint_pages(), queue_size=10, min_interval=0)
+def test_default_replay_is_a_closed_loop_per_stream():
+    """By default each stream has one request in flight (the papers' one thread per workload): a
+    request arriving while the previous one is served issues when it completes, so its latency is
+    its own service time, and a two-stream mix overlaps its streams."""
+    tr = skewed_trace(gap_us=1.0, n=2000)  # arrivals far faster than the SATA SSD serves them
+    closed = replay(tr, "perf_opt", "slow_only")
+    assert HSS("perf_opt", footprint_pages=10).queue_depth == 1
+    served = replay(skewed_trace(gap_us=10_000.0, n=2000), "perf_opt", "slow_only")  # never waits
+    assert closed.metrics.mean_latency_us == pytest.approx(served.metrics.mean_latency_us, rel=0.05)
+    assert closed.metrics.throughput_rps == pytest.approx(1e6 / closed.metrics.mean_latency_us, rel=0.05)
+    open_ = replay(tr, "perf_opt", "slow_only", queue_depth=32)  # requests queue behind each other
+    assert open_.metrics.mean_latency_us > 5 * closed.metrics.mean_latency_us
+    order = np.argsort(np.concatenate([tr.time_us, tr.time_us + 0.5]), kind="stable")
+    col = lambda a, b: np.concatenate([a, b])[order]  # noqa: E731
+    two = Trace.from_arrays(col(tr.time_us, tr.time_us + 0.5), col(tr.op, tr.op),
+                            col(tr.offset, tr.offset + (1 << 30)), col(tr.size, tr.size),
+                            stream=col(np.zeros(len(tr), np.uint16), np.ones(len(tr), np.uint16)))
+    assert two.n_streams() == 2 and HSS("perf_opt", footprint_pages=10, streams=2).queue_depth == 2
+    mix = replay(two, "perf_opt", "slow_only")
+    assert mix.metrics.throughput_rps > 1.5 * closed.metrics.throughput_rps  # the SSD serves both at once
+
+
+def _migrate_every_step(tr: Trace, place: int, targets_every: int = 1, queue_depth: int | None = None) -> float:
+    h = HSS("perf_opt", footprint_pages=tr.footprint_pages(), queue_size=10, min_interval=0,
+            queue_depth=queue_depth)
     lat = []
     for i in range(len(tr)):
         h.begin(tr.time_us[i], int(tr.op[i]), int(tr.offset[i]), int(tr.size[i]))
@@ -108,9 +132,9 @@ def test_busy_migrations_hurt_and_idle_ones_mostly_do_not():
     busy = skewed_trace(gap_us=3.0, n=6000)   # no idle time: the queue overflows, moves run now
     idle = skewed_trace(gap_us=2000.0, n=3000)
     for tr, label in ((busy, "busy"), (idle, "idle")):
-        h = HSS("perf_opt", footprint_pages=tr.footprint_pages())
+        h = HSS("perf_opt", footprint_pages=tr.footprint_pages(), queue_depth=32)  # open-loop-like
         base = h.run_fixed(tr, 1)[1].mean_latency_us
-        with_moves, c = _migrate_every_step(tr, 1)
+        with_moves, c = _migrate_every_step(tr, 1, queue_depth=32)
         assert c["migrations"] > 100, label
         if label == "busy":
             assert c["migrations_busy"] > 0

@@ -182,7 +182,8 @@ class HSSParallelEnv(ParallelEnv):
             real = {}
             if self.backend == "uring":
                 real = self._real_backend(self._trace)
-            self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed, **real)
+            self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed,
+                            streams=self._trace.n_streams(), **real)
         tr = self._trace
         self._hss.reset(self._seed)
         self._end = len(tr) if self.max_steps is None else min(len(tr), self.max_steps)
@@ -350,7 +351,7 @@ class HSSParallelEnv(ParallelEnv):
         caps = self.cfg.page_capacities(trace.footprint_pages())
         if self._real is not None:
             try:
-                attach_real(self._real, None, caps, None, self.cfg.queue_depth)
+                attach_real(self._real, None, caps, None, self.cfg.host_queue_depth(trace.n_streams()))
                 self._real.check_request(0.0, 0, span * PAGE_SIZE)
             except ValueError:  # too small for this trace: reopen our own files larger
                 self._real.close()
@@ -358,7 +359,8 @@ class HSSParallelEnv(ParallelEnv):
                 self._backend_options["overwrite"] = True
         if self._real is None:
             self._real, _ = attach_real("uring", self._paths, caps,
-                                        {"span_pages": span, **self._backend_options}, self.cfg.queue_depth)
+                                        {"span_pages": span, **self._backend_options},
+                                        self.cfg.host_queue_depth(trace.n_streams()))
         return {"backend": self._real}
 
     def close(self) -> None:

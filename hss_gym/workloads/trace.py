@@ -62,6 +62,7 @@ class Trace:
     name: str = "trace"
     source: dict[str, Any] = field(default_factory=dict)
     _footprint: int | None = field(default=None, init=False, repr=False, compare=False)
+    _streams: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.stream is None:
@@ -119,6 +120,12 @@ class Trace:
             starts = np.repeat(first - np.cumsum(counts) + counts, counts)
             self._footprint = int(np.unique(starts + np.arange(int(counts.sum()))).size)
         return self._footprint
+
+    def n_streams(self) -> int:
+        """Number of distinct streams (workloads of a mix; 1 for a single workload)."""
+        if self._streams is None:
+            self._streams = max(1, int(np.unique(self.stream).size))
+        return self._streams
 
     def relative(self) -> "Trace":
         """The same trace with arrival times shifted to start at 0."""
