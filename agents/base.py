@@ -17,7 +17,7 @@ A :class:`Policy` acts for one or both agents of ``hss/Harmonia-v0``
 * ``env_options`` are the environment options a policy needs (Sibyl: its own features and no
   migration agent; Fast-Only: a fast device that holds everything).
 * Policies may read privileged state through the env they get in ``reset`` (``env.request``,
-  ``env.hss``, ``env.trace``): heuristics that look at raw request fields, baselines that migrate
+  ``env.issue_time_us``, ``env.hss``, ``env.trace``): heuristics that look at raw request fields, baselines that migrate
   in bulk on the critical path, and the Oracle, which reads the future.
 
 Policies are made by name (:data:`POLICIES`, :func:`make_policy`) or from a ``"module:factory"``

@@ -408,7 +408,7 @@ def bulk_migrate(env: HSSParallelEnv, pages: np.ndarray, current: np.ndarray, ta
             if j not in taken:
                 moves_d.append(j)
                 budget -= 1
-    t = env.request[0]
+    t = env.issue_time_us
     move = env.hss.move
     for group in (moves_d, moves_p):
         for j in sorted(group, key=lambda k: int(pages[k])):

@@ -102,7 +102,8 @@ class Oracle(Policy):
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         i = self.env.step_index
-        t, op, offset, size = self.env.request
+        _, op, offset, size = self.env.request
+        t = self.env.issue_time_us
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
         first = offset // PAGE_SIZE
         pages = range(first, first + hi - lo)

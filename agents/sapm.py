@@ -51,7 +51,7 @@ class SAPM(Policy):
         self._moves: dict[int, tuple[np.ndarray, int, np.ndarray]] = {}
 
     def _idle(self) -> bool:
-        t = self.env.request[0]
+        t = self.env.issue_time_us
         return all(self.free_at(d) <= t for d in range(self.n))
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:

@@ -113,6 +113,12 @@ class HSS:
         return self.core.used_pages
 
     @property
+    def issue_time_us(self) -> float:
+        """When the current request (after :meth:`begin`) was issued: its arrival, or later when
+        it waited for a host slot (``queue_depth``). Device queues are judged from here."""
+        return self.core.issue_us
+
+    @property
     def evictions(self) -> int:
         """Pages evicted on the critical path so far (cheaper than :meth:`counters`)."""
         return self.core.evictions

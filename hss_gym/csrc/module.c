@@ -481,6 +481,11 @@ static PyObject *HSS_get_evictions(HSSObject *self, void *Py_UNUSED(closure))
     return PyLong_FromUnsignedLongLong(self->h.c.evictions);
 }
 
+static PyObject *HSS_get_issue(HSSObject *self, void *Py_UNUSED(closure))
+{
+    return PyFloat_FromDouble(self->h.cur.t);
+}
+
 static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
 {
     PyObject *l = PyList_New(self->h.ndev);
@@ -494,6 +499,7 @@ static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
 static PyGetSetDef HSS_getset[] = {
     {"evictions", (getter)HSS_get_evictions, NULL, "pages evicted so far (cheap; counters() has all)", NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
+    {"issue_us", (getter)HSS_get_issue, NULL, "issue time of the current request (after begin)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

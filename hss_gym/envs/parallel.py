@@ -316,8 +316,15 @@ class HSSParallelEnv(ParallelEnv):
 
     @property
     def request(self) -> tuple[float, int, int, int]:
-        """The request the agents are observing now: (time_us, op, offset, size)."""
+        """The request the agents are observing now: (time_us, op, offset, size); time_us is its
+        arrival in the trace."""
         return self._reqs[min(self._i, self._end - 1)]
+
+    @property
+    def issue_time_us(self) -> float:
+        """When the request the agents are observing now is issued (its arrival, or later in a
+        closed loop or a full host queue): the time from which device queues are seen."""
+        return self.hss.issue_time_us
 
     def metrics(self) -> RunMetrics:
         """Metrics of the requests served so far in this episode."""
