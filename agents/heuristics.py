@@ -56,11 +56,11 @@ def resolve_device(env: HSSParallelEnv, device: int) -> int:
 
 
 class FastOnly(Policy):
-    """Everything on device 0, sized for the whole footprint (the ideal HSS)."""
+    """Everything on device 0, sized for and preloaded with the whole footprint (the ideal HSS)."""
 
     name = "fast_only"
     agents = ("placement",)
-    env_options: ClassVar[dict[str, Any]] = {"fast_fraction": 1.0, "migration": False}
+    env_options: ClassVar[dict[str, Any]] = {"fast_fraction": 1.0, "preloaded": True, "migration": False}
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": 0}

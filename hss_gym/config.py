@@ -52,6 +52,10 @@ class HSSConfig:
                  section 5), so a request issues at max(its arrival, its stream's previous
                  completion); a mix of k workloads gets k. An int fixes the window (e.g. 32, SATA
                  NCQ: closer to open-loop replay, which saturates the devices at Table 4's rates).
+    preloaded:   False (default): a page's data lives on the home device until its first access; a
+                 first-touch read placed on another device is served from home, then copied there
+                 in the background (a fill). True: it is already wherever it is placed (no fill),
+                 the ideal of Fast-Only, whose fast device holds the whole dataset from the start
     min_interval: the migration scanner skips pages placed/migrated fewer steps ago
     scan_window: placed pages the scanner examines per candidate
     noise_p, noise_sigma: seeded tail-latency noise of the simulated devices (0 = off)
@@ -63,6 +67,7 @@ class HSSConfig:
     capacities: tuple[int | None, ...] | None = None
     queue_size: int = 10
     queue_depth: int | None = None
+    preloaded: bool = False
     min_interval: int = 16
     scan_window: int = 32
     noise_p: float = 0.0

@@ -58,7 +58,7 @@ class HSS:
                                   self.config.noise_p, self.config.noise_sigma)
         self.core = _core.HSS(self.backend.devices, self.capacities, self.config.queue_size,
                               self.config.min_interval, self.config.scan_window,
-                              self.queue_depth)
+                              self.queue_depth, self.config.preloaded)
         if self.real is not None:
             self.core.set_log(True)
         self._t = 0.0

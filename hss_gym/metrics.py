@@ -1,10 +1,13 @@
 """Run metrics (SPEC section 9) computed from per-request latencies and the core's counters.
 
-* latency: mean, p99 and p99.99 of per-request latency (µs), from arrival to completion;
+* latency: mean, p99 and p99.99 of per-request latency (µs), from issue to completion (issue =
+  arrival, or later when the request waited for its stream's previous one or a host slot; that
+  wait is summed apart in the counters' ``host_wait_us``);
 * throughput: requests / makespan, the makespan running from the first arrival to the last
   completion (so a policy that lets queues build up loses throughput);
 * write amplification: all bytes written to devices (host writes, first-touch placements are host
-  writes, plus migration and eviction copies) / host bytes written;
+  writes, plus migration and eviction copies and the fills that copy first-touch reads to a
+  faster device) / host bytes written;
 * migration traffic per device: pages copied in and out (migrations + evictions);
 * fast-device hit ratio: accessed pages served by device 0 / accessed pages.
 
@@ -18,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from hss_gym.workloads.trace import PAGE_SIZE
 
 
 @dataclass
@@ -35,6 +40,7 @@ class RunMetrics:
     migrated_pages_in: list[int] = field(default_factory=list)
     migrated_pages_out: list[int] = field(default_factory=list)
     migration_bytes: int = 0
+    fills: int = 0  # first-touch read pages copied from home to a faster device
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,7 +53,8 @@ def compute_metrics(latencies: np.ndarray, counters: dict[str, Any]) -> RunMetri
         raise ValueError("no requests were served: metrics need at least one latency")
     makespan = counters["last_completion_us"] - counters["first_arrival_us"]
     written = counters["host_bytes_written"]
-    wa = (written + counters["migration_bytes_written"]) / written if written else float("nan")
+    copies = counters["migration_bytes_written"] + counters["fill_pages"] * PAGE_SIZE
+    wa = (written + copies) / written if written else float("nan")
     p99, p9999 = np.percentile(lat, [99.0, 99.99])
     return RunMetrics(
         requests=int(lat.size),
@@ -63,6 +70,7 @@ def compute_metrics(latencies: np.ndarray, counters: dict[str, Any]) -> RunMetri
         migrated_pages_in=list(counters["migrated_pages_in"]),
         migrated_pages_out=list(counters["migrated_pages_out"]),
         migration_bytes=int(counters["migration_bytes_written"]),
+        fills=int(counters["fill_pages"]),
     )
 
 

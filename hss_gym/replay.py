@@ -44,7 +44,7 @@ def replay(trace: Trace, config: "str | HSSConfig | list[Any]" = "perf_opt", pol
     place = 0
     if policy == "fast_only":
         caps = [footprint + 1] * (cfg.n_devices - 1) + [None]
-        cfg = cfg.with_options(capacities=tuple(caps))
+        cfg = cfg.with_options(capacities=tuple(caps), preloaded=True)
     elif policy == "slow_only":
         place = cfg.n_devices - 1
     hss = HSS(cfg, footprint_pages=footprint, seed=seed, streams=trace.n_streams())

@@ -42,9 +42,12 @@ def test_reference_metrics_sane():
     assert 0.0 < lru.fast_hit_ratio < 1.0
     assert fast.write_amplification == 1.0 and fast.evictions == 0
     assert lru.evictions > 0 and lru.write_amplification > 1.0
-    # every eviction copies one page: WA = (host + evicted bytes) / host bytes
+    # every eviction and every fill (a first-touch read copied to the fast device) writes one page:
+    # WA = (host + evicted + filled bytes) / host bytes
     host_written = tr.size[tr.op == 1].sum()
-    assert lru.write_amplification == pytest.approx((host_written + lru.evictions * PAGE) / host_written)
+    assert lru.fills > 0 and fast.fills == 0  # Fast-Only's device is preloaded with the dataset
+    assert lru.write_amplification == pytest.approx((host_written + (lru.evictions + lru.fills) * PAGE)
+                                                    / host_written)
     assert lru.migrated_pages_out[0] == lru.evictions == lru.migrated_pages_in[1]
     for m in (fast, slow, lru):
         assert m.requests == len(tr)
@@ -89,6 +92,25 @@ def test_host_queue_depth_bounds_the_replay():
     assert np.isfinite(hss_lat).all()
     # with 4 slots no request waits behind more than 3 others on the single-head HDD
     assert hss_lat.max() < 4 * 40_000
+
+
+def test_first_touch_reads_come_from_home_then_fill_the_fast_device():
+    """Untouched data lives on the home device: a first read placed on the fast device is served
+    by the home device (an HDD here) and copied to the fast one in the background; the next read
+    hits the fast device. Preloaded (Fast-Only's ideal), the first read is fast already."""
+    def reads(preloaded: bool) -> tuple[list[float], dict]:
+        h = HSS("cost_opt", footprint_pages=100, preloaded=preloaded)
+        lat = []
+        for i, t in enumerate((0.0, 100_000.0, 200_000.0)):  # far apart: no queueing
+            h.begin(t, 0, (7 + 50 * (i == 2)) * PAGE, PAGE)  # page 7, page 7 again, page 57
+            lat.append(h.finish(0))
+        return lat, h.counters()
+    (first, again, other), c = reads(False)
+    assert first > 1000 and other > 1000  # a disk read (ms)
+    assert again < 100  # the Optane (µs)
+    assert c["fill_pages"] == 2 and c["fast_pages"] == 1
+    (first, again, other), c = reads(True)
+    assert max(first, again, other) < 100 and c["fill_pages"] == 0
 
 
 def test_default_replay_is_a_closed_loop_per_stream():

@@ -568,6 +568,26 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
     return HSS_OK;
 }
 
+/* The background copies of a first-touch read's fill pages to their device, after the read (done). */
+static int fill_copies(hss *h, double done)
+{
+    const hss_req *r = &h->cur;
+    for (uint64_t p = r->p0; p <= r->p1; p++) {
+        hss_page *pg = pt_get(&h->pt, p, 0);
+        if (!(pg->flags & HSS_F_FILL))
+            continue;
+        pg->flags &= (uint8_t)~HSS_F_FILL;
+        int d = hss_dev_of(pg);
+        simdev_io(&h->dev[d], SIMDEV_WRITE, pg->slot, 1, done, 1);
+        h->c.fill_pages++;
+        int rc = HSS_OK;
+        if (h->log.on && ((rc = log_push(h, HSS_LOG_CREAD, h->home, dev_slot(h, h->home, p, pg), p, 1)) != HSS_OK
+                          || (rc = log_push(h, HSS_LOG_CWRITE, d, pg->slot, p, 1)) != HSS_OK))
+            return rc;
+    }
+    return HSS_OK;
+}
+
 /* Issue one contiguous run of pages on one device. */
 static void issue_run(hss *h, int d, uint64_t slot, uint32_t n, double ready, double *done)
 {
@@ -585,7 +605,10 @@ int hss_finish(hss *h, int place, double *latency)
         return HSS_EINVAL;
     double ready = r->t;
     int rc;
-    /* Placement: a write goes wholly to `place`; a read places only its untouched pages. */
+    /* Placement: a write goes wholly to `place`; a read places only its untouched pages. Those
+     * hold data that lives on the home device until now: the read is served there, and a
+     * background copy (a fill) writes them to `place` once it completes. */
+    int fills = 0;
     if (r->needs_placement) {
         h->c.placements++;
         if (place != h->home) {
@@ -609,10 +632,15 @@ int hss_finish(hss *h, int place, double *latency)
             hss_page *pg = pt_get(&h->pt, p, 1);
             if (!pg)
                 return HSS_ENOMEM;
-            if (!pg->dev)
+            if (!pg->dev) {
                 h->pt.touched++;
-            else if (r->op == SIMDEV_READ || hss_dev_of(pg) == place)
+                if (r->op == SIMDEV_READ && place != h->home && !h->preloaded) {
+                    pg->flags |= HSS_F_FILL;
+                    fills++;
+                }
+            } else if (r->op == SIMDEV_READ || hss_dev_of(pg) == place) {
                 continue;
+            }
             if ((rc = detach(h, pg)) != HSS_OK)
                 return rc;
             if ((rc = attach(h, pg, place, r->t, &ready)) < 0)
@@ -627,7 +655,7 @@ int hss_finish(hss *h, int place, double *latency)
     uint32_t run_len = 0;
     for (uint64_t p = r->p0; p <= r->p1; p++) {
         hss_page *pg = pt_get(&h->pt, p, 0);
-        int d = hss_dev_of(pg);
+        int d = pg->flags & HSS_F_FILL ? h->home : hss_dev_of(pg);
         uint64_t s = dev_slot(h, d, p, pg);
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
             run_len++;
@@ -645,10 +673,12 @@ int hss_finish(hss *h, int place, double *latency)
         pg->last_access = h->now;
         if (d == 0)
             h->c.fast_pages++;
-        if ((rc = lru_touch(h, d, p, h->now)) != HSS_OK)
+        if ((rc = lru_touch(h, hss_dev_of(pg), p, h->now)) != HSS_OK)
             return rc;
     }
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
+    if (fills && (rc = fill_copies(h, done)) != HSS_OK)
+        return rc;
 
     uint64_t npages = r->p1 - r->p0 + 1;
     if (h->log.on && ((rc = log_push(h, r->op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK

@@ -36,6 +36,7 @@
 
 #define HSS_F_QUEUED 1u   /* page is in the migration queue */
 #define HSS_F_MARK 2u     /* scratch bit for LRU compaction */
+#define HSS_F_FILL 4u     /* first-touch read placed off home: read at home, then copied (scratch) */
 
 typedef struct hss_page {
     uint32_t last_access;  /* step of the last access (0 = never) */
@@ -77,6 +78,7 @@ typedef struct hss_counters {
     uint64_t pages_accessed, fast_pages;           /* fast-device hit ratio = fast/accessed */
     uint64_t placements, evictions, migrations, migrations_busy, migrations_stale;
     uint64_t mig_bytes_written;                    /* migrations + evictions */
+    uint64_t fill_pages;                           /* first-touch reads copied to a faster device */
     uint64_t mig_pages_in[HSS_MAX_DEV], mig_pages_out[HSS_MAX_DEV];
     double first_arrival, last_completion, latency_sum;
     double host_wait_us;                           /* time requests waited for a host slot */
@@ -117,6 +119,7 @@ typedef struct hss {
     uint32_t scan_window;      /* placed pages examined per candidate */
     uint32_t scan_chunk, scan_off;
     int qd;                    /* host queue depth: requests in flight at most */
+    int preloaded;             /* 1: untouched data is already where it is placed (no fills) */
     double *inflight;          /* completion time of each host slot's last request */
     uint32_t now;              /* current step */
     hss_req cur;

@@ -251,13 +251,13 @@ static void HSS_dealloc(HSSObject *self)
 static int HSS_init(HSSObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"devices", "capacities", "queue_size", "min_interval", "scan_window",
-                             "queue_depth", NULL};
+                             "queue_depth", "preloaded", NULL};
     PyObject *devs, *caps;
     int qs = 10;
     unsigned int min_interval = 16, window = 32;
-    int qd = 32;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O|iIIi", kwlist, &SimDevicesType, &devs, &caps,
-                                     &qs, &min_interval, &window, &qd))
+    int qd = 32, preloaded = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O|iIIip", kwlist, &SimDevicesType, &devs, &caps,
+                                     &qs, &min_interval, &window, &qd, &preloaded))
         return -1;
     SimDevicesObject *sd = (SimDevicesObject *)devs;
     PyObject *seq = PySequence_Fast(caps, "capacities must be a sequence of page counts");
@@ -286,6 +286,7 @@ static int HSS_init(HSSObject *self, PyObject *args, PyObject *kw)
         self->ready = 0;
     }
     int rc = hss_init(&self->h, sd->n, sd->dev, cap, qs, min_interval, window, qd);
+    self->h.preloaded = preloaded;
     if (rc != HSS_OK) {
         hss_free(&self->h);
         return raise_rc(rc);
@@ -532,13 +533,13 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         PyList_SET_ITEM(used, d, PyLong_FromUnsignedLongLong(self->h.dev[d].used_pages));
     }
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
         "requests", c->requests, "reads", c->reads, "writes", c->writes,
         "host_bytes_read", c->host_bytes_read, "host_bytes_written", c->host_bytes_written,
         "pages_accessed", c->pages_accessed, "fast_pages", c->fast_pages,
         "placements", c->placements, "evictions", c->evictions, "migrations", c->migrations,
         "migrations_busy", c->migrations_busy, "migrations_stale", c->migrations_stale,
-        "migration_bytes_written", c->mig_bytes_written, "migrated_pages_in", in,
+        "migration_bytes_written", c->mig_bytes_written, "fill_pages", c->fill_pages, "migrated_pages_in", in,
         "migrated_pages_out", out, "used_pages", used, "first_arrival_us", c->first_arrival,
         "last_completion_us", c->last_completion, "latency_sum_us", c->latency_sum,
         "host_wait_us", c->host_wait_us,
