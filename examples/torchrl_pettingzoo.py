@@ -47,7 +47,9 @@ class TensorInfos(ParallelEnv):
 
     @staticmethod
     def _filter(infos: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {a: {k: v for k, v in info.items() if k in KEEP_INFOS} for a, info in infos.items()}
+        # The env shares one read-only action_mask array; torch tensors want writable memory.
+        return {a: {k: (v.copy() if k == "action_mask" else v) for k, v in info.items() if k in KEEP_INFOS}
+                for a, info in infos.items()}
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         obs, infos = self.env.reset(seed=seed, options=options)
