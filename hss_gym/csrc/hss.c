@@ -677,12 +677,13 @@ int hss_finish(hss *h, int place, double *latency)
             return rc;
     }
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
-    if (fills && (rc = fill_copies(h, done)) != HSS_OK)
-        return rc;
 
     uint64_t npages = r->p1 - r->p0 + 1;
     if (h->log.on && ((rc = log_push(h, r->op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK
                       || (rc = log_push(h, HSS_LOG_END, 0, 0, r->p0, (uint32_t)npages)) != HSS_OK))
+        return rc;
+    /* After the request's END in the log: the real backend runs the fills as background copies. */
+    if (fills && (rc = fill_copies(h, done)) != HSS_OK)
         return rc;
     h->c.requests++;
     h->c.pages_accessed += npages;
