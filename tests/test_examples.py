@@ -47,18 +47,19 @@ def test_sb3_placement_tiny_budget():
 def test_sb3_placement_learns():
     """PPO learns to place on cost_opt/ssd-02 and beats random placement on a held-out trace.
 
-    On this setting the best fixed device (fast, 0.74x random's mean latency) beats random clearly
-    and the other (slow, HDD: 1.06x random) does not, so a constant policy passes only if it is the
-    right one. With seed 4 the untrained network answers "slow": the test checks that first, so a
-    pass is due to training, not to the initialisation.
+    On this setting the best fixed device (slow, the HDD: 0.69x random's mean latency, since every
+    fast placement evicts on the critical path once the Optane is full) beats random clearly and
+    the other (fast: 1.36x random) does not, so a constant policy passes only if it is the right
+    one. With seed 1 the untrained network answers "fast": the test checks that first, so a pass
+    is due to training, not to the initialisation (measured: trained 4.71 ms, random 7.38 ms).
     """
     pytest.importorskip("stable_baselines3")
     sb3 = load_example("sb3_placement")
     out = sb3.main(["--config", "cost_opt", "--workload", "ssd-02", "--n-requests", "2000",
-                    "--timesteps", "20000", "--seed", "4", "--eval-seed", "1000", "--quiet"])
+                    "--timesteps", "20000", "--seed", "1", "--eval-seed", "1000", "--quiet"])
     lat = {k: v["mean_latency_us"] for k, v in out["results"].items()}
     # Preconditions: random is clearly worse than the best fixed device, not worse than both.
-    assert lat["always_fast"] < 0.8 * lat["random"] < lat["always_slow"]
+    assert lat["always_slow"] < 0.8 * lat["random"] < lat["always_fast"]
     assert lat["untrained"] > 0.95 * lat["random"], "untrained policy already good: pick another seed"
     # Learning: a clear margin over random and over the untrained network.
     assert lat["trained"] < 0.8 * lat["random"], lat
