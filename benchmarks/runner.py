@@ -89,16 +89,6 @@ def _worker_init(parent: int) -> None:
         os._exit(1)
 
 
-def _episode_latencies(env: Any) -> Any:
-    lat = getattr(env, "latencies", None)
-    if callable(lat):
-        return lat()
-    if lat is not None:
-        return lat
-    raw, n = getattr(env, "_latencies", None), getattr(env, "_i", None)
-    return None if raw is None or n is None else raw[:n]
-
-
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job; always returns a record (``status`` "ok" or "failed" with ``error``)."""
     _single_thread()
@@ -125,10 +115,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         prov["env_config_hash"] = env.cfg.digest()
         stage = "running the episode"
         res = run_episode(policy, env, seed=job["seed"])
-        lat = _episode_latencies(env)
+        lat = env.latencies()
         rec.update(status="ok", metrics=res.metrics.to_dict(), steps=res.steps,
                    wall_s=round(res.wall_s, 4), error=None)
-        if lat is not None and len(lat):
+        if len(lat):
             rec["latency_quantiles"] = latency_quantiles(lat)
         try:
             policy.close()

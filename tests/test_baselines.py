@@ -40,7 +40,7 @@ def test_episode_finite_and_deterministic(name):
     b, env_b, _ = episode(name)
     assert a.metrics.mean_latency_us == b.metrics.mean_latency_us
     assert env_a.hss.counters()["migrations"] == env_b.hss.counters()["migrations"]
-    assert np.array_equal(env_a._latencies, env_b._latencies)
+    assert np.array_equal(env_a.latencies(), env_b.latencies())
 
 
 @pytest.mark.parametrize("name", ["cde", "hps", "archivist", "k_svm", "rnn_hss"])

@@ -326,6 +326,10 @@ class HSSParallelEnv(ParallelEnv):
         closed loop or a full host queue): the time from which device queues are seen."""
         return self.hss.issue_time_us
 
+    def latencies(self) -> np.ndarray:
+        """Latency (µs) of each request served so far in this episode, in trace order (a copy)."""
+        return self._latencies[:self._i].copy()
+
     def metrics(self) -> RunMetrics:
         """Metrics of the requests served so far in this episode."""
         if self._hss is None or self._i == 0:
