@@ -94,6 +94,19 @@ def test_host_queue_depth_bounds_the_replay():
     assert hss_lat.max() < 4 * 40_000
 
 
+def test_closed_loop_puts_table4_workloads_on_the_papers_axis():
+    """Harmonia Fig. 3/8 plot perf-opt latencies at 0-8x Fast-Only. Closed-loop replay of a
+    Table-4 workload lands there; a 32-deep open-loop window measures queues far above it."""
+    from hss_gym.workloads.registry import get_trace
+    tr = get_trace("ycsb-b", n=20_000, seed=0)
+    fast = replay(tr, "perf_opt", "fast_only").metrics.mean_latency_us
+    slow = replay(tr, "perf_opt", "slow_only").metrics.mean_latency_us
+    assert 2.0 < slow / fast < 8.0, (slow, fast)
+    fast32 = replay(tr, "perf_opt", "fast_only", queue_depth=32).metrics.mean_latency_us
+    slow32 = replay(tr, "perf_opt", "slow_only", queue_depth=32).metrics.mean_latency_us
+    assert slow32 > 10 * slow and fast32 > 10 * fast  # queueing, not placement
+
+
 def test_first_touch_reads_come_from_home_then_fill_the_fast_device():
     """Untouched data lives on the home device: a first read placed on the fast device is served
     by the home device (an HDD here) and copied to the fast one in the background; the next read
