@@ -12,7 +12,7 @@
  *                   parameter; exactly the update PyTorch's autograd computes for agents/c51.py;
  *   c51_adam()      Adam on those gradients, in torch.optim.Adam's form.
  * Batched loops run along contiguous outputs, exp is a vectorisable polynomial (~1 ulp) and
- * reductions use independent lanes, so a minibatch of 128 takes tens of microseconds.
+ * reductions use independent lanes, so a minibatch of 128 takes ~160 µs (PyTorch autograd: ~740 µs).
  */
 #ifndef C51_KERNEL_H
 #define C51_KERNEL_H
