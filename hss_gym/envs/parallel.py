@@ -39,13 +39,16 @@ no decision this step has ``infos[agent]["acting"] == False``; its action is ign
 Truncation after the last request of the trace (or ``max_steps``); no termination.
 
 ## Infos
-Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device, read-only), ``step``.
+Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device; a fresh array
+every call), ``step``.
 Placement: ``latency_us`` of the request just served and ``evicted`` (pages its placement evicted
 on the critical path; Sibyl's reward penalises them). Migration: ``credit`` (list, possibly empty),
 ``page`` (the candidate now observed, or -1) and ``device`` (its current device, or -1). On the final step both carry ``metrics`` (the
 run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them at any time.
 
-## Options (constructor keywords; ``reset(options=...)`` may change ``workload``/``window``)
+## Options (constructor keywords; ``reset(options=...)`` may change ``workload``/``window``;
+other reset options are ignored with a ``UserWarning`` naming them, as PettingZoo's
+``parallel_api_test`` passes ``options={"options": 1}``)
 ``config`` (name, device list or HSSConfig), ``workload`` (name or trace path), ``n_requests``,
 ``window`` ((start, stop) slice of the trace), ``backend`` ("sim", or "uring" with ``paths=[fast, ..., home]`` files/block devices and
 ``backend_options`` of :mod:`hss_gym.backends.real`: measured latencies), ``max_steps``, ``raw_bins``,
@@ -77,6 +80,7 @@ from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs.features import feature_names, observation_space
 from hss_gym.hss import HSS
 from hss_gym.metrics import RunMetrics, compute_metrics
+from hss_gym.workloads.registry import check_count, check_seed
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
 AGENTS = ["placement", "migration"]
@@ -106,7 +110,9 @@ class HSSParallelEnv(ParallelEnv):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         for name, v in (("reward_n", reward_n), ("reward_x", reward_x)):
             if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+                raise ValueError(f"{name} must be a positive integer, got {v}")
+        if n_requests is not None:
+            n_requests = check_count(n_requests)
         if penalty < 0:
             raise ValueError(f"penalty must be >= 0, got {penalty}")
         if max_steps is not None and max_steps < 1:
@@ -125,8 +131,7 @@ class HSSParallelEnv(ParallelEnv):
         self._dtype = np.int64 if raw_bins else np.float32
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
-        self._mask = np.ones(n, dtype=np.int8)
-        self._mask.flags.writeable = False  # shared by every infos dict: read-only, never copied
+        self._mask = np.ones(n, dtype=np.int8)  # template: every infos dict gets its own copy
         self.reward_ref_us = float(reward_ref_us) if reward_ref_us else self._default_ref()
         self._workload_spec = workload
         self._trace: Trace | None = None
@@ -172,7 +177,7 @@ class HSSParallelEnv(ParallelEnv):
             warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; valid: 'workload', 'window'",
                           stacklevel=2)
         if seed is not None:
-            self._seed = int(seed)
+            self._seed = check_seed(seed)
         if "window" in options:
             self.window = options["window"]
         if "workload" in options or "window" in options or self._trace is None or seed is not None:
@@ -211,11 +216,12 @@ class HSSParallelEnv(ParallelEnv):
         return np.empty(shape, dtype=self._dtype), np.empty(shape, dtype=self._dtype)
 
     def _infos(self, latency: float, credit: list[int], evicted: int = 0) -> dict[str, dict[str, Any]]:
-        step = self._i
+        # Fresh arrays per call (Gymnasium's data-reuse check; users keep what they are given).
+        step, mask = self._i, self._mask
         return {
-            "placement": {"acting": bool(self._needs), "action_mask": self._mask, "step": step,
+            "placement": {"acting": bool(self._needs), "action_mask": mask.copy(), "step": step,
                           "latency_us": latency, "evicted": evicted},
-            "migration": {"acting": self._cand is not None, "action_mask": self._mask, "step": step,
+            "migration": {"acting": self._cand is not None, "action_mask": mask.copy(), "step": step,
                           "credit": credit, "page": -1 if self._cand is None else self._cand,
                           "device": -1 if self._cand is None else self._candidate_device()},
         }
