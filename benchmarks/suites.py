@@ -237,14 +237,13 @@ def check_config(name: str) -> None:
 
 
 def check_workload(name: str) -> None:
-    """Raise :class:`SuiteError` (listing the valid names) for an unknown workload / missing file."""
-    from hss_gym.workloads.registry import canonical_name, list_workloads
-    if canonical_name(name) is not None or os.path.isfile(name):
-        return
-    near = difflib.get_close_matches(name.lower(), list_workloads(), n=2, cutoff=0.5)
-    hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
-    raise SuiteError(f"unknown workload {name!r}{hint}; valid: {', '.join(list_workloads())}, "
-                     f"or the path of a trace file")
+    """Raise :class:`SuiteError` for an unknown workload name (listing the valid ones) or a trace
+    path that does not exist (saying so)."""
+    from hss_gym.workloads.registry import check_workload as check
+    try:
+        check(name)
+    except (ValueError, OSError) as e:
+        raise SuiteError(str(e)) from None
 
 
 def check_policy(spec: str) -> None:

@@ -33,6 +33,11 @@ def _csv(s: str | None) -> list[str] | None:
     return [x.strip() for x in s.split(",") if x.strip()] if s else None
 
 
+def _num(v: float | None, digits: int) -> str:
+    """A table cell: the number, or n/a (e.g. write amplification of a read-only run)."""
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
 def _ints(s: str | None) -> list[int] | None:
     if not s:
         return None
@@ -256,7 +261,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 m = done[(w, c, p, args.seed)]["metrics"]
                 lines.append(f"| {w} | {c} | {p} | {m['mean_latency_us']:.1f} | {m['p99_latency_us']:.1f} | "
                              f"{m['p9999_latency_us']:.1f} | {m['throughput_rps'] / 1e3:.1f} | "
-                             f"{m['write_amplification']:.3f} | {m['fast_hit_ratio']:.3f} | "
+                             f"{_num(m['write_amplification'], 3)} | {m['fast_hit_ratio']:.3f} | "
                              f"{m['mean_latency_us'] / fo['mean_latency_us']:.2f} |")
     table = "\n".join(lines)
     (out / "report.md").write_text(f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} "

@@ -38,6 +38,11 @@ CONFIGURATIONS: dict[str, tuple[tuple[str, ...], tuple[float, ...]]] = {
 MAX_DEVICES = 8
 
 
+def _plain(x: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (error texts print ``1.5``, not a repr)."""
+    return x.item() if hasattr(x, "item") and hasattr(x, "dtype") else x
+
+
 @dataclass(frozen=True)
 class HSSConfig:
     """Everything that defines an HSS apart from the workload.
@@ -82,14 +87,17 @@ class HSSConfig:
             raise ValueError(f"config {self.name}: fractions needs {n - 1} values (one per "
                              f"non-home device), got {len(self.fractions)}")
         for i, f in enumerate(self.fractions):
-            if not (isinstance(f, (int, float)) and math.isfinite(f) and f > 0):
-                raise ValueError(f"config {self.name}: fractions[{i}] must be > 0, got {f!r}")
+            if isinstance(f, bool) or not (isinstance(f, (int, float)) and math.isfinite(f) and 0 < f <= 1):
+                what = "fast_fraction (fractions[0])" if i == 0 else f"fractions[{i}]"
+                raise ValueError(f"config {self.name}: {what} must be in (0, 1] (a fraction of the workload's "
+                                 f"footprint), got {_plain(f)!r}")
         if self.capacities is not None:
             if len(self.capacities) != n:
                 raise ValueError(f"config {self.name}: capacities needs {n} values, got {len(self.capacities)}")
             for i, c in enumerate(self.capacities[:-1]):
                 if c is None or int(c) <= 0:
-                    raise ValueError(f"config {self.name}: capacities[{i}] must be a positive page count, got {c!r}")
+                    raise ValueError(f"config {self.name}: capacities[{i}] must be a positive page count, "
+                                     f"got {_plain(c)!r}")
         for k in ("queue_size", "min_interval"):
             if int(getattr(self, k)) < 0:
                 raise ValueError(f"config {self.name}: {k} must be >= 0, got {getattr(self, k)}")

@@ -5,9 +5,18 @@
   wait is summed apart in the counters' ``host_wait_us``);
 * throughput: requests / makespan, the makespan running from the first arrival to the last
   completion (so a policy that lets queues build up loses throughput);
-* write amplification: all bytes written to devices (host writes, first-touch placements are host
-  writes, plus migration and eviction copies and the fills that copy first-touch reads to a
-  faster device) / host bytes written;
+* write amplification (WA): bytes written to the devices / bytes the HSS had to write anyway,
+
+      WA = (host writes + fills + migration and eviction copies) / (host writes + fills)
+
+  where host writes are the trace's write bytes (a first-touch write is one), and fills are the
+  copies of first-touch *reads* from the home device to the faster device a policy placed them
+  on (``preloaded=False``): placing data is the HSS's job, so a fill counts as necessary, while
+  every migration or eviction copy is extra. WA >= 1, and 1.0 means no page was copied twice.
+  Dividing by host writes alone would explode on read-mostly traces (4 writes and 5,000
+  migrations gave WA = 21,905); so WA is ``None`` ("n/a" in reports) when the denominator is
+  below :data:`WA_MIN_FRACTION` (1%) of the host traffic (bytes read + written): such a run
+  wrote too little for a ratio to mean anything, and its copies are in ``migration_bytes``;
 * migration traffic per device: pages copied in and out (migrations + evictions);
 * fast-device hit ratio: accessed pages served by device 0 / accessed pages.
 
@@ -24,6 +33,19 @@ import numpy as np
 
 from hss_gym.workloads.trace import PAGE_SIZE
 
+#: Write amplification is None when host writes + fills are below this fraction of host traffic.
+WA_MIN_FRACTION = 0.01
+
+
+def write_amplification(host_written: int, host_read: int, fill_bytes: int,
+                        copy_bytes: int) -> float | None:
+    """Device bytes written / (host bytes written + fill bytes); None below the minimum (see the
+    module docstring)."""
+    necessary = host_written + fill_bytes
+    if necessary <= 0 or necessary < WA_MIN_FRACTION * (host_written + host_read):
+        return None
+    return (necessary + copy_bytes) / necessary
+
 
 @dataclass
 class RunMetrics:
@@ -33,7 +55,7 @@ class RunMetrics:
     p9999_latency_us: float
     throughput_rps: float
     makespan_us: float
-    write_amplification: float
+    write_amplification: float | None  # None: too few bytes written to mean anything
     fast_hit_ratio: float
     evictions: int
     migrations: int
@@ -52,9 +74,8 @@ def compute_metrics(latencies: np.ndarray, counters: dict[str, Any]) -> RunMetri
     if lat.size == 0:
         raise ValueError("no requests were served: metrics need at least one latency")
     makespan = counters["last_completion_us"] - counters["first_arrival_us"]
-    written = counters["host_bytes_written"]
-    copies = counters["migration_bytes_written"] + counters["fill_pages"] * PAGE_SIZE
-    wa = (written + copies) / written if written else float("nan")
+    wa = write_amplification(counters["host_bytes_written"], counters["host_bytes_read"],
+                             counters["fill_pages"] * PAGE_SIZE, counters["migration_bytes_written"])
     p99, p9999 = np.percentile(lat, [99.0, 99.99])
     return RunMetrics(
         requests=int(lat.size),
@@ -63,7 +84,7 @@ def compute_metrics(latencies: np.ndarray, counters: dict[str, Any]) -> RunMetri
         p9999_latency_us=float(p9999),
         throughput_rps=float(lat.size / (makespan * 1e-6)) if makespan > 0 else float("inf"),
         makespan_us=float(makespan),
-        write_amplification=float(wa),
+        write_amplification=wa,
         fast_hit_ratio=counters["fast_pages"] / max(1, counters["pages_accessed"]),
         evictions=int(counters["evictions"]),
         migrations=int(counters["migrations"]),

@@ -370,7 +370,9 @@ CLOUD_HEADER = "version,time,op,size,lbn\n"
     ("1,5633898,2a,512", "lbn", "expected 5 fields separated by ',', found 4"),
     ("1,5633898,2a,0,42932745", "size", "size must be > 0"),
     ("1,5633898,2a,512,99999999999999999999", "lbn", "value too large"),
-    ("1,5633898,2a,512,99999999999999999", "lbn", "does not fit in a signed 64-bit"),
+    ("1,5633898,2a,512,99999999999999999", "lbn", r"at or beyond 4 PiB"),
+    ("1,5633898,2a,512,8796093022208", "lbn", r"at or beyond 4 PiB"),
+    ("1,5633898,2a,4096,8796093022200", "size", r"ends at or beyond 4 PiB"),
 ])
 def test_malformed_row_names_file_line_and_field(tmp_path: Path, engine: str, row: str,
                                                  field: str, message: str) -> None:

@@ -186,7 +186,7 @@ def records(draw: st.DrawFn, sector: bool, max_frac: int, big: bool
     mantissas = sorted(draw(st.lists(st.integers(0, top), min_size=n, max_size=n)))
     ops = draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
     unit = 512 if sector else 1
-    offsets = [unit * v for v in draw(st.lists(st.integers(0, (2**63 - 1) // 512), min_size=n,
+    offsets = [unit * v for v in draw(st.lists(st.integers(0, (1 << 43) - (1 << 20) - 1), min_size=n,
                                                max_size=n))]
     sizes = [unit * v for v in draw(st.lists(st.integers(1, 1 << 20), min_size=n, max_size=n))]
     return mantissas, k, ops, offsets, sizes

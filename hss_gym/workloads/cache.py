@@ -48,7 +48,9 @@ _PREFIX = struct.Struct("<8sII")
 
 
 def is_cache(path: str | Path) -> bool:
-    """True if ``path`` is a file that starts with the cache magic bytes."""
+    """True if ``path`` is a regular file that starts with the cache magic bytes."""
+    if not os.path.isfile(path):  # never open a FIFO here (it could block): the readers refuse it
+        return False
     try:
         with open(path, "rb") as fh:
             return fh.read(len(MAGIC)) == MAGIC

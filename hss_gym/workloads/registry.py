@@ -11,10 +11,31 @@ import os
 import re
 from typing import Any
 
+import numpy as np
+
 from hss_gym.workloads import mixes, synthetic
 from hss_gym.workloads.trace import Trace
 
 DEFAULT_N = 100_000
+#: Most requests a workload may be generated with (about 40 bytes each: 40 GB); larger traces are
+#: read from files (``iter_chunks`` streams them).
+MAX_REQUESTS = 10**9
+
+
+def check_count(value: Any, name: str = "n_requests") -> int:
+    """``value`` as a request count in [1, MAX_REQUESTS], or a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_REQUESTS:
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise ValueError(f"{name} must be an integer in [1, {MAX_REQUESTS:_}], got {shown!r}")
+    return int(value)
+
+
+def check_seed(value: Any, name: str = "seed") -> int:
+    """``value`` as a seed in [0, 2**63), or a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise ValueError(f"{name} must be a non-negative integer (below 2**63), got {shown!r}")
+    return int(value)
 
 
 def list_workloads() -> list[str]:
@@ -46,6 +67,7 @@ def make_trace(name: str, n: int = DEFAULT_N, seed: int = 0, **params: Any) -> T
     key = canonical_name(name)
     if key is None:
         raise _unknown(name)
+    n, seed = check_count(n, "n"), check_seed(seed)
     if key in mixes.MIXES:
         return mixes.generate_mix(key, n, seed, **params)
     return synthetic.generate(key, n, seed, **params)
@@ -72,9 +94,20 @@ def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: 
         return spec if n is None else spec.slice(0, n)
     if isinstance(spec, str) and canonical_name(spec) is not None:
         return make_trace(spec, DEFAULT_N if n is None else n, seed, **params)
-    if os.path.isfile(spec):
-        return load_trace(spec, **params) if n is None else load_trace(spec, limit=n, **params)
-    if isinstance(spec, str) and os.sep not in spec and not os.path.splitext(spec)[1]:
-        raise _unknown(spec)
-    raise FileNotFoundError(f"no trace file {os.fspath(spec)!r} (and it is not a registered "
+    check_workload(spec)
+    return load_trace(spec, **params) if n is None else load_trace(spec, limit=n, **params)
+
+
+def check_workload(spec: str | os.PathLike[str]) -> None:
+    """Raise unless ``spec`` is a registered name or an existing path: a word that is no name
+    gives the valid names (ValueError), a path that does not exist says so (FileNotFoundError).
+    Whether an existing path is a readable trace is for :func:`load_trace` to tell."""
+    if isinstance(spec, str) and canonical_name(spec) is not None:
+        return
+    if os.path.lexists(spec):
+        return
+    text = os.fspath(spec)
+    if isinstance(spec, str) and "/" not in text and os.sep not in text and not os.path.splitext(text)[1]:
+        raise _unknown(text)
+    raise FileNotFoundError(f"trace file {text!r} does not exist (and it is not a registered "
                             f"workload name; see hss_gym.workloads.list_workloads())")

@@ -8,7 +8,8 @@ column    dtype      meaning
 ========  =========  ==========================================================
 time_us   float64    arrival time in microseconds (non-decreasing)
 op        uint8      ``READ`` (0) or ``WRITE`` (1)
-offset    int64      byte offset in the flat logical address space (>= 0)
+offset    int64      byte offset in the flat logical address space (>= 0; offset + size
+                     below ``MAX_BYTES`` = 4 PiB)
 size      int64      request size in bytes (> 0)
 stream    uint16     stream id (0 for a single-stream trace; a mix's component)
 ========  =========  ==========================================================
@@ -27,6 +28,8 @@ import numpy as np
 READ = 0
 WRITE = 1
 PAGE_SIZE = 4096
+#: Requests must end below this byte address (4 PiB): the HSS core's page numbers have 40 bits.
+MAX_BYTES = 1 << 52
 
 COLUMNS: dict[str, np.dtype] = {
     "time_us": np.dtype(np.float64),
@@ -86,6 +89,8 @@ class Trace:
         checks = [
             ("size", self.size <= 0, "size must be > 0 bytes"),
             ("offset", self.offset < 0, "offset must be >= 0"),
+            ("offset", self.offset >= MAX_BYTES - self.size,
+             "a request must end below 4 PiB (offset + size < 2**52 bytes, the simulated address space)"),
             ("op", self.op > WRITE, "op must be 0 (read) or 1 (write)"),
             ("time_us", ~np.isfinite(self.time_us), "time must be finite"),
         ]

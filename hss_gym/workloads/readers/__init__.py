@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from hss_gym.workloads import cache as _cache
-from hss_gym.workloads.readers._io import TraceFile
+from hss_gym.workloads.readers._io import TraceFile, open_trace
 from hss_gym.workloads.readers.formats import FORMATS, Block, Parser, detect, make_parser
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
@@ -90,7 +90,8 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     block_bytes:
         Decompressed text parsed per step (memory use; results do not depend on it).
     options:
-        Format options: ``fio``: ``gap_us``, ``time_unit``; ``csv``: see
+        Format options: ``fio``: ``gap_us``, ``time_unit``; ``blkparse``: ``event`` ("D",
+        default, or "Q": which action is a request), ``device`` ("maj,min"); ``csv``: see
         :func:`hss_gym.workloads.readers.formats.csv_format`.
 
     Returns
@@ -235,7 +236,7 @@ class _Reader:
             i = int(np.argmax(t[1:] < t[:-1])) + 1
             prev_t, prev_line = t[i - 1], block.line(i - 1)
         raise TraceFormatError(
-            f"arrival time goes backwards: {t[i]!r} us is before {prev_t!r} us of the previous "
+            f"arrival time goes backwards: {float(t[i])!r} us is before {float(prev_t)!r} us of the previous "
             f"request (line {prev_line}); load_trace(..., sort=True) sorts the requests",
             path=str(self.tf.path), line=block.line(i), field=self.parser.time_field)
 
@@ -256,7 +257,8 @@ class _Reader:
         if self.skipped:
             details.append(f"{self.skipped} malformed rows skipped")
         extra = f" ({'; '.join(details)})" if details else ""
-        return TraceFormatError(f"zero requests{extra}", path=str(self.tf.path))
+        hint = getattr(self.parser, "empty_hint", lambda: "")()
+        return TraceFormatError(f"zero requests{extra}{hint}", path=str(self.tf.path))
 
     def warn(self) -> None:
         if self.skipped:
@@ -295,7 +297,7 @@ def _columns(blocks: list[Block]) -> list[np.ndarray]:
 
 def _hash_file(path: Path) -> str:
     sha = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_trace(path) as fh:
         while chunk := fh.read(1 << 22):
             sha.update(chunk)
     return sha.hexdigest()

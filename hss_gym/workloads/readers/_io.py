@@ -9,13 +9,19 @@ A :class:`TraceFile` reads a file once, front to back, in bounded memory:
 * the raw bytes (as stored on disk, compressed or not) are hashed with SHA-256 for provenance;
   large blocks are hashed on a helper thread while the caller parses (hashlib releases the GIL);
 * :meth:`TraceFile.blocks` yields the decompressed text cut at line ends, in blocks of about
-  ``block_bytes``, so a parser never sees half a line.
+  ``block_bytes``, so a parser never sees half a line;
+* only regular files are read (:func:`open_trace`): a missing path raises FileNotFoundError
+  saying so, and a FIFO, socket or device is refused at once with TraceFormatError. A pipe cannot
+  be read twice (format detection rewinds, the hash reads the raw bytes) and opening a FIFO
+  without a writer would block forever, so the file is opened non-blocking and checked with
+  ``fstat`` before any read. Write a stream to a file first (or to a trace cache).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +41,35 @@ _THREADED_HASH = 1 << 20    # hash blocks at least this large on the helper thre
 
 
 _POOL: ThreadPoolExecutor | None = None
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def open_trace(path: str | Path) -> BinaryIO:
+    """``path`` opened for binary reading if it is a regular file (symbolic links followed).
+
+    Never blocks: the open is non-blocking (a FIFO without a writer would otherwise wait forever)
+    and the file type is checked on the open descriptor, so nothing can be swapped in between.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"trace file {str(path)!r} does not exist") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise TraceFormatError(f"is {kind}, not a regular file: trace files are read twice "
+                                   "(format detection, then the raw bytes' hash), so pipes and "
+                                   "devices are refused; write the trace to a file first",
+                                   path=str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -98,10 +133,7 @@ class TraceFile:
             raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
         self.path = Path(path)
         self.block_bytes = block_bytes
-        try:
-            self._fh: BinaryIO = open(self.path, "rb")  # closed by close()
-        except IsADirectoryError:
-            raise TraceFormatError("is a directory, not a trace file", path=str(path)) from None
+        self._fh: BinaryIO = open_trace(self.path)  # closed by close()
         self._hasher = _Hasher()
         self._first = self._fh.read(4)
         self._fh.seek(0)

@@ -27,10 +27,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from hss_gym.workloads.readers import _tokenize as tk
-from hss_gym.workloads.trace import READ, WRITE, TraceFormatError
+from hss_gym.workloads.trace import MAX_BYTES, READ, WRITE, TraceFormatError
 
 DROP = -1                      # op code of a row the format defines as "not a request"
-_INT64_MAX = 2**63 - 1
+_LIMIT_TEXT = "the end of the address space hss-gym simulates"
 SECTOR = 512
 _WHITE = re.compile(rb"[ \t\r]+")  # the tokenizer's white space
 
@@ -200,10 +200,14 @@ class DelimitedParser:
         assert offset_raw is not None and size_raw is not None
         # values that are not valid although they parsed (rows with errors hold garbage)
         checks = [(fmt.op, codes == tk.KEY_MISSING), (fmt.size, size_raw == 0)]
-        if fmt.offset.unit > 1:
-            checks.append((fmt.offset, offset_raw > _INT64_MAX // fmt.offset.unit))
-        if fmt.size.unit > 1:
-            checks.append((fmt.size, size_raw > _INT64_MAX // fmt.size.unit))
+        ou, su = fmt.offset.unit, fmt.size.unit
+        if int(offset_raw.max(initial=0)) * ou + int(size_raw.max(initial=0)) * su >= MAX_BYTES:
+            # some request may end at or beyond 4 PiB (rows with errors hold garbage: re-checked)
+            far = offset_raw >= -(-MAX_BYTES // ou)
+            big = size_raw >= -(-MAX_BYTES // su)
+            # the end, where both are below the limit (then the products cannot overflow)
+            ends = ~far & ~big & (offset_raw * ou + size_raw * su >= MAX_BYTES)
+            checks += [(fmt.offset, far), (fmt.size, big | ends)]
         if (err.min(initial=tk.ERR_OK) == tk.ERR_OK == err.max(initial=tk.ERR_OK)
                 and not any(wrong.any() for _, wrong in checks)
                 and not (self._drops and (codes == DROP).any())):
@@ -286,7 +290,10 @@ class DelimitedParser:
         unit = fmt.offset.unit if role == "offset" else fmt.size.unit
         if role == "size" and value == 0:
             return "size must be > 0, got 0"
-        return f"{role} {value} x {unit} bytes does not fit in a signed 64-bit integer"
+        shown_bytes = f"{value} bytes" if unit == 1 else f"{value} x {unit} bytes"
+        if value * unit >= MAX_BYTES:
+            return f"{role} {shown_bytes} is at or beyond 4 PiB (2**52 bytes), {_LIMIT_TEXT}"
+        return f"the request (offset + size) ends at or beyond 4 PiB, {_LIMIT_TEXT}"
 
 
 def _first_line(data: bytes | memoryview) -> bytes:
@@ -300,8 +307,22 @@ def _first_line(data: bytes | memoryview) -> bytes:
         size *= 8
 
 
-def _sector_aligned(block: Block) -> bool:
-    return bool((block.offset % SECTOR == 0).all() and (block.size % SECTOR == 0).all())
+def _byte_sizes(block: Block) -> bool:
+    """Sizes in bytes of a block device: all multiples of 512 (offsets may be unaligned)."""
+    return bool((block.size % SECTOR == 0).all())
+
+
+def _sector_counts(block: Block) -> bool:
+    """Sizes in 512-byte sectors (MQSim): not all multiples of 512 sectors (256 KiB), and the
+    nanosecond times are integers."""
+    ns = block.time_us * 1000
+    return bool((block.size % (SECTOR * SECTOR) != 0).any() and
+                (np.abs(ns - np.round(ns)) <= 1e-6 * np.maximum(1.0, ns)).all())
+
+
+_PLAUSIBLE = {"heimdall": "heimdall sizes are bytes, multiples of 512",
+              "mqsim": "mqsim times are integer nanoseconds and sizes are 512-byte sector counts, "
+                       "not all multiples of 512"}
 
 
 _HEX_OPS = {f"{prefix}{code}": op for code, op in (
@@ -359,7 +380,8 @@ MQSIM = DelimitedFormat(
     columns=("arrival_time", "device_id", "start_sector", "size", "type"),
     delimiter=None, time=Column(0, "arrival_time", -3), op=Column(4, "type"),
     offset=Column(2, "start_sector", SECTOR), size=Column(3, "size", SECTOR),
-    ops={"1": READ, "0": WRITE}, fold_case=False, extensions=(".trace",))
+    ops={"1": READ, "0": WRITE}, fold_case=False, extensions=(".trace",),
+    plausible=_sector_counts)
 
 SPC = DelimitedFormat(
     name="spc",
@@ -388,7 +410,7 @@ HEIMDALL = DelimitedFormat(
     delimiter=None, time=Column(0, "timestamp", 3), op=Column(4, "op"),
     offset=Column(2, "offset"), size=Column(3, "size"),
     ops={"1": READ, "0": WRITE}, fold_case=False, extensions=(".trace",),
-    plausible=_sector_aligned)
+    plausible=_byte_sizes)
 
 DELIMITED: dict[str, DelimitedFormat] = {f.name: f for f in (
     MSR, SYSTOR17, ALIBABA, TENCENT, FIU, MQSIM, SPC, CLOUDPHYSICS, HEIMDALL)}
@@ -498,36 +520,87 @@ def parse_lines(data: bytes | memoryview, first_line: int,
 
 
 class BlkparseParser:
-    """``blkparse`` default text output.
+    """``blkparse`` default text output (blktrace's ``blkparse_fmt.c``, ``process_default``).
 
-    Event lines are ``maj,min cpu seq time pid action RWBS sector + nsectors [comm]`` with time
-    in seconds (since the start of tracing) and sector / nsectors in 512-byte sectors
-    (``blkparse(1)``; blktrace's ``blk_io_trace``). Requests are the ``D`` (issued to the
-    driver) events: RWBS containing ``R`` is a read, ``W`` a write. ``D`` events without data
-    (RWBS ``N``, flushes with 0 sectors, packet commands) and discards (RWBS ``D``) are dropped
-    and counted. Other actions (Q, G, I, M, P, U, ...) and the per-CPU summary at the end are not
-    requests and are ignored. When ``C`` (complete) events are present, each is paired with the
-    oldest unpaired ``D`` event of the same device, sector and nsectors; the measured latency
-    (C time - D time, µs) is returned as ``Trace.source["latency_us"]`` (NaN when unpaired).
-    To bound memory, at most :attr:`max_pending` (device, sector, nsectors) keys wait for their
-    C event; beyond that the oldest is given up.
+    Every event line starts ``maj,min cpu seq seconds.nanoseconds pid action RWBS``; what follows
+    depends on the action (``blkparse(1)``, "Default output"):
+
+    ==========================  ===============================================================
+    action                      rest of the line
+    ==========================  ===============================================================
+    Q queued, D issued,         ``sector + nsectors [comm]``; without data: ``[comm]``; with
+    I inserted, B bounced       ``-t``: ``(elapsed)`` before ``[comm]``; packet (SCSI
+                                passthrough) commands: ``bytes [(cdb)] [comm]``
+    C complete, R requeue       ``sector + nsectors [error]``; without data ``sector [error]``;
+                                ``(elapsed)`` before ``[error]`` with ``-t``; packet commands
+                                ``[(cdb)] [error]``; error is 0 or a negative errno
+    M/F back/front merge,       ``sector + nsectors [comm]`` or ``[comm]``
+    G get request, S sleep
+    P plug; U/UT unplug         ``[comm]``; ``[comm] requests``
+    ZP/ZU zone (un)plug
+    A remap                     ``sector + nsectors <- (maj,min) sector``
+    X split                     ``sector / new_sector [comm]``
+    m message                   free text
+    ==========================  ===============================================================
+
+    RWBS is an optional ``F`` (pre-flush), then ``D`` (discard), ``W`` (write), ``R`` (read) or
+    ``N`` (no data), then optional ``F`` (FUA), ``A`` (read-ahead), ``S`` (sync), ``M`` (meta).
+    Sectors are 512 bytes.
+
+    **Requests are the ``D`` (issue) events** by default: a ``D`` is one request handed to the
+    device driver, after the I/O scheduler merged or split the file system's bios, so the trace
+    is what the device served (the granularity of the MSR and SYSTOR block traces, and what
+    ``btrecord``/``btreplay`` replay). ``event="Q"`` takes the ``Q`` (queued) events instead: the
+    bios as submitted, before merging - use it for traces without ``D`` events (a device-mapper
+    volume, or ``blktrace -a queue``). ``D`` events that ``R`` requeued are issued again; the
+    repeat is not a new request (counted as ``requeued``). Request events without data (RWBS
+    ``N``, flushes of 0 sectors), discards (``D`` in RWBS) and packet commands are dropped and
+    counted. Other actions are not requests; every action's count is in
+    ``Trace.source["events"]``, the devices seen in ``source["devices"]`` (``device="8,0"``
+    keeps one device's events: sectors of different devices would share one address space).
+
+    When ``C`` (complete) events are present, each is paired with the oldest unpaired request of
+    the same device, sector and nsectors; the measured latency (C time - request time, µs) is
+    ``Trace.source["latency_us"]`` (NaN when unpaired, e.g. ``Q`` events that were merged). To
+    bound memory at most :attr:`max_pending` keys wait for their ``C``; beyond that the oldest is
+    given up. Completions with a non-zero error are counted in ``completion_errors``.
     """
 
     name = "blkparse"
     time_field = "time"
     max_pending = 1 << 16
+    EVENTS = ("D", "Q")
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, event: str = "D", device: str | None = None) -> None:
+        if event not in self.EVENTS:
+            raise ValueError(f"event must be one of {list(self.EVENTS)} (the blkparse action "
+                             f"that defines a request), got {event!r}")
+        if device is not None and (not isinstance(device, str) or not _DEVICE.fullmatch(device.encode())):
+            raise ValueError(f"device must be 'major,minor' as blkparse prints it (e.g. '8,0'), "
+                             f"got {device!r}")
+        self.path, self.event, self.device = path, event.encode(), device
         self.next_line = 1
         self.count = 0
         self.paired = 0
+        self.completion_errors = 0
+        self.events: Counter[str] = Counter()
+        self.devices: dict[str, None] = {}
         self._pending: dict[tuple[bytes, int, int], list[tuple[int, float]]] = {}
+        self._requeued: Counter[tuple[bytes, int, int]] = Counter()
         self._done_index = array("q")     # request index and latency of paired completions
         self._done_latency = array("d")   # not yet handed out by extras()
 
+    def empty_hint(self) -> str:
+        """Why a file gave no request, when its events tell (for the zero-requests error)."""
+        other = "Q" if self.event == b"D" else "D"
+        if self.events.get(other):
+            return (f"; it has {self.events[other]} {other} events: load_trace(..., "
+                    f"event={other!r}) takes those as the requests")
+        return ""
+
     def info(self) -> dict[str, Any]:
-        return {"completions_paired": self.paired}
+        return {"event": self.event.decode(), "events": dict(self.events), "devices": list(self.devices),
+                "completions_paired": self.paired, "completion_errors": self.completion_errors}
 
     def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
         if not self.paired:
@@ -548,11 +621,16 @@ class BlkparseParser:
 
     def _handle(self, line: bytes, lineno: int, out: Columns, dropped: Counter[str]) -> None:
         f = line.split()
-        if len(f) >= 6 and f[5] in (b"D", b"C") and _DEVICE.fullmatch(f[0]):
-            self._event(f, lineno, out, dropped)
+        if len(f) < 7 or not _DEVICE.fullmatch(f[0]):
+            return  # blank lines, the per-CPU and total summaries at the end
+        action = f[5]
+        self.events[action.decode("utf-8", "replace")] += 1
+        if self.device is not None and f[0].decode() != self.device:
+            return
+        if action == self.event or action in (b"C", b"R"):
+            self._event(f, action, lineno, out, dropped)
 
-    def _event(self, f: list[bytes], line: int,
-               out: tuple[list[float], list[int], list[int], list[int], list[int]],
+    def _event(self, f: list[bytes], action: bytes, line: int, out: Columns,
                dropped: Counter[str]) -> None:
         def error(message: str, name: str) -> TraceFormatError:
             return TraceFormatError(message, path=self.path, line=line, field=name)
@@ -560,29 +638,30 @@ class BlkparseParser:
         time = tk.parse_decimal_scalar(f[3])
         if time is None:
             raise error(f"expected seconds such as 0.001368096, got {_show(f[3])}", "time")
-        if len(f) < 7:
-            raise error("missing RWBS field", "RWBS")
-        rwbs, action = f[6], f[5]
-        if b"R" in rwbs or b"W" in rwbs:
-            if len(f) > 8 and f[8].startswith(b"("):
-                if action == b"D":
-                    dropped["packet_command"] += 1
-                return
-            if len(f) < 10 or f[8] != b"+":
-                raise error("expected 'sector + nsectors' after RWBS", "sector")
-            sector, nsec = tk.parse_uint_scalar(f[7]), tk.parse_uint_scalar(f[9])
-            if sector is None or sector > _INT64_MAX // SECTOR:
-                raise error(f"expected a sector number, got {_show(f[7])}", "sector")
-            if nsec is None or nsec > _INT64_MAX // SECTOR:
-                raise error(f"expected a sector count, got {_show(f[9])}", "nsectors")
-        elif action == b"D":
-            dropped["discard" if b"D" in rwbs else "no_data"] += 1
+        rwbs = f[6]
+        kind = rwbs[1:2] if rwbs[:1] == b"F" and len(rwbs) > 1 else rwbs[:1]
+        if kind not in (b"D", b"W", b"R", b"N"):
+            raise error(f"unknown RWBS {_show(rwbs)}: expected [F](D|W|R|N)[F][A][S][M]", "RWBS")
+        request = action == self.event
+        if action == b"C" and f[-1].startswith(b"[") and f[-1] not in (b"[0]",):
+            self.completion_errors += 1
+        extent = self._extent(f, action, error)
+        if kind == b"D" or kind == b"N" or extent is None or not extent[1]:
+            if request:
+                dropped["discard" if kind == b"D" else
+                        "packet_command" if extent is None and kind != b"N" else "no_data"] += 1
             return
-        else:
-            return  # completion of a request without data
+        sector, nsec = extent
+        if (sector + nsec) * SECTOR >= MAX_BYTES:
+            raise error(f"sector {sector} + {nsec} ends at or beyond 4 PiB (2**52 bytes), "
+                        f"{_LIMIT_TEXT}", "sector")
         t_us = tk.to_us_scalar(time[0], time[1], 6)
         key = (f[0], sector, nsec)
-        if action == b"C":
+        if action == b"R":
+            if key in self._pending:
+                self._requeued[key] += 1  # its next issue is a repeat, not a new request
+            return
+        if not request:  # a completion
             waiting = self._pending.get(key)
             if waiting:
                 index, issued = waiting.pop(0)
@@ -592,16 +671,41 @@ class BlkparseParser:
                 if not waiting:
                     del self._pending[key]
             return
-        if nsec == 0:
-            dropped["no_data"] += 1
+        if self._requeued.get(key):
+            self._requeued[key] -= 1
+            dropped["requeued"] += 1
             return
+        self.devices.setdefault(f[0].decode())
         self._pending.setdefault(key, []).append((self.count, t_us))
         if len(self._pending) > self.max_pending:
             del self._pending[next(iter(self._pending))]
         self.count += 1
-        for column, value in zip(out, (t_us, READ if b"R" in rwbs else WRITE, sector * SECTOR,
+        for column, value in zip(out, (t_us, READ if kind == b"R" else WRITE, sector * SECTOR,
                                        nsec * SECTOR, line)):
             column.append(value)
+
+    @staticmethod
+    def _extent(f: list[bytes], action: bytes,
+                error: Callable[[str, str], TraceFormatError]) -> tuple[int, int] | None:
+        """(sector, nsectors) of an event with a position, (0, 0) of one without data, or None
+        for a packet command (``bytes (cdb) [comm]``: no sector)."""
+        rest = f[7:]
+        if len(rest) >= 3 and rest[1] == b"+":
+            sector, nsec = tk.parse_uint_scalar(rest[0]), tk.parse_uint_scalar(rest[2])
+            if sector is None:
+                raise error(f"expected a sector number, got {_show(rest[0])}", "sector")
+            if nsec is None:
+                raise error(f"expected a sector count after '+', got {_show(rest[2])}", "nsectors")
+            return sector, nsec
+        if rest and rest[0][:1].isdigit():
+            value = tk.parse_uint_scalar(rest[0])
+            if value is None:
+                raise error(f"expected a number, got {_show(rest[0])}", "sector")
+            # C/R without data print the sector alone; Q/D/I/B packet commands print bytes
+            return (value, 0) if action in (b"C", b"R") else None
+        if rest and rest[0][:1] in (b"[", b"("):
+            return (0, 0)  # no data (``[comm]``, ``(elapsed) [comm]``, a packet ``(cdb) [error]``)
+        raise error("expected 'sector + nsectors', 'sector', '[' or '(' after RWBS", "sector")
 
 
 # ============================================================================ fio iolog
@@ -709,6 +813,9 @@ class FioParser:
                         "trim or wait", "action")
         if length is None or length == 0:
             raise error(f"expected a length in bytes > 0, got {_show(f[3])}", "length")
+        if offset + length >= MAX_BYTES:
+            raise error(f"offset {offset} + length {length} ends at or beyond 4 PiB (2**52 "
+                        f"bytes), {_LIMIT_TEXT}", "offset")
         if not v3:
             t_us, self._clock = self._clock, self._clock + self.gap_us
         self.files.setdefault(f[0].decode("utf-8", "replace"))
@@ -728,7 +835,8 @@ def _show(token: bytes) -> str:
 FORMATS: dict[str, str] = {
     **{name: fmt.summary for name, fmt in DELIMITED.items()},
     "blkparse": "blkparse default text output: maj,min cpu seq time(s) pid action RWBS sector "
-                "+ nsectors [comm]; D events are the requests, C events give latency",
+                "+ nsectors [comm]; D (issue) events are the requests (event='Q': the queued "
+                "bios), C events give latency",
     "fio": "fio iolog v2 (no times: synthesised with gap_us) and v3 (timestamp in µs)",
     "csv": "generic delimited text with a column map (columns=, time_unit=, offset_unit=, ...)",
     "cache": "hss-gym columnar trace cache (hss_gym.workloads.cache)",
@@ -736,6 +844,7 @@ FORMATS: dict[str, str] = {
 
 _OPTIONS: dict[str, set[str]] = {
     "fio": {"gap_us", "time_unit"},
+    "blkparse": {"event", "device"},
     "csv": {"columns", "delimiter", "header", "time_unit", "offset_unit", "size_unit",
             "read_values", "write_values", "drop_values", "case_sensitive"},
 }
@@ -755,7 +864,7 @@ def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, A
     if name in DELIMITED:
         return DelimitedParser(DELIMITED[name], path, engine)
     if name == "blkparse":
-        return BlkparseParser(path)
+        return BlkparseParser(path, **options)
     if name == "fio":
         return FioParser(path, **options)
     opts = dict(options)
@@ -779,13 +888,22 @@ def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, A
 
 _BLKPARSE_LINE = re.compile(rb"\s*[0-9]+,[0-9]+\s+[0-9]+\s+[0-9]+\s+[0-9]+\.[0-9]+\s+[0-9]+\s+"
                             rb"[A-Za-z]{1,2}\s")
-_DETECT_LINES = 64  # lines of the head a delimited format must parse to be detected
+_DETECT_LINES = 2000  # lines of the head (at most its 64 KiB) a delimited format must parse
 _DETECT_ORDER = ("msr", "systor17", "alibaba", "tencent", "spc", "cloudphysics", "fiu",
                  "heimdall", "mqsim")
 
 
 def detect(head: bytes, path: str, engine: str = "auto") -> str:
-    """The format of a file from its first decompressed bytes (and its name as a hint)."""
+    """The format of a file from its first decompressed bytes (and its name as a hint).
+
+    Every delimited format parses the first lines (up to :data:`_DETECT_LINES`, 64 KiB); the
+    candidates are those that parse most rows, need no header they lack, and whose values are
+    plausible for their units (e.g. byte sizes that are multiples of 512). The one that parses
+    the most rows wins; a file extension only breaks a tie. If two candidates remain tied (or
+    the rows parse only as formats whose values are implausible), the file is *not* guessed:
+    TraceFormatError names the candidates and asks for ``format=`` - a wrong guess would
+    rescale offsets and times silently.
+    """
     if head.startswith((b"fio version 2 iolog", b"fio version 3 iolog")):
         return "fio"
     first = next((line for line in head.split(b"\n", 50)[:50] if line.strip()), b"")
@@ -795,8 +913,9 @@ def detect(head: bytes, path: str, engine: str = "auto") -> str:
     sample = head if len(lines) <= _DETECT_LINES else b"\n".join(lines[:_DETECT_LINES]) + b"\n"
     suffixes = {s.lower() for s in Path(path).suffixes}
     first_rows = [line for line in lines[:10] if line.strip()][:2]
-    scores: dict[str, tuple[int, bool, int]] = {}
-    for rank, name in enumerate(_DETECT_ORDER):
+    scores: dict[str, tuple[int, bool]] = {}
+    implausible: list[str] = []
+    for name in _DETECT_ORDER:
         fmt = DELIMITED[name]
         parser = DelimitedParser(fmt, path, engine, describe_errors=False)
         # cheap pre-check: one of the first two lines (a header, then a row) has the field count
@@ -805,12 +924,28 @@ def detect(head: bytes, path: str, engine: str = "auto") -> str:
             continue
         block = parser.parse(sample)
         # most rows must parse (a few malformed rows are reported later, with their lines)
-        if (len(block) <= block.skipped or (fmt.detect_needs_header and not parser.saw_header)
-                or (fmt.plausible is not None and not fmt.plausible(block))):
+        if len(block) <= block.skipped or (fmt.detect_needs_header and not parser.saw_header):
             continue
-        scores[name] = (len(block) - block.skipped, bool(set(fmt.extensions) & suffixes), -rank)
+        if fmt.plausible is not None and not fmt.plausible(block):
+            implausible.append(name)
+            continue
+        scores[name] = (len(block) - block.skipped, bool(set(fmt.extensions) & suffixes))
+    names = ", ".join(n for n in FORMATS if n != "cache")
     if not scores:
+        if implausible:
+            raise TraceFormatError(
+                f"the first lines parse as {' or '.join(map(repr, implausible))} but their values "
+                f"are implausible for {'that format' if len(implausible) == 1 else 'each'} "
+                f"({'; '.join(_PLAUSIBLE[n] for n in implausible)}); pass format= to read the "
+                "file as one of them anyway", path=path)
         raise TraceFormatError(
-            "could not detect the trace format from the first lines; pass format= (one of "
-            f"{', '.join(n for n in FORMATS if n != 'cache')})", path=path)
-    return max(scores, key=scores.__getitem__)
+            f"could not detect the trace format from the first lines; pass format= (one of {names})",
+            path=path)
+    ranked = sorted(scores, key=scores.__getitem__, reverse=True)
+    if len(ranked) > 1 and scores[ranked[0]] == scores[ranked[1]]:
+        tied = [n for n in ranked if scores[n] == scores[ranked[0]]]
+        raise TraceFormatError(
+            f"ambiguous trace format: the first {scores[ranked[0]][0]} rows parse equally well as "
+            f"{' and '.join(map(repr, tied))}, whose units differ; pass format= (e.g. "
+            f"format={tied[0]!r})", path=path)
+    return ranked[0]

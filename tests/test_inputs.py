@@ -1,0 +1,252 @@
+"""Bad or unusual input gets a clear answer: every blkparse line form, format detection that
+refuses to guess, the 4 PiB address limit, missing paths, FIFOs, and option validation."""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hss_gym
+from hss_gym.config import make_config
+from hss_gym.workloads import make_trace
+from hss_gym.workloads.readers import detect_format, iter_chunks, load_trace
+from hss_gym.workloads.registry import get_trace
+from hss_gym.workloads.trace import MAX_BYTES, READ, WRITE, Trace, TraceFormatError
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def line(seq: int, t: str, action: str, rwbs: str, rest: str, dev: str = "8,0") -> str:
+    """One event line as blkparse's process_default prints it ("%3d,%-3d %2d %8d %5d.%09lu %5u
+    %2s %3s " then the action's part)."""
+    major, minor = dev.split(",")
+    return f"{major:>3},{minor:<3} {1:2d} {seq:8d} {t:>15} {697:5d} {action:>2} {rwbs:>3} {rest}\n"
+
+
+# One line of every form blkparse(1) prints (blkparse_fmt.c, process_default), as a real trace
+# interleaves them: a write queued, merged, issued, completed; a read with -t elapsed times; a
+# flush; a discard; packet commands; plug/unplug, remap, split, message, zone (un)plug lines.
+EVERY_FORM = "".join([
+    line(1, "0.000000000", "A", "W", "2048 + 8 <- (8,1) 0"),
+    line(2, "0.000000100", "Q", "WS", "2048 + 8 [jbd2/sda1-8]"),
+    line(3, "0.000000200", "G", "WS", "2048 + 8 [jbd2/sda1-8]"),
+    line(4, "0.000000300", "P", "N", "[jbd2/sda1-8]"),
+    line(5, "0.000000400", "Q", "WS", "2056 + 8 [jbd2/sda1-8]"),
+    line(6, "0.000000500", "M", "WS", "2056 + 8 [jbd2/sda1-8]"),
+    line(7, "0.000000600", "I", "WS", "2048 + 16 [jbd2/sda1-8]"),
+    line(8, "0.000000700", "U", "N", "[jbd2/sda1-8] 1"),
+    line(9, "0.000001000", "D", "WS", "2048 + 16 [jbd2/sda1-8]"),           # request 1
+    line(10, "0.000002000", "Q", "RA", "4096 + 8 (    1000) [cat]"),          # -t: elapsed
+    line(11, "0.000002500", "S", "RA", "[cat]"),
+    line(12, "0.000003000", "D", "RA", "4096 + 8 (    1000) [cat]"),          # request 2
+    line(13, "0.000004000", "X", "R", "8192 / 8200 [dd]"),
+    line(14, "0.000005000", "Q", "FWS", "[kworker/0:1H]"),                    # flush, no data
+    line(15, "0.000005100", "D", "FWS", "[kworker/0:1H]"),                    # dropped: no_data
+    line(16, "0.000005200", "C", "FWS", "0 [0]"),                             # C without size
+    line(17, "0.000006000", "D", "DS", "10000 + 2048 [fstrim]"),              # dropped: discard
+    line(18, "0.000007000", "D", "N", "0 (00 ..) [kworker/u65:0]"),           # dropped: no_data
+    line(19, "0.000007500", "D", "R", "8192 (28 00 00 00 ..) [sg_dd]"),       # dropped: packet
+    line(20, "0.000007600", "D", "R", "8192 [sg_dd]"),                        # packet, no cdb
+    line(21, "0.000007700", "C", "R", "(28 00 00 00 ..) [0]"),                # packet complete
+    line(22, "0.000008000", "C", "WS", "2048 + 16 [0]"),                      # completes 1
+    line(23, "0.000009000", "C", "RA", "4096 + 8 (    6000) [0]"),            # completes 2
+    line(24, "0.000010000", "D", "W", "6000 + 8 [kworker]"),                  # request 3
+    line(25, "0.000010500", "R", "W", "6000 + 8 [0]"),                        # requeued ...
+    line(26, "0.000011000", "D", "W", "6000 + 8 [kworker]"),                  # ... and reissued
+    line(27, "0.000012000", "C", "W", "6000 + 8 [-5]"),                       # an I/O error
+    line(28, "0.000013000", "UT", "N", "[kworker] 2"),
+    line(29, "0.000014000", "ZP", "N", "[kworker]"),
+    line(30, "0.000014500", "ZU", "N", "[kworker] 1"),
+    line(31, "0.000015000", "m", "N", "cfq697 insert_request"),
+    line(32, "0.000016000", "D", "WFSM", "7000 + 1 [xfsaild]", dev="8,16"),  # another device
+    "CPU1 (8,0):\n Reads Queued:           1,        4KiB\t Writes Queued:           2,        8KiB\n",
+    "\nTotal (8,0):\nEvents (8,0): 31 entries\nSkips: 0 forward (0 -   0.0%)\n",
+])
+
+
+def test_blkparse_every_line_form(tmp_path: Path) -> None:
+    path = write(tmp_path, "all.txt", EVERY_FORM)
+    assert detect_format(path) == "blkparse"
+    trace = load_trace(path)
+    assert trace.op.tolist() == [WRITE, READ, WRITE, WRITE]
+    assert trace.offset.tolist() == [2048 * 512, 4096 * 512, 6000 * 512, 7000 * 512]
+    assert trace.size.tolist() == [16 * 512, 8 * 512, 8 * 512, 512]
+    assert trace.time_us.tolist() == [1.0, 3.0, 10.0, 16.0]
+    src = trace.source
+    assert src["event"] == "D" and src["skipped"] == 0
+    assert src["dropped"] == {"no_data": 2, "discard": 1, "packet_command": 2, "requeued": 1}
+    assert src["events"]["D"] == 10 and src["events"]["Q"] == 4 and src["events"]["UT"] == 1
+    assert src["devices"] == ["8,0", "8,16"]
+    assert src["completions_paired"] == 3 and src["completion_errors"] == 1
+    lat = src["latency_us"]
+    assert lat[:3].tolist() == pytest.approx([7.0, 6.0, 2.0]) and math.isnan(lat[3])
+
+
+def test_blkparse_queued_events_and_one_device(tmp_path: Path) -> None:
+    path = write(tmp_path, "all.txt", EVERY_FORM)
+    q = load_trace(path, event="Q")
+    assert q.source["event"] == "Q"
+    assert q.offset.tolist() == [2048 * 512, 2056 * 512, 4096 * 512]  # the bios, before merging
+    assert q.source["dropped"] == {"no_data": 1}
+    assert q.source["latency_us"][2] == pytest.approx(7.0) and math.isnan(q.source["latency_us"][0])
+    assert load_trace(path, device="8,16").offset.tolist() == [7000 * 512]
+    with pytest.raises(ValueError, match="event must be one of"):
+        load_trace(path, event="X")
+    with pytest.raises(ValueError, match="major,minor"):
+        load_trace(path, device="sda")
+
+
+def test_blkparse_without_issue_events_says_which_to_use(tmp_path: Path) -> None:
+    path = write(tmp_path, "dm.txt", line(1, "0.000001000", "Q", "W", "8 + 8 [dd]", dev="253,0")
+                 + line(2, "0.000002000", "C", "W", "8 + 8 [0]", dev="253,0"))
+    with pytest.raises(TraceFormatError, match=r"zero requests.*1 Q events.*event='Q'"):
+        load_trace(path)
+    assert load_trace(path, event="Q").source["latency_us"].tolist() == [1.0]
+
+
+def test_blkparse_real_sample_only_issue_events(shared_traces: Path) -> None:
+    trace = load_trace(shared_traces / "blkparse-wiscsee.txt")
+    assert trace.source["events"] == {"D": 677} and trace.source["skipped"] == 0
+    assert len(trace) == 673 and trace.source["devices"] == ["8,33"]
+
+
+def test_blkparse_bad_fields_name_line_and_field(tmp_path: Path) -> None:
+    cases = [(line(1, "0.000001", "D", "Q", "8 + 8 [a]"), "RWBS"),
+             (line(1, "0.000001", "D", "W", "8 + x [a]"), "nsectors"),
+             (line(1, "0.000001", "D", "W", "nowhere [a]"), "sector"),
+             (line(1, "0.000001", "D", "W", f"{MAX_BYTES // 512 - 4} + 8 [a]"), "sector")]
+    for text, field in cases:
+        path = write(tmp_path, "bad.txt", line(1, "0.0000005", "D", "W", "0 + 8 [a]") + text)
+        with pytest.raises(TraceFormatError) as info:
+            load_trace(path, "blkparse")
+        assert (info.value.line, info.value.field) == (2, field), str(info.value)
+
+
+# ------------------------------------------------------------------------------ detection
+
+
+def test_unaligned_msr_offset_stays_heimdall(tmp_path: Path) -> None:
+    """An MSR line whose byte offset is not a multiple of 512 must not turn the file into MQSim
+    (which would multiply offsets by 512 and read milliseconds as nanoseconds)."""
+    rows = "".join(f"{i * 1.5:.3f} 0 {i * 4096 + (7 if i == 3 else 0)} 4096 {i % 2}\n" for i in range(200))
+    path = write(tmp_path, "msr.trace", rows)
+    trace = load_trace(path)
+    assert trace.source["format"] == "heimdall"
+    assert trace.offset[3] == 3 * 4096 + 7 and trace.time_us[2] == 3000.0
+
+
+def test_detection_refuses_to_guess(tmp_path: Path) -> None:
+    path = write(tmp_path, "odd.trace", "0.5 0 4096 100 1\n1.5 0 8192 100 0\n")
+    with pytest.raises(TraceFormatError, match=r"'heimdall' or 'mqsim'.*pass format=") as info:
+        load_trace(path)
+    assert info.value.path == str(path)
+    assert load_trace(path, "heimdall").size.tolist() == [100, 100]
+
+
+def test_detection_refuses_a_tie(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from hss_gym.workloads.readers import formats
+    for name in ("heimdall", "mqsim"):  # without the unit checks the two formats tie
+        monkeypatch.setitem(formats.DELIMITED, name, replace(formats.DELIMITED[name], plausible=None))
+    path = write(tmp_path, "x.trace", "1000 0 8 8 1\n")
+    with pytest.raises(TraceFormatError, match=r"ambiguous trace format.*'heimdall' and 'mqsim'"):
+        detect_format(path)
+
+
+# ------------------------------------------------------------------------------ paths, limits
+
+
+def test_missing_trace_path_says_it_does_not_exist(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nope.csv")
+    for call in (lambda: load_trace(missing), lambda: get_trace(missing),
+                 lambda: next(iter_chunks(missing)), lambda: detect_format(missing)):
+        with pytest.raises(FileNotFoundError, match="does not exist"):
+            call()
+    with pytest.raises(ValueError, match="unknown workload 'ycsbz'"):
+        get_trace("ycsbz")
+    from hss_gym.benchmarks.suites import SuiteError, check_workload
+    with pytest.raises(SuiteError, match="does not exist"):
+        check_workload(missing)
+    with pytest.raises(SuiteError, match="unknown workload"):
+        check_workload("ycsbz")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        for call in (lambda: load_trace(fifo), lambda: next(iter_chunks(fifo)),
+                     lambda: detect_format(fifo), lambda: get_trace(str(fifo), n=10)):
+            try:
+                call()
+            except BaseException as e:  # noqa: BLE001 - collected and checked below
+                errors.append(e)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():  # unblock it, then fail
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("reading a FIFO blocked")
+    assert len(errors) == 4
+    assert all(isinstance(e, TraceFormatError) and "FIFO" in str(e) for e in errors), errors
+
+
+def test_offsets_at_4_pib_are_rejected(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match="4 PiB"):
+        Trace.from_arrays([0.0], [READ], [MAX_BYTES - 4096], [8192])
+    ok = Trace.from_arrays([0.0], [READ], [MAX_BYTES - 8192], [4096])
+    assert hss_gym.replay.replay(ok, "perf_opt", "fast_only").metrics.requests == 1  # the core takes it
+    rows = "".join(f"{i}.000 0 {i * 4096} 4096 1\n" for i in range(4))
+    path = write(tmp_path, "far.trace", rows + f"5.000 0 {MAX_BYTES} 4096 1\n")
+    with pytest.raises(TraceFormatError, match="4 PiB") as info:
+        load_trace(path)
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 5, "offset")
+    fio = write(tmp_path, "f.iolog", f"fio version 2 iolog\nf add\nf write {MAX_BYTES - 1} 2\n")
+    with pytest.raises(TraceFormatError, match="4 PiB") as info:
+        load_trace(fio)
+    assert info.value.line == 3
+
+
+def test_time_error_prints_plain_numbers(tmp_path: Path) -> None:
+    path = write(tmp_path, "back.trace", "2.000 0 0 4096 1\n1.000 0 0 4096 1\n")
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(path, "heimdall")
+    assert "2000.0 us" in str(info.value) and "np." not in str(info.value)
+
+
+# ------------------------------------------------------------------------------ options
+
+
+def test_options_are_validated_by_name() -> None:
+    with pytest.raises(ValueError, match=r"fast_fraction \(fractions\[0\]\) must be in \(0, 1\].*got 2.0"):
+        make_config("perf_opt", fast_fraction=2.0)
+    with pytest.raises(ValueError, match=r"fast_fraction.*got 1.5\b") as info:
+        make_config("perf_opt", fast_fraction=np.float64(1.5))
+    assert "np." not in str(info.value)
+    with pytest.raises(ValueError, match=r"fractions\[1\] must be in \(0, 1\]"):
+        make_config("tri", fractions=(0.1, 3.0))
+    env = hss_gym.parallel_env("perf_opt", "ycsb-b", n_requests=100)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer.*-1"):
+        env.reset(seed=-1)
+    with pytest.raises(ValueError, match=r"n_requests must be an integer in \[1, 1_000_000_000\]"):
+        hss_gym.parallel_env("perf_opt", "ycsb-b", n_requests=10**13)
+    with pytest.raises(ValueError, match="n_requests"):
+        hss_gym.parallel_env("perf_opt", "ycsb-b", n_requests=0)
+    with pytest.raises(ValueError, match=r"\bn must be an integer"):
+        make_trace("ycsb-b", n=10**13)
+    with pytest.raises(ValueError, match="seed must be a non-negative"):
+        make_trace("ycsb-b", n=10, seed=-1)
