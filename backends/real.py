@@ -13,7 +13,12 @@ page operation at a time, except a copy a request depends on, which runs first. 
 device lives at byte ``slot * 4096``; the home (last) device maps page ``p`` to slot ``p``, so it
 must span the trace's address space (the env sizes it from the trace).
 
-Safety (data is part of the contract): block devices are refused unless
+Safety (data is part of the contract): files are never created or written on a kernel pseudo
+file system (``/dev``'s devtmpfs, ``/proc``, ``/sys``, cgroup, debugfs, ... see :data:`PSEUDO_FS`,
+read from ``/proc/self/mountinfo``; the ``/dev`` mount itself is refused whatever its type, while
+a tmpfs mounted inside it such as ``/dev/shm`` is fine), even with ``allow_block_device=True``: a
+mistyped block device (``/dev/sdz``) would otherwise become a RAM-backed regular file and the
+"device" would be measured silently. Block devices are refused unless
 ``allow_block_device=True``, and even then a mounted/held device or one carrying a filesystem,
 partition-table, swap, LVM, RAID or LUKS signature is refused unless ``force=True``; an existing
 non-empty file is refused unless ``overwrite=True``; the C engine bounds-checks every I/O against
@@ -32,6 +37,7 @@ buffered), ``timed`` (honour trace arrival times; default as fast as possible), 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from typing import Any, Sequence
@@ -68,6 +74,12 @@ SIGNATURES: tuple[tuple[int, bytes, str], ...] = (
     (0x10040, b"_BHRfS_M", "btrfs filesystem"),
 )
 SIGNATURE_BYTES = 0x10040 + 8
+
+#: File system types that hold no user data: a path on one of them is a kernel interface.
+PSEUDO_FS = frozenset({
+    "devtmpfs", "proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+    "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "devpts", "binfmt_misc",
+    "autofs", "rpc_pipefs", "nsfs", "hugetlbfs", "selinuxfs"})
 
 
 class UringUnavailable(RuntimeError):
@@ -163,6 +175,54 @@ def block_device_problems(path: str) -> list[str]:
     return problems
 
 
+def mount_of(path: str) -> tuple[str, str] | None:
+    """(mount point, file system type) of the file system holding ``path`` (symbolic links
+    resolved), from ``/proc/self/mountinfo``; None where that file does not exist."""
+    target = os.path.realpath(path)
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    best: tuple[str, str] | None = None
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, fs = left.split(), right.split()
+        if not sep or len(fields) < 5 or not fs:
+            continue
+        mnt = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])  # \040 = space
+        inside = target == mnt or target.startswith(mnt.rstrip("/") + "/")
+        if inside and (best is None or len(mnt) >= len(best[0])):  # a later mount shadows
+            best = (mnt, fs[0])
+    return best
+
+
+def pseudo_fs_problem(path: str) -> str | None:
+    """Why ``path`` (an existing file, or one to create) must not be used: it lies on a kernel
+    pseudo file system or directly in ``/dev``; None if it may."""
+    exists = os.path.exists(path)
+    where = path if exists else os.path.dirname(os.path.abspath(path))
+    found = mount_of(where)
+    if found is None:
+        return None
+    mnt, fstype = found
+    real = os.path.realpath(where)
+    if mnt == "/dev" or fstype == "devtmpfs":
+        try:
+            names = sorted(os.listdir("/sys/block"))
+        except OSError:
+            names = []
+        known = f" Block devices here: {', '.join('/dev/' + n for n in names)}." if names else ""
+        state = "is not a block device" if exists else "does not exist"
+        return (f"{path} {state}, and a file created in /dev ({fstype}) would live "
+                f"in RAM and be measured as if it were a device. Is the device name mistyped?"
+                f"{known}")
+    if fstype in PSEUDO_FS or real in ("/proc", "/sys") or real.startswith(("/proc/", "/sys/")):
+        return (f"{path} is on {mnt} ({fstype}), a kernel pseudo file system that stores no "
+                "data; give a file on a real file system (or tmpfs) or an existing block device")
+    return None
+
+
 def check_path(path: str, *, overwrite: bool = False, allow_block_device: bool = False,
                force: bool = False) -> None:
     """Apply the safety rules to one device path; raise :class:`UnsafeDeviceError` if refused."""
@@ -172,6 +232,9 @@ def check_path(path: str, *, overwrite: bool = False, allow_block_device: bool =
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"{path}: parent directory {parent} does not exist") from None
+        problem = pseudo_fs_problem(path)
+        if problem:
+            raise UnsafeDeviceError(f"refused: {problem}") from None
         return
     if stat.S_ISBLK(st.st_mode):
         if not allow_block_device:
@@ -182,6 +245,9 @@ def check_path(path: str, *, overwrite: bool = False, allow_block_device: bool =
             raise UnsafeDeviceError(f"{path}: refused, it " + "; ".join(problems)
                                     + " (pass force=True to overwrite it anyway)")
     elif stat.S_ISREG(st.st_mode):
+        problem = pseudo_fs_problem(path)
+        if problem:
+            raise UnsafeDeviceError(f"refused: {problem}")
         if st.st_size > 0 and not overwrite:
             raise UnsafeDeviceError(f"{path} exists and is not empty ({st.st_size} bytes): refused "
                                     "(pass overwrite=True to overwrite it)")
