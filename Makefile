@@ -1,35 +1,44 @@
 # hss-gym developer entry points. `make run` and `make test` set everything up on a fresh clone:
 # a virtualenv in .venv with the package installed in editable mode (C core built in place).
-# Set PIP_CONSTRAINT (pip reads it) to pin packages, as .ci/run does for torch.
+# Set PIP_CONSTRAINT (pip reads it) to pin packages, as .ci/run does for torch; VENV and EXTRAS
+# choose the virtualenv and the extras installed in it (.ci/run tests two); PIP_FLAGS=-v shows
+# what pip does (the default prints errors only).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 EXTRAS ?= test,agents
+PIP_FLAGS ?= -qq --progress-bar off
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h)
 SO_STAMP := build/.core-built
 RESULTS ?= results
 
-.PHONY: run test test-slow test-asan bench-perf clean
+.PHONY: run test test-py test-slow test-asan bench-perf clean
 
 $(STAMP): pyproject.toml setup.cfg setup.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
-	mkdir -p build && touch $@ $(SO_STAMP)
+	@echo "setting up $(VENV) with hss-gym[$(EXTRAS)] (a few minutes the first time)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install $(PIP_FLAGS) --upgrade pip 'setuptools>=77'
+	@$(PY) -m pip install $(PIP_FLAGS) -e '.[$(EXTRAS)]'
+	@mkdir -p build && touch $@ $(SO_STAMP)
 
 # Rebuild the C core in place when its sources change (editable installs do not).
 $(SO_STAMP): $(STAMP) $(CSRC)
-	$(PY) setup.py -q build_ext --inplace
-	mkdir -p build && touch $@
+	@echo "building the C extensions in place"
+	@mkdir -p build
+	@$(PY) setup.py -q build_ext --inplace > build/build_ext.log 2>&1 || { cat build/build_ext.log; exit 1; }
+	@touch $@
 
 ## The main job: the `quick` leaderboard suite (reference agents and baselines), table + report.
 run: $(SO_STAMP)
 	$(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick --resume
 
-## The fast test suite (< 15 min on 2 cores), plus the C core under ASan/UBSan.
-test: $(SO_STAMP) test-asan
+## The fast test suite (< 8 min on 2 cores), plus the C core under ASan/UBSan.
+test: test-py test-asan
+
+## The fast test suite alone.
+test-py: $(SO_STAMP)
 	$(PY) -m pytest -q
 
 test-slow: $(SO_STAMP)

@@ -5,10 +5,32 @@
 * hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
 * hss_gym.backends._uring: the real-device backend's io_uring engine (Linux only, optional: the
   simulator works without it, and backend="uring" then says why it is unavailable).
+
+And list the packages: the folders ``hss_gym/``, ``agents/``, ``backends/`` and ``benchmarks/``
+install as ``hss_gym``, ``hss_gym.agents``, ``hss_gym.backends`` and ``hss_gym.benchmarks``
+(setup.cfg ``package_dir``), and every folder below them is a package too, found here - a new
+sub-package needs no entry anywhere, and data folders (device profiles, suites) are packages
+whose files setup.cfg ``package_data`` names, so setuptools has nothing to warn about. Only
+``benchmarks/perf`` (developer scripts run from the repository) is not installed.
 """
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_namespace_packages, setup
+
+ROOTS = {"hss_gym": "hss_gym", "hss_gym.agents": "agents", "hss_gym.backends": "backends",
+         "hss_gym.benchmarks": "benchmarks"}
+NOT_INSTALLED = {"hss_gym.benchmarks.perf"}
+
+
+def packages() -> list[str]:
+    """Every package below the roots (data-only folders included), by dotted name."""
+    found = []
+    for name, folder in ROOTS.items():
+        found.append(name)
+        found += [f"{name}.{sub}" for sub in find_namespace_packages(folder, exclude=["*__pycache__*"])]
+    return sorted(p for p in found if all(part.isidentifier() for part in p.split("."))
+                  and not any(p == x or p.startswith(x + ".") for x in NOT_INSTALLED))
+
 
 core = Extension(
     "hss_gym._core",
@@ -42,4 +64,5 @@ uring = Extension(
     optional=True,  # raw io_uring syscalls: Linux only
 )
 
-setup(ext_modules=[core, fastparse, c51] + ([uring] if sys.platform.startswith("linux") else []))
+setup(packages=packages(),
+      ext_modules=[core, fastparse, c51] + ([uring] if sys.platform.startswith("linux") else []))
