@@ -280,7 +280,7 @@ class RealBackend:
         if len(engines) != n or any(x not in ENGINES for x in engines):
             raise ValueError(f"engine must be one of {sorted(ENGINES)} or a list of one per device, got {engine!r}")
         if not isinstance(queue_depth, (int, np.integer)) or not 1 <= queue_depth <= ext.MAX_QUEUE_DEPTH:
-            raise ValueError(f"queue_depth must be an int in 1..{ext.MAX_QUEUE_DEPTH}, got {queue_depth!r}")
+            raise ValueError(f"queue_depth must be an int in 1..{ext.MAX_QUEUE_DEPTH}, got {queue_depth.item() if isinstance(queue_depth, np.generic) else queue_depth!r}")
         if direct not in (None, True, False):
             raise ValueError(f"direct must be None, True or False, got {direct!r}")
         real_paths = [os.path.realpath(p) for p in self.paths]

@@ -216,10 +216,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     from hss_gym.config import make_config
     from hss_gym.replay import REFERENCE_POLICIES, replay
-    from hss_gym.workloads.registry import get_trace
+    from hss_gym.workloads.registry import check_workload, get_trace
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.jsonl"
     if args.fresh and results_path.exists():
         results_path.unlink()
@@ -235,9 +234,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for c in configs:
         make_config(c)  # fail fast on a bad name, before any work
     workloads = _csv(args.workload) or []
+    for w in workloads:
+        check_workload(w)  # a misspelt name or a missing trace file fails before any work
     jobs = [(w, c, p) for w in workloads for c in configs for p in REFERENCE_POLICIES]
     traces: dict[str, Any] = {}
-    with results_path.open("a") as f:
+    f = None  # the results file is opened with the first result: a failed run leaves none
+    try:
         for w, c, p in tqdm(jobs, desc="replay", unit="run", disable=args.quiet):
             key = (w, c, p, args.seed)
             if key in done:
@@ -249,9 +251,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
             rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
                    "hss_gym_version": __version__, "config_hash": make_config(c).digest(),
                    "trace_source": tr.source, "metrics": res.metrics.to_dict()}
+            if f is None:
+                out.mkdir(parents=True, exist_ok=True)
+                f = results_path.open("a")
             f.write(json.dumps(rec, default=str) + "\n")
             f.flush()
             done[key] = rec
+    finally:
+        if f is not None:
+            f.close()
     lines = ["| workload | config | policy | mean µs | p99 µs | p99.99 µs | kIOPS | WA | fast hit "
              "| mean / Fast-Only |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for w in workloads:
@@ -264,6 +272,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                              f"{_num(m['write_amplification'], 3)} | {m['fast_hit_ratio']:.3f} | "
                              f"{m['mean_latency_us'] / fo['mean_latency_us']:.2f} |")
     table = "\n".join(lines)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} "
                                    f"requests per workload; seed {args.seed}.\n\n{table}\n")
     print(table)

@@ -12,6 +12,7 @@ import pytest
 
 import hss_gym
 from hss_gym.config import make_config
+from hss_gym.replay import replay
 from hss_gym.workloads import make_trace
 from hss_gym.workloads.readers import detect_format, iter_chunks, load_trace
 from hss_gym.workloads.registry import get_trace
@@ -209,7 +210,7 @@ def test_offsets_at_4_pib_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match="4 PiB"):
         Trace.from_arrays([0.0], [READ], [MAX_BYTES - 4096], [8192])
     ok = Trace.from_arrays([0.0], [READ], [MAX_BYTES - 8192], [4096])
-    assert hss_gym.replay.replay(ok, "perf_opt", "fast_only").metrics.requests == 1  # the core takes it
+    assert replay(ok, "perf_opt", "fast_only").metrics.requests == 1  # the core takes it
     rows = "".join(f"{i}.000 0 {i * 4096} 4096 1\n" for i in range(4))
     path = write(tmp_path, "far.trace", rows + f"5.000 0 {MAX_BYTES} 4096 1\n")
     with pytest.raises(TraceFormatError, match="4 PiB") as info:
@@ -250,3 +251,24 @@ def test_options_are_validated_by_name() -> None:
         make_trace("ycsb-b", n=10**13)
     with pytest.raises(ValueError, match="seed must be a non-negative"):
         make_trace("ycsb-b", n=10, seed=-1)
+
+
+# ------------------------------------------------------------------------------ command line
+
+
+def test_cli_missing_trace_and_failed_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hss_gym import cli
+    missing = str(tmp_path / "gone.csv")
+    assert cli.main(["bench", "--workloads", missing, "--out", str(tmp_path / "b"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "unknown workload" not in err, err
+    out = tmp_path / "r"
+    assert cli.main(["replay", "--workload", missing, "--out", str(out), "--quiet"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    bad = write(tmp_path, "bad.trace", "0.5 0 4096 100 1\n")  # a trace that fails to load
+    assert cli.main(["replay", "--workload", str(bad), "--out", str(out), "--quiet"]) == 2
+    assert "pass format=" in capsys.readouterr().err
+    assert not (out / "results.jsonl").exists()
+    assert cli.main(["replay", "--workload", "ycsb-b", "--n", "300", "--config", "perf_opt",
+                     "--out", str(out), "--quiet"]) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) >= 3

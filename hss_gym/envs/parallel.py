@@ -166,7 +166,8 @@ class HSSParallelEnv(ParallelEnv):
         if self.window is not None:
             start, stop = self.window
             if not 0 <= start < stop <= len(tr):
-                raise ValueError(f"window {self.window} is outside the trace's {len(tr)} requests")
+                shown = tuple(v.item() if isinstance(v, np.generic) else v for v in (start, stop))
+                raise ValueError(f"window {shown} is outside the trace's {len(tr)} requests")
             tr = tr.slice(start, stop)
         return tr.validate()
 
@@ -247,8 +248,15 @@ class HSSParallelEnv(ParallelEnv):
         if len(actions) != 2 or "placement" not in actions or "migration" not in actions:
             raise KeyError(f"actions must have exactly the keys {AGENTS}; got {sorted(actions)}")
         i = self._i
-        place = self._action(actions, "placement") if self._needs else 0
-        move = self._action(actions, "migration") if self._cand is not None else -1
+        n, place, move = self._act_space.n, 0, -1
+        if self._needs:  # fast path for a plain in-range int; _action checks anything else
+            place = actions["placement"]
+            if type(place) is not int or not 0 <= place < n:
+                place = self._action(actions, "placement")
+        if self._cand is not None:
+            move = actions["migration"]
+            if type(move) is not int or not 0 <= move < n:
+                move = self._action(actions, "migration")
         needs_before = self._needs
         self._i += 1
         done = self._i >= self._end
@@ -264,7 +272,10 @@ class HSSParallelEnv(ParallelEnv):
         evicted, self._evictions = evictions - self._evictions, evictions
         if queued:
             self._pending.append((i, pen))
-        r_migr, credit = self._migration_reward(latency, executed)
+        if executed or self._window_left or len(self._executed) >= self.reward_x:
+            r_migr, credit = self._migration_reward(latency, executed)
+        else:  # nothing to count or pay this step (the common case)
+            r_migr, credit = 0.0, []
         rewards = {"placement": self.reward_ref_us / latency if needs_before and latency > 0 else 0.0,
                    "migration": r_migr}
         if done:
