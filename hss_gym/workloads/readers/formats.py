@@ -583,7 +583,7 @@ class BlkparseParser:
         self.count = 0
         self.paired = 0
         self.completion_errors = 0
-        self.events: Counter[str] = Counter()
+        self.events: Counter[bytes] = Counter()
         self.devices: dict[str, None] = {}
         self._pending: dict[tuple[bytes, int, int], list[tuple[int, float]]] = {}
         self._requeued: Counter[tuple[bytes, int, int]] = Counter()
@@ -592,14 +592,15 @@ class BlkparseParser:
 
     def empty_hint(self) -> str:
         """Why a file gave no request, when its events tell (for the zero-requests error)."""
-        other = "Q" if self.event == b"D" else "D"
+        other = b"Q" if self.event == b"D" else b"D"
         if self.events.get(other):
-            return (f"; it has {self.events[other]} {other} events: load_trace(..., "
-                    f"event={other!r}) takes those as the requests")
+            return (f"; it has {self.events[other]} {other.decode()} events: load_trace(..., "
+                    f"event={other.decode()!r}) takes those as the requests")
         return ""
 
     def info(self) -> dict[str, Any]:
-        return {"event": self.event.decode(), "events": dict(self.events), "devices": list(self.devices),
+        events = {a.decode("utf-8", "replace"): n for a, n in self.events.items()}
+        return {"event": self.event.decode(), "events": events, "devices": list(self.devices),
                 "completions_paired": self.paired, "completion_errors": self.completion_errors}
 
     def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
@@ -624,7 +625,7 @@ class BlkparseParser:
         if len(f) < 7 or not _DEVICE.fullmatch(f[0]):
             return  # blank lines, the per-CPU and total summaries at the end
         action = f[5]
-        self.events[action.decode("utf-8", "replace")] += 1
+        self.events[action] += 1
         if self.device is not None and f[0].decode() != self.device:
             return
         if action == self.event or action in (b"C", b"R"):
