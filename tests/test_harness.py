@@ -194,7 +194,7 @@ def test_resume_after_a_killed_run_runs_exactly_the_missing_jobs(tmp_path, tiny_
 def test_resume_after_killing_the_bench_process(tmp_path):
     out = tmp_path / "b"
     cmd = [sys.executable, "-m", "hss_gym.cli", "bench", "--suite", "quick", "--policies", "random,slow_only",
-           "--no-oracle", "--workloads", "ycsb-b,lun2,ssd-02,mix3", "--configs", "perf_opt", "--n", "30000",
+           "--no-oracle", "--workloads", "ycsb-b,lun2,ssd-02,mix3", "--configs", "perf_opt", "--seeds", "0", "--n", "30000",
            "--jobs", "1", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rfile = out / "results.jsonl"
