@@ -20,6 +20,9 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
+/* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
+ * whole queues; beyond a few dozen entries that only costs time: see docs/flash-model.md) */
+#define MP_SCAN 64
 
 enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
 enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
@@ -36,7 +39,8 @@ typedef struct {
     uint32_t pl;       /* global plane index */
     uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
     uint32_t bytes;
-    uint8_t kind, stream;
+    uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
+    uint8_t kind, stream, pid;
 } tx_t;
 
 typedef struct {
@@ -104,7 +108,7 @@ struct fl_sim {
     int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
     double xfer_ns_per_byte;
     /* FTL state */
-    uint32_t *l2p;
+    uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
     uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
     int p2l_bits;
     uint16_t *blk_valid;
@@ -129,7 +133,7 @@ struct fl_sim {
     int32_t *dirty_list;
     int n_dirty, batching;
     /* latency log */
-    double *lat;
+    double *lat, *dev_lat;     /* end-to-end (from arrival) and device (from admission) latency */
     uint16_t *lat_stream;
     size_t lat_n, lat_cap;
     /* global counters */
@@ -184,10 +188,14 @@ static void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
     store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask));
 }
 
+/* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
+ * untouched parts of a large device cost neither time nor resident memory. */
+static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
+
 static int page_valid(const fl_sim *s, uint32_t ppn)
 {
     uint32_t lpn = p2l_get(s, ppn);
-    return lpn < s->logical_pages && s->l2p[lpn] == ppn;
+    return lpn < s->logical_pages && L2P(s, lpn) == ppn;
 }
 
 static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
@@ -351,7 +359,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     int bits = 1;
     while (bits < 32 && (1ull << bits) < s->logical_pages) bits++;
     s->p2l_bits = bits;
-    s->l2p = malloc(s->logical_pages * sizeof(uint32_t));
+    s->l2p = calloc(s->logical_pages, sizeof(uint32_t));
     s->p2l = calloc((size_t)((s->phys_pages * (uint64_t)bits + 7) / 8 + 8), 1);
     s->blk_valid = calloc(s->n_blocks, sizeof(uint16_t));
     s->blk_state = calloc(s->n_blocks, 1);
@@ -372,7 +380,6 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
         return NULL;
     }
-    memset(s->l2p, 0xFF, s->logical_pages * sizeof(uint32_t));
     for (size_t i = 0; i < nf; i++) { s->data_wf[i].blk = -1; s->data_wf[i].wp = 0; s->gc_wf[i] = s->data_wf[i]; }
     for (int p = 0; p < s->n_planes; p++) {
         plane_t *pl = &s->planes[p];
@@ -413,7 +420,7 @@ void fl_free(fl_sim *s)
     free(s->l2p); free(s->p2l); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
-    free(s->lat); free(s->lat_stream);
+    free(s->lat); free(s->dev_lat); free(s->lat_stream);
     free(s);
 }
 
@@ -459,13 +466,13 @@ static uint32_t alloc_page(fl_sim *s, uint32_t pl, int stream, int gc, uint32_t 
 
 static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 {
-    uint32_t old = s->l2p[lpn];
+    uint32_t old = L2P(s, lpn);
     if (old != NONE) {
         uint32_t ob = old / (uint32_t)s->G;
         s->blk_valid[ob]--;
         s->units[unit_of_plane(s, ob / (uint32_t)s->B)].valid_pages--;
     }
-    s->l2p[lpn] = ppn;
+    s->l2p[lpn] = ppn + 1;
     p2l_set(s, ppn, lpn);
     uint32_t nb = ppn / (uint32_t)s->G;
     s->blk_valid[nb]++;
@@ -548,6 +555,8 @@ static void enqueue_tx(fl_sim *s, int32_t t, int q)
     tx_t *x = &s->tx[t];
     uint32_t u = unit_of_plane(s, x->pl);
     unit_t *un = &s->units[u];
+    x->die = (uint16_t)die_of_plane(s, x->pl);
+    x->pid = (uint8_t)plane_in_die(s, x->pl);
     if (x->kind == TX_READ || x->kind == TX_WRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
@@ -576,7 +585,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
 {
     unit_t *un = &s->units[u];
     tx_t *h = &s->tx[un->q[q1].head];
-    int die = die_of_plane(s, h->pl);
+    int die = h->die;
     uint32_t page = h->page;
     unsigned planes = 0;
     un->n_active = 0;
@@ -585,11 +594,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         if (qs[k] < 0) continue;
         fifo_t *f = &un->q[qs[k]];
         int32_t prev = -1, i = f->head;
-        while (i >= 0 && un->n_active < s->P) {
+        int scanned = 0;
+        while (i >= 0 && un->n_active < s->P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            int pid = plane_in_die(s, x->pl);
-            if (die_of_plane(s, x->pl) == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
+            int pid = x->pid;
+            if (x->die == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
                 planes |= 1u << pid;
                 un->active[un->n_active++] = i;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
@@ -673,14 +683,16 @@ static void channel_kick(fl_sim *s, int c)
 
 /* ------------------------------------------------------------------ host side */
 
-static void log_latency(fl_sim *s, double us, int stream)
+static void log_latency(fl_sim *s, double us, double dev_us, int stream)
 {
     if (s->lat_n == s->lat_cap) {
         s->lat_cap = s->lat_cap ? 2 * s->lat_cap : 4096;
         s->lat = realloc(s->lat, s->lat_cap * sizeof(double));
+        s->dev_lat = realloc(s->dev_lat, s->lat_cap * sizeof(double));
         s->lat_stream = realloc(s->lat_stream, s->lat_cap * sizeof(uint16_t));
-        if (!s->lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+        if (!s->lat || !s->dev_lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
     }
+    s->dev_lat[s->lat_n] = dev_us;
     s->lat[s->lat_n] = us;
     s->lat_stream[s->lat_n++] = (uint16_t)stream;
 }
@@ -740,7 +752,7 @@ static void admit(fl_sim *s, int32_t r)
             if (place_write(s, t)) enqueue_tx(s, t, Q_UW + prio);
         } else {
             x->kind = TX_READ;
-            uint32_t ppn = s->l2p[lpn];
+            uint32_t ppn = L2P(s, lpn);
             x->ppn = ppn;
             if (ppn != NONE) {
                 x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
@@ -794,7 +806,7 @@ static void complete_user(fl_sim *s, int32_t t)
     if (lat > st->slo_us) st->st.slo_viol++;
     if (q->write) { st->st.writes++; st->st.write_bytes += q->size; }
     else { st->st.reads++; st->st.read_bytes += q->size; }
-    log_latency(s, lat, q->stream);
+    log_latency(s, lat, (double)(s->now - q->admit_ns) / 1000.0, q->stream);
     int si = q->stream;
     q->next = s->rq_free; s->rq_free = r;
     st->inflight--;
@@ -823,7 +835,7 @@ static void complete_tx(fl_sim *s, int32_t t)
     case TX_GCREAD: {
         uint32_t pl = x->pl;
         int owner = x->stream;
-        if (s->l2p[x->lpn] == x->ppn) {
+        if (L2P(s, x->lpn) == x->ppn) {
             x->kind = TX_GCWRITE;
             if (place_write(s, t)) enqueue_tx(s, t, Q_GCW);
         } else {
@@ -1100,7 +1112,7 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         }
         uint32_t gb = p * (uint32_t)s->B + cur_blk[p];
         uint32_t ppn = gb * G + cur_n[p]++;
-        s->l2p[l] = ppn;
+        s->l2p[l] = ppn + 1;
         p2l_set(s, ppn, (uint32_t)l);
         s->blk_valid[gb]++;
         s->units[unit_of_plane(s, p)].valid_pages++;
@@ -1168,6 +1180,7 @@ void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *fla
 
 size_t fl_latency_count(const fl_sim *s) { return s->lat_n; }
 const double *fl_latency_values(const fl_sim *s) { return s->lat; }
+const double *fl_device_latency_values(const fl_sim *s) { return s->dev_lat; }
 const uint16_t *fl_latency_streams(const fl_sim *s) { return s->lat_stream; }
 uint64_t fl_logical_pages(const fl_sim *s) { return s->logical_pages; }
 
@@ -1183,7 +1196,7 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
 {
     uint64_t mapped = 0;
     for (uint64_t l = 0; l < s->logical_pages; l++) {
-        uint32_t p = s->l2p[l];
+        uint32_t p = L2P(s, l);
         if (p == NONE) continue;
         mapped++;
         if (p >= s->phys_pages || p2l_get(s, p) != l) {
