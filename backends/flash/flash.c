@@ -24,7 +24,8 @@
  * whole queues; beyond a few dozen entries that only costs time: see docs/flash-model.md) */
 #define MP_SCAN 64
 
-enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
+/* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write) */
+enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE, TX_UPDREAD };
 enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
 enum { PH_CMD, PH_DATAOUT };
 enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
@@ -39,8 +40,11 @@ typedef struct {
     uint32_t pl;       /* global plane index */
     uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
     uint32_t bytes;
+    int32_t link;      /* TX_UPDREAD: the write waiting for it */
     uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
     uint8_t kind, stream, pid;
+    uint8_t held;      /* a write waiting for its update read */
+    uint8_t placed;    /* a write that has its physical page */
 } tx_t;
 
 typedef struct {
@@ -111,6 +115,8 @@ struct fl_sim {
     uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
     uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
     int p2l_bits;
+    uint8_t *cstat;                /* per logical page: which 4 KiB chunks hold data (pages > 4 KiB) */
+    int cbits;                     /* chunks per page when > 1, else 0 (no table) */
     uint16_t *blk_valid;
     uint8_t *blk_state, *blk_owner;
     uint32_t *free_stack;          /* per plane, B entries */
@@ -186,6 +192,20 @@ static void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
     uint8_t *b = s->p2l + (bit >> 3);
     uint64_t mask = ((1ull << s->p2l_bits) - 1) << (bit & 7);
     store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask));
+}
+
+static uint32_t bits_get(const uint8_t *a, int w, uint64_t i)
+{
+    uint64_t bit = i * (uint64_t)w;
+    return (uint32_t)((load_le64(a + (bit >> 3)) >> (bit & 7)) & ((1ull << w) - 1));
+}
+
+static void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
+{
+    uint64_t bit = i * (uint64_t)w;
+    uint8_t *b = a + (bit >> 3);
+    uint64_t mask = ((1ull << w) - 1) << (bit & 7);
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
 }
 
 /* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
@@ -359,6 +379,9 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     int bits = 1;
     while (bits < 32 && (1ull << bits) < s->logical_pages) bits++;
     s->p2l_bits = bits;
+    s->cbits = cfg->page_size > 4096 ? (cfg->page_size + 4095) / 4096 : 0;
+    if (s->cbits > 8) s->cbits = 8;
+    s->cstat = s->cbits ? calloc((size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8), 1) : NULL;
     s->l2p = calloc(s->logical_pages, sizeof(uint32_t));
     s->p2l = calloc((size_t)((s->phys_pages * (uint64_t)bits + 7) / 8 + 8), 1);
     s->blk_valid = calloc(s->n_blocks, sizeof(uint16_t));
@@ -374,7 +397,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
     s->dirty = calloc((size_t)cfg->n_channels, 1);
     s->dirty_list = calloc((size_t)cfg->n_channels, sizeof(int32_t));
-    if (!s->l2p || !s->p2l || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
+    if (!s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
         || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
@@ -417,7 +440,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
 void fl_free(fl_sim *s)
 {
     if (!s) return;
-    free(s->l2p); free(s->p2l); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
+    free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
     free(s->lat); free(s->dev_lat); free(s->lat_stream);
@@ -489,6 +512,7 @@ static int place_write(fl_sim *s, int32_t t)
     x = &s->tx[t]; /* the pool may not move here, but keep the pointer fresh */
     x->ppn = ppn;
     x->page = page;
+    x->placed = 1;
     map_page(s, x->lpn, ppn);
     gc_check(s, x->pl); /* after the mapping: the block just filled may be the victim */
     return 1;
@@ -557,7 +581,7 @@ static void enqueue_tx(fl_sim *s, int32_t t, int q)
     unit_t *un = &s->units[u];
     x->die = (uint16_t)die_of_plane(s, x->pl);
     x->pid = (uint8_t)plane_in_die(s, x->pl);
-    if (x->kind == TX_READ || x->kind == TX_WRITE) {
+    if (x->kind == TX_READ || x->kind == TX_WRITE || x->kind == TX_UPDREAD) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
         un->gc_ops++;
@@ -614,7 +638,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     int n = un->n_active;
     int kind = s->tx[un->active[0]].kind;
     int64_t dur;
-    if (kind == TX_READ || kind == TX_GCREAD) {
+    if (kind == TX_READ || kind == TX_GCREAD || kind == TX_UPDREAD) {
         un->kind = TX_READ;
         dur = s->cmd_read[n];
     } else if (kind == TX_WRITE || kind == TX_GCWRITE) {
@@ -722,6 +746,36 @@ static uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
     return ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
 }
 
+/* MQSim's update read: a write of part of a page whose other data is on flash first reads that
+ * data from the page's old location (the write waits for it). Tracked at 4 KiB granularity. */
+static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
+{
+    uint32_t lpn = s->tx[t].lpn, old = L2P(s, lpn);
+    int64_t ps = s->c.page_size;
+    unsigned full = 0, any = 0, prev;
+    if (s->cbits) {
+        for (int k = 0; k < s->cbits; k++) {
+            int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
+            if (lo <= c0 && hi >= c1) full |= 1u << k;
+            if (lo < c1 && hi > c0) any |= 1u << k;
+        }
+        prev = old == NONE ? 0 : bits_get(s->cstat, s->cbits, lpn);
+        bits_set(s->cstat, s->cbits, lpn, prev | any);
+    } else {
+        full = (lo == 0 && hi == ps) ? 1u : 0u;
+        prev = old == NONE ? 0u : 1u;
+    }
+    if (!(prev & ~full)) return;
+    int32_t r = tx_alloc(s);
+    tx_t *x = &s->tx[r], *w = &s->tx[t];
+    x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
+    x->pl = old / (uint32_t)s->G / (uint32_t)s->B;
+    x->page = old % (uint32_t)s->G;
+    x->bytes = (uint32_t)(ps - (hi - lo) > 512 ? ps - (hi - lo) : 512);
+    w->held = 1;
+    enqueue_tx(s, r, Q_UR + prio);
+}
+
 static void admit(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
@@ -749,7 +803,8 @@ static void admit(fl_sim *s, int32_t r)
             x->kind = TX_WRITE;
             x->pl = write_plane(s, st, lpn);
             s->host_page_writes++;
-            if (place_write(s, t)) enqueue_tx(s, t, Q_UW + prio);
+            update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
+            if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
         } else {
             x->kind = TX_READ;
             uint32_t ppn = L2P(s, lpn);
@@ -832,6 +887,13 @@ static void complete_tx(fl_sim *s, int32_t t)
     case TX_WRITE:
         complete_user(s, t);
         return;
+    case TX_UPDREAD: {
+        int32_t w = x->link;
+        tx_release(s, t);
+        s->tx[w].held = 0;
+        if (s->tx[w].placed) enqueue_tx(s, w, Q_UW + s->streams[s->tx[w].stream].prio);
+        return;
+    }
     case TX_GCREAD: {
         uint32_t pl = x->pl;
         int owner = x->stream;
@@ -871,7 +933,8 @@ static void complete_tx(fl_sim *s, int32_t t)
         while (p->stalled.head >= 0 && p->n_free > 0) {
             int32_t w = fifo_pop(s, &p->stalled);
             if (!place_write(s, w)) break;
-            enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
+            if (!s->tx[w].held)
+                enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
         }
         gc_check(s, pl);
         if (--s->batching == 0) flush_dirty(s);
@@ -917,7 +980,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         for (int i = 0; i < n; i++) {
             int32_t t = un->active[i];
             if (!s->ch[c].busy) start_dataout(s, c, t);
-            else fifo_push(s, s->tx[t].kind == TX_READ ? &s->ch[c].wait_user : &s->ch[c].wait_gc, t);
+            else fifo_push(s, s->tx[t].kind == TX_GCREAD ? &s->ch[c].wait_gc : &s->ch[c].wait_user, t);
         }
         return;
     }
@@ -1114,6 +1177,7 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         uint32_t ppn = gb * G + cur_n[p]++;
         s->l2p[l] = ppn + 1;
         p2l_set(s, ppn, (uint32_t)l);
+        if (s->cbits) bits_set(s->cstat, s->cbits, l, (1u << s->cbits) - 1);
         s->blk_valid[gb]++;
         s->units[unit_of_plane(s, p)].valid_pages++;
     }
@@ -1187,7 +1251,8 @@ uint64_t fl_logical_pages(const fl_sim *s) { return s->logical_pages; }
 size_t fl_mapping_bytes(const fl_sim *s)
 {
     return s->logical_pages * sizeof(uint32_t) + (size_t)((s->phys_pages * (uint64_t)s->p2l_bits + 7) / 8 + 8)
-           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t));
+           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t))
+           + (s->cbits ? (size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8) : 0);
 }
 
 /* ------------------------------------------------------------------ self-check (tests) */

@@ -143,6 +143,7 @@ class MQSimResult:
     ftl: dict = field(default_factory=dict)
     wall_s: float = 0.0
     user_s: float = 0.0
+    sys_s: float = 0.0
 
     def gc_write_amplification(self, host_page_writes: int) -> float:
         moved = float(self.ftl.get("Total_GC_Executions", 0)) * float(self.ftl.get("Average_Page_Movement_For_GC", 0))
@@ -169,7 +170,7 @@ def run_mqsim(binary: "str | Path", ssdconfig: str, workload: str, workdir: "str
     if res.returncode != 0 or not out.is_file():
         raise RuntimeError(f"MQSim failed in {workdir} (exit {res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
     root = ET.parse(out).getroot()
-    result = MQSimResult(wall_s=wall, user_s=after.ru_utime - before.ru_utime)
+    result = MQSimResult(wall_s=wall, user_s=after.ru_utime - before.ru_utime, sys_s=after.ru_stime - before.ru_stime)
     for el in root.iter():
         if el.tag == "Host.IO_Flow":
             result.flows.append({c.tag: (c.text or "").strip() for c in el})
