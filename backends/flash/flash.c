@@ -367,7 +367,8 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->logical_pages = (uint64_t)((double)s->phys_pages * (1.0 - cfg->op_ratio));
     s->logical_bytes = (int64_t)s->logical_pages * cfg->page_size;
     s->gc_thr_blocks = (int32_t)(cfg->gc_threshold * s->B);
-    if (s->gc_thr_blocks < 1) s->gc_thr_blocks = 1;
+    /* at least 2: host writes leave a plane's last free block to GC, so GC must start before that */
+    if (s->gc_thr_blocks < 2) s->gc_thr_blocks = 2;
     /* ONFI NV-DDR2 command/address timing, MQSim's defaults (ONFI_Channel_NVDDR2.h), in ns */
     const int64_t tCS = 20, tWC = 25, tWB = 100, tRR = 20, tDBSY = 500, tADL = 70, tWPST = 6, tWPSTH = 15, tCALS = 15;
     for (int n = 1; n <= FL_MAX_PLANES; n++) {
@@ -1127,8 +1128,6 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
 {
     if (!(valid >= 0.0 && valid <= 1.0)) { snprintf(err, errlen, "precondition must be in [0, 1] (got %g)", valid); return -1; }
     if (s->now != 0 || s->host_page_writes != 0) { snprintf(err, errlen, "precondition only on a fresh simulator"); return -1; }
-    int reserve = s->gc_thr_blocks + 2;
-    int used = s->B - reserve;
     uint32_t np = (uint32_t)s->n_planes, G = (uint32_t)s->G;
     uint64_t thr = (uint64_t)(valid * 18446744073709551615.0);
     uint32_t *cnt = calloc(np, sizeof(uint32_t));
@@ -1153,10 +1152,17 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
     ODO_RESET();
     for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT())
         if (SELECTED(l)) cnt[ODO_PLANE()]++;
+    /* free blocks left: the GC threshold plus one per stream (each stream opens its own frontier
+     * block in a plane before GC starts), fewer when the valid data needs them (GC is then due) */
+    uint32_t max_cnt = 0;
+    for (uint32_t p = 0; p < np; p++) if (cnt[p] > max_cnt) max_cnt = cnt[p];
+    int used = s->B - (s->gc_thr_blocks + s->c.n_streams);
+    int need = (int)((max_cnt + G - 1) / G) + 1;
+    if (used < need) used = need < s->B ? need : s->B - 1;
     for (uint32_t p = 0; p < np; p++) {
         if (cnt[p] > (uint64_t)used * G) {
             snprintf(err, errlen, "precondition %g needs %u valid pages in a plane, more than the %llu that fit "
-                     "outside the GC reserve", valid, cnt[p], (unsigned long long)used * G);
+                     "beside one free block", valid, cnt[p], (unsigned long long)used * G);
             free(cnt); free(cur_blk); free(cur_n); free(cur_want); free(unit_of_idx);
             return -1;
         }
@@ -1189,6 +1195,7 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         for (int b = s->B - 1; b >= used; b--) s->free_stack[(size_t)p * s->B + (size_t)(pl->n_free++)] = (uint32_t)b;
         s->units[unit_of_plane(s, p)].free_blocks -= used;
     }
+    for (uint32_t p = 0; p < np; p++) gc_check(s, p); /* planes left below the threshold start GC */
 #undef ODO_RESET
 #undef ODO_PLANE
 #undef ODO_NEXT
