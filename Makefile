@@ -76,6 +76,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_memory.py
 	$(PY) benchmarks/perf/bench_agents.py
 	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
+	$(PY) benchmarks/perf/bench_flash.py  # MQSim side by side: skips the speed part without ../shared/anchors/MQSim
 
 clean:
 	rm -rf build $(VENV) hss_gym/*.so hss_gym/workloads/*.so agents/*.so backends/*.so *.egg-info
