@@ -1213,8 +1213,8 @@ void fl_stream_counters(const fl_sim *s, fl_stream_stats *out)
         const stream_t *st = &s->streams[i];
         out[i] = st->st;
         int64_t waiting = 0;
-        for (int32_t r = st->pending.head; r >= 0; r = s->rq[r].next)
-            if (s->rq[r].arr_ns <= s->now) waiting++;
+        /* the pending list is in arrival order: count the arrived head */
+        for (int32_t r = st->pending.head; r >= 0 && s->rq[r].arr_ns <= s->now; r = s->rq[r].next) waiting++;
         out[i].backlog = waiting + st->inflight;
     }
 }
