@@ -777,6 +777,27 @@ static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
     enqueue_tx(s, r, Q_UR + prio);
 }
 
+/* A read of a never-written page: as MQSim (online_create_entry_for_reads), give it a page of the
+ * stream's active block in its CWDP plane (no program) and record the read part as written, so
+ * that a later partial write reads it back. 0 when the plane has no room. */
+static int create_read_mapping(fl_sim *s, int32_t t, const stream_t *st, int64_t lo, int64_t hi)
+{
+    tx_t *x = &s->tx[t];
+    uint32_t lpn = x->lpn, pl = write_plane(s, st, lpn), page;
+    uint32_t ppn = alloc_page(s, pl, x->stream, 0, &page);
+    if (ppn == NONE) return 0;
+    x->ppn = ppn; x->pl = pl; x->page = page;
+    map_page(s, lpn, ppn);
+    if (s->cbits) {
+        unsigned any = 0;
+        for (int k = 0; k < s->cbits; k++)
+            if (lo < (int64_t)(k + 1) * 4096 && hi > (int64_t)k * 4096) any |= 1u << k;
+        bits_set(s->cstat, s->cbits, lpn, any);
+    }
+    gc_check(s, pl);
+    return 1;
+}
+
 static void admit(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
@@ -813,6 +834,9 @@ static void admit(fl_sim *s, int32_t r)
             if (ppn != NONE) {
                 x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
                 x->page = ppn % (uint32_t)s->G;
+            } else if (s->c.map_unwritten_reads
+                       && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
+                /* mapped now (MQSim's online_create_entry_for_reads) */
             } else {
                 /* never written: read where CWDP over all units would have put it */
                 uint32_t nall = (uint32_t)s->n_units, C = (uint32_t)s->c.n_channels, W = (uint32_t)s->c.chips_per_channel;

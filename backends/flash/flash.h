@@ -26,6 +26,7 @@ typedef struct {
     int n_streams;
     int queue_depth[FL_MAX_STREAMS];
     uint64_t seed;
+    int map_unwritten_reads;    /* MQSim's behaviour: a read of a never-written page maps it */
 } fl_config;
 
 /* Cumulative counters (the Python wrapper diffs two snapshots to get a window). */

@@ -48,17 +48,19 @@ static int Sim_init(SimObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"n_channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
                              "blocks_per_plane", "pages_per_block", "page_size", "op_ratio", "gc_threshold",
                              "read_ns", "program_ns", "erase_ns", "channel_mtps", "channel_width",
-                             "queue_depth", "seed", NULL};
+                             "queue_depth", "seed", "map_unwritten_reads", NULL};
     fl_config c;
     memset(&c, 0, sizeof c);
     PyObject *qd;
     unsigned long long seed = 0;
     long long rn, pn, en;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiiiiddLLLdiO|K", kwlist, &c.n_channels, &c.chips_per_channel,
+    int mur = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiiiiddLLLdiO|Kp", kwlist, &c.n_channels, &c.chips_per_channel,
                                      &c.dies_per_chip, &c.planes_per_die, &c.blocks_per_plane, &c.pages_per_block,
                                      &c.page_size, &c.op_ratio, &c.gc_threshold, &rn, &pn, &en, &c.channel_mtps,
-                                     &c.channel_width, &qd, &seed))
+                                     &c.channel_width, &qd, &seed, &mur))
         return -1;
+    c.map_unwritten_reads = mur;
     c.read_ns = rn; c.program_ns = pn; c.erase_ns = en; c.seed = seed;
     PyObject *seq = PySequence_Fast(qd, "queue_depth must be a sequence of ints (one per stream)");
     if (!seq) return -1;

@@ -115,11 +115,15 @@ class FlashSSD:
     """A simulated SSD with ``n_streams`` host submission queues (tenants or streams).
 
     See the module docstring of ``hss_gym.backends.flash`` for the API; times are microseconds,
-    addresses bytes in the device's flat logical space.
+    addresses bytes in the device's flat logical space. ``map_unwritten_reads=True`` is MQSim's
+    behaviour for a read of a never-written page: it gets a page of the stream's active block
+    (no program), so later partial writes of it read it back; by default such a read costs a read
+    at its CWDP location and maps nothing (the device does not fill up with read-only addresses).
     """
 
     def __init__(self, profile: "FlashProfile | str", n_streams: int = 1, queue_depth: "int | Sequence[int]" = 16,
-                 seed: int = 0, precondition: float | None = 0.7, slo_us: "float | Sequence[float] | None" = None):
+                 seed: int = 0, precondition: float | None = 0.7, slo_us: "float | Sequence[float] | None" = None,
+                 map_unwritten_reads: bool = False):
         self.profile = load_profile(profile) if not isinstance(profile, FlashProfile) else profile
         if isinstance(n_streams, bool) or not isinstance(n_streams, int) or not 1 <= n_streams <= 64:
             raise ValueError(f"n_streams must be an integer in 1..64 (got {n_streams!r})")
@@ -134,7 +138,7 @@ class FlashSSD:
                                p.blocks_per_plane, p.pages_per_block, p.page_size, p.op_ratio, p.gc_threshold,
                                int(round(p.read_us * 1000)), int(round(p.program_us * 1000)),
                                int(round(p.erase_us * 1000)), p.channel_mtps, p.channel_width_bytes, qds,
-                               int(seed) & (2**64 - 1))
+                               int(seed) & (2**64 - 1), bool(map_unwritten_reads))
         if precondition is not None:
             self._sim.precondition(float(precondition))
         self._slo = np.full(n_streams, np.inf)

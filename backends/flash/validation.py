@@ -4,7 +4,8 @@ p99 latency and GC write amplification side by side (issue #15; docs/flash-model
 Both run MQSim's default ``ssdconfig.xml`` (loaded by our ssdconfig loader) with two settings
 changed in MQSim, for features the model does not simulate: ``Ideal_Mapping_Table=true`` (no
 cached-mapping-table misses, which cost MQSim one extra flash read per miss) and the flows' DRAM
-data cache turned off. The GC scenario shrinks blocks per plane (in both) so that GC starts within
+data cache turned off. The model runs with ``map_unwritten_reads=True`` (as MQSim, a read of a
+never-written page maps it). The GC scenario shrinks blocks per plane (in both) so that GC starts within
 a short run.
 """
 
@@ -61,12 +62,13 @@ def _ours(scn: Scenario, profile: FlashProfile, seed: int) -> dict:
     n = len(scn.flows)
     if scn.trace:
         tr = load_trace(mqsim_source() / scn.trace, format="mqsim")
-        ssd = FlashSSD(profile, n_streams=1, queue_depth=65535, seed=seed, precondition=scn.precondition)
+        ssd = FlashSSD(profile, n_streams=1, queue_depth=65535, seed=seed, precondition=scn.precondition,
+                       map_unwritten_reads=True)
         submit_trace(ssd, tr, fit="wrap")
         t_end = float(tr.time_us[-1]) if len(tr) else 0.0
     else:
         ssd = FlashSSD(profile, n_streams=n, queue_depth=[f.queue_depth for f in scn.flows], seed=seed,
-                       precondition=scn.precondition)
+                       precondition=scn.precondition, map_unwritten_reads=True)
         rng = np.random.default_rng(seed)
         for s, f in enumerate(scn.flows):
             size = f.size_sectors * 512

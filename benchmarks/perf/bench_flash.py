@@ -45,7 +45,7 @@ def ours(cfg_path: Path, tr: Trace) -> tuple[float, float, int]:
     """(wall s, CPU s, requests) of the model on the trace, set-up included."""
     t0, c0 = time.perf_counter(), time.process_time()
     prof = load_ssdconfig(cfg_path)
-    ssd = FlashSSD(prof, n_streams=1, queue_depth=65535, precondition=None)
+    ssd = FlashSSD(prof, n_streams=1, queue_depth=65535, precondition=None, map_unwritten_reads=True)
     submit_trace(ssd, tr, fit="wrap")
     end = float(tr.time_us[-1])
     while True:
