@@ -21,8 +21,8 @@
 
 #define NONE 0xFFFFFFFFu
 /* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
- * whole queues; beyond a few dozen entries that only costs time: see docs/flash-model.md) */
-#define MP_SCAN 64
+ * whole queues, which under deep queues costs time for rare matches: see docs/flash-model.md) */
+#define MP_SCAN 16
 
 /* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write) */
 enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE, TX_UPDREAD };
