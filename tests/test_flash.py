@@ -177,3 +177,26 @@ def test_mqsim_ssdconfig_loader(tmp_path):
     bad.write_text(text.replace("<Block_No_Per_Plane>2048<", "<Block_No_Per_Plane>many<"))
     with pytest.raises(FlashProfileError, match="Block_No_Per_Plane> must be a number"):
         load_profile(bad)
+
+
+def test_stream_ranges_lay_out_preconditioned_data_on_the_streams_units():
+    p = load_profile("fleetio", **SMALL)
+    quarter = p.logical_bytes // 4
+    units = [list(range(16 * k, 16 * k + 16)) for k in range(4)]
+    ssd = FlashSSD(p, n_streams=4, precondition=0.7, stream_units=units,
+                   stream_ranges=[(k * quarter, (k + 1) * quarter) for k in range(4)])
+    valid = ssd.totals().unit_valid_frac
+    assert valid.min() > 0.5 and abs(valid.max() - valid.min()) < 0.05
+    ssd._sim.check()
+    # stream 2 reads only its own range: only its own units' chips (and channels) work
+    rng = np.random.default_rng(5)
+    n = 500
+    off = 2 * quarter + rng.integers(0, quarter // 16384, n) * 16384
+    ssd.submit(np.arange(n) * 100.0, np.full(n, 2), off, np.full(n, 16384), np.zeros(n, bool))
+    ssd.run_until(1e6)
+    busy = ssd.totals().unit_busy
+    assert busy[32:48].min() > 0 and np.delete(busy, range(32, 48)).max() == 0
+    with pytest.raises(ValueError, match="overlap"):
+        FlashSSD(p, n_streams=2, precondition=0.5, stream_ranges=[(0, 2 * quarter), (quarter, 3 * quarter)])
+    with pytest.raises(ValueError, match="stream_ranges"):
+        FlashSSD(p, n_streams=2, precondition=0.5, stream_ranges=[(0, 4 * quarter + 1), None])

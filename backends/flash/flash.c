@@ -838,13 +838,10 @@ static void admit(fl_sim *s, int32_t r)
                        && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
                 /* mapped now (MQSim's online_create_entry_for_reads) */
             } else {
-                /* never written: read where CWDP over all units would have put it */
-                uint32_t nall = (uint32_t)s->n_units, C = (uint32_t)s->c.n_channels, W = (uint32_t)s->c.chips_per_channel;
-                uint32_t idx = lpn % nall;
-                uint32_t unit = (idx % C) * W + idx / C;
-                uint32_t die = (lpn / nall) % D, plane = (lpn / (nall * D)) % P;
-                x->pl = (unit * D + die) * P + plane;
-                x->page = (lpn / (nall * D * P)) % (uint32_t)s->G;
+                /* never written: read where CWDP over the stream's units would put it */
+                uint32_t nu = (uint32_t)st->n_units;
+                x->pl = ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
+                x->page = (lpn / (nu * D * P)) % (uint32_t)s->G;
             }
             enqueue_tx(s, t, Q_UR + prio);
         }
@@ -1148,8 +1145,18 @@ static uint32_t block_target(uint32_t cnt, uint32_t b, int used, uint32_t G)
     return want > G ? G : want;
 }
 
-int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
+int fl_precondition(fl_sim *s, double valid, const int64_t *rlo, const int64_t *rhi, const int32_t *rstream,
+                    int nr, char *err, size_t errlen)
 {
+    for (int i = 0; i < nr; i++) {
+        if (rstream[i] < 0 || rstream[i] >= s->c.n_streams || rlo[i] < 0 || rhi[i] <= rlo[i]
+            || (uint64_t)rhi[i] > s->logical_pages || (i && rlo[i] < rhi[i - 1])) {
+            snprintf(err, errlen, "precondition range %d (pages %lld..%lld, stream %d): ranges must be sorted, "
+                     "disjoint, non-empty, within the %llu logical pages, of existing streams", i, (long long)rlo[i],
+                     (long long)rhi[i], rstream[i], (unsigned long long)s->logical_pages);
+            return -1;
+        }
+    }
     if (!(valid >= 0.0 && valid <= 1.0)) { snprintf(err, errlen, "precondition must be in [0, 1] (got %g)", valid); return -1; }
     if (s->now != 0 || s->host_page_writes != 0) { snprintf(err, errlen, "precondition only on a fresh simulator"); return -1; }
     uint32_t np = (uint32_t)s->n_planes, G = (uint32_t)s->G;
@@ -1173,9 +1180,25 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
 #define ODO_PLANE() ((unit_of_idx[o_u] * D + o_d) * P + o_p)
 #define ODO_NEXT() (++o_u == nall ? (o_u = 0, ++o_d == D ? (o_d = 0, ++o_p == P ? (o_p = 0) : 0) : 0) : 0)
 #define SELECTED(l) (valid >= 1.0 || (thr && (splitmix(&(uint64_t){s->c.seed * 0x9E37ull + (l)}) <= thr)))
+    /* a page of a stream's range goes where CWDP over that stream's units puts it (the stream's own
+     * data on its own units); other pages are striped over all units */
+    int ri = 0, owner = 0;
+#define PRE_PLANE(l, p) do { \
+        while (ri < nr && (int64_t)(l) >= rhi[ri]) ri++; \
+        if (ri < nr && (int64_t)(l) >= rlo[ri]) { \
+            const stream_t *st_ = &s->streams[rstream[ri]]; \
+            uint32_t nu_ = (uint32_t)st_->n_units, l_ = (uint32_t)(l); \
+            p = ((uint32_t)st_->units[l_ % nu_] * D + (l_ / nu_) % D) * P + (l_ / (nu_ * D)) % P; \
+            owner = rstream[ri]; \
+        } else { p = ODO_PLANE(); owner = 0; } \
+    } while (0)
     ODO_RESET();
-    for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT())
-        if (SELECTED(l)) cnt[ODO_PLANE()]++;
+    for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT()) {
+        if (!SELECTED(l)) continue;
+        uint32_t p;
+        PRE_PLANE(l, p);
+        cnt[p]++;
+    }
     /* free blocks left: the GC threshold plus one per stream (each stream opens its own frontier
      * block in a plane before GC starts), fewer when the valid data needs them (GC is then due) */
     uint32_t max_cnt = 0;
@@ -1195,15 +1218,18 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
      * random writes: from the victims' low valid count up to full), summing to the plane's count */
     for (uint32_t p = 0; p < np; p++) cur_want[p] = block_target(cnt[p], 0, used, G);
     ODO_RESET();
+    ri = 0;
     for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT()) {
         if (!SELECTED(l)) continue;
-        uint32_t p = ODO_PLANE();
+        uint32_t p;
+        PRE_PLANE(l, p);
         while (cur_n[p] >= cur_want[p]) { /* close the block, open the next */
             cur_blk[p]++;
             cur_n[p] = 0;
             cur_want[p] = block_target(cnt[p], cur_blk[p], used, G);
         }
         uint32_t gb = p * (uint32_t)s->B + cur_blk[p];
+        if (cur_n[p] == 0) s->blk_owner[gb] = (uint8_t)owner; /* GC of the block is charged to it */
         uint32_t ppn = gb * G + cur_n[p]++;
         s->l2p[l] = ppn + 1;
         p2l_set(s, ppn, (uint32_t)l);
@@ -1223,6 +1249,7 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
 #undef ODO_RESET
 #undef ODO_PLANE
 #undef ODO_NEXT
+#undef PRE_PLANE
     free(unit_of_idx);
 #undef SELECTED
     free(cnt); free(cur_blk); free(cur_n); free(cur_want);

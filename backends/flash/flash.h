@@ -47,9 +47,12 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen);
 void fl_free(fl_sim *s);
 
 /* Precondition: a fraction `valid` of the logical pages (chosen at random) mapped, blocks filled
- * with a spread of valid-page counts as after random overwrites under greedy GC. Only on a fresh
- * simulator (before any submit). Returns 0, or -1 with a message. */
-int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen);
+ * with a spread of valid-page counts as after random overwrites under greedy GC. The nr ranges of
+ * logical pages [rlo, rhi) (sorted, disjoint) belong to streams rstream: their pages are laid out
+ * over those streams' units (set them first with fl_set_units); other pages over all units. Only
+ * on a fresh simulator (before any submit). Returns 0, or -1 with a message. */
+int fl_precondition(fl_sim *s, double valid, const int64_t *rlo, const int64_t *rhi, const int32_t *rstream,
+                    int nr, char *err, size_t errlen);
 
 /* Units are (channel, chip) pairs, u = channel * chips_per_channel + chip. Returns -1 on a bad
  * unit/stream (message in err). */

@@ -100,15 +100,23 @@ static PyObject *Sim_close(SimObject *self, PyObject *Py_UNUSED(a))
     Py_RETURN_NONE;
 }
 
+/* precondition(valid, lo_i8, hi_i8, stream_i4): ranges of logical pages owned by streams */
 static PyObject *Sim_precondition(SimObject *self, PyObject *args)
 {
     double v;
     char err[512];
-    if (!PyArg_ParseTuple(args, "d", &v) || check_sim(self) < 0) return NULL;
+    PyObject *ol, *oh, *os;
+    if (!PyArg_ParseTuple(args, "dOOO", &v, &ol, &oh, &os) || check_sim(self) < 0) return NULL;
+    Py_buffer bl, bh, bs;
+    if (get_buf(ol, "lq", 8, 0, &bl, "range lo", -1) < 0) return NULL;
+    Py_ssize_t n = bl.len / 8;
+    if (get_buf(oh, "lq", 8, 0, &bh, "range hi", n) < 0) { PyBuffer_Release(&bl); return NULL; }
+    if (get_buf(os, "il", 4, 0, &bs, "range stream", n) < 0) { PyBuffer_Release(&bl); PyBuffer_Release(&bh); return NULL; }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = fl_precondition(self->sim, v, err, sizeof err);
+    rc = fl_precondition(self->sim, v, bl.buf, bh.buf, bs.buf, (int)n, err, sizeof err);
     Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bl); PyBuffer_Release(&bh); PyBuffer_Release(&bs);
     if (rc < 0) { PyErr_SetString(PyExc_ValueError, err); return NULL; }
     Py_RETURN_NONE;
 }
@@ -303,7 +311,7 @@ static PyObject *Sim_check(SimObject *self, PyObject *Py_UNUSED(a))
 static PyMethodDef Sim_methods[] = {
     {"check", (PyCFunction)Sim_check, METH_NOARGS, "Verify the FTL state's consistency (raises AssertionError)."},
     {"close", (PyCFunction)Sim_close, METH_NOARGS, "Free the simulator."},
-    {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid_fraction)"},
+    {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid, lo_pages, hi_pages, streams)"},
     {"set_units", (PyCFunction)Sim_set_units, METH_VARARGS, "set_units(stream, int32 array)"},
     {"units", (PyCFunction)Sim_units, METH_VARARGS, "units(stream) -> list of unit ids (CWDP order)"},
     {"set_priority", (PyCFunction)Sim_set_priority, METH_VARARGS, "set_priority(stream, level 0..2)"},

@@ -119,11 +119,17 @@ class FlashSSD:
     behaviour for a read of a never-written page: it gets a page of the stream's active block
     (no program), so later partial writes of it read it back; by default such a read costs a read
     at its CWDP location and maps nothing (the device does not fill up with read-only addresses).
+
+    ``stream_units`` (one unit list per stream) sets every stream's units before preconditioning;
+    ``stream_ranges`` (one ``(start_byte, end_byte)`` or None per stream) gives each stream's
+    logical range, whose preconditioned pages are then laid out on that stream's units (a tenant's
+    old data on its own channels); pages outside every range are striped over all units.
     """
 
     def __init__(self, profile: "FlashProfile | str", n_streams: int = 1, queue_depth: "int | Sequence[int]" = 16,
                  seed: int = 0, precondition: float | None = 0.7, slo_us: "float | Sequence[float] | None" = None,
-                 map_unwritten_reads: bool = False):
+                 map_unwritten_reads: bool = False, stream_units: "Sequence[Sequence[int]] | None" = None,
+                 stream_ranges: "Sequence[tuple[int, int] | None] | None" = None):
         self.profile = load_profile(profile) if not isinstance(profile, FlashProfile) else profile
         if isinstance(n_streams, bool) or not isinstance(n_streams, int) or not 1 <= n_streams <= 64:
             raise ValueError(f"n_streams must be an integer in 1..64 (got {n_streams!r})")
@@ -139,8 +145,18 @@ class FlashSSD:
                                int(round(p.read_us * 1000)), int(round(p.program_us * 1000)),
                                int(round(p.erase_us * 1000)), p.channel_mtps, p.channel_width_bytes, qds,
                                int(seed) & (2**64 - 1), bool(map_unwritten_reads))
+        self._units_cache: dict[int, np.ndarray] = {}
+        self._member: np.ndarray | None = None
+        if stream_units is not None:
+            if len(stream_units) != n_streams:
+                raise ValueError(f"stream_units: expected one unit list per stream ({n_streams}), got {len(stream_units)}")
+            for st, us in enumerate(stream_units):
+                self.set_units(st, us)
+        lo, hi, owner = self._ranges(stream_ranges)
         if precondition is not None:
-            self._sim.precondition(float(precondition))
+            self._sim.precondition(float(precondition), lo, hi, owner)
+        elif len(lo):
+            raise ValueError("stream_ranges only place preconditioned data: give precondition=<fraction>")
         self._slo = np.full(n_streams, np.inf)
         for s, v in enumerate(_per_stream(slo_us, n_streams, "slo_us", float)):
             if v is not None:
@@ -148,8 +164,31 @@ class FlashSSD:
         self._unit_pages = p.dies_per_chip * p.planes_per_die * p.blocks_per_plane * p.pages_per_block
         self._zero = self._snapshot(zero=True)
         self._prev = self._zero
-        self._units_cache: dict[int, np.ndarray] = {}
-        self._member: np.ndarray | None = None
+
+    def _ranges(self, ranges: "Sequence[tuple[int, int] | None] | None") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Streams' byte ranges as sorted page ranges (lo, hi, stream) for the core."""
+        rows = []
+        if ranges is not None:
+            if len(ranges) != self.n_streams:
+                raise ValueError(f"stream_ranges: expected one (start_byte, end_byte) or None per stream "
+                                 f"({self.n_streams}), got {len(ranges)}")
+            ps, cap = self.profile.page_size, self.profile.logical_bytes
+            for st, r in enumerate(ranges):
+                if r is None:
+                    continue
+                a, b = int(r[0]), int(r[1])
+                if not 0 <= a < b <= cap:
+                    raise ValueError(f"stream_ranges[{st}] = ({a}, {b}): need 0 <= start < end <= the logical "
+                                     f"capacity {cap} bytes")
+                if -(-b // ps) > -(-a // ps):  # the pages whose first byte is in [a, b)
+                    rows.append((-(-a // ps), -(-b // ps), st))
+            rows.sort()
+            for (a0, b0, s0), (a1, b1, s1) in zip(rows, rows[1:]):
+                if a1 < b0:
+                    raise ValueError(f"stream_ranges of streams {s0} and {s1} overlap (pages {a1}..{b0})")
+        arr = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+        return (np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1]),
+                np.ascontiguousarray(arr[:, 2], dtype=np.int32))
 
     # control ---------------------------------------------------------------------------------
     def _check_stream(self, stream: int) -> int:

@@ -38,9 +38,9 @@ int main(void)
 
     fl_sim *s = fl_new(&c, err, sizeof err);
     CHECK(s != NULL);
-    CHECK(fl_precondition(s, 0.8, err, sizeof err) == 0);
+    CHECK(fl_precondition(s, 0.8, NULL, NULL, NULL, 0, err, sizeof err) == 0);
     CHECK(fl_check(s, err, sizeof err) == 0);
-    CHECK(fl_precondition(s, 1.5, err, sizeof err) < 0);
+    CHECK(fl_precondition(s, 1.5, NULL, NULL, NULL, 0, err, sizeof err) < 0);
 
     int32_t units[2] = {0, 3};
     CHECK(fl_set_units(s, 0, units, 2, err, sizeof err) == 0);
@@ -91,7 +91,14 @@ int main(void)
     m.map_unwritten_reads = 1;
     fl_sim *s2 = fl_new(&m, err, sizeof err);
     CHECK(s2 != NULL);
-    CHECK(fl_precondition(s2, 0.5, err, sizeof err) == 0);
+    /* stream 0's half of the logical space laid out on units {0, 3}, stream 1's on {1, 2} */
+    int32_t u03[2] = {0, 3}, u12[2] = {1, 2};
+    CHECK(fl_set_units(s2, 0, u03, 2, err, sizeof err) == 0 && fl_set_units(s2, 1, u12, 2, err, sizeof err) == 0);
+    int64_t half = (int64_t)fl_logical_pages(s2) / 2, rlo[2] = {0, half}, rhi[2] = {half, 2 * half};
+    int32_t rst[2] = {0, 1}, rbad[2] = {0, 5};
+    CHECK(fl_precondition(s2, 0.5, rlo, rhi, rbad, 2, err, sizeof err) < 0 && strstr(err, "range 1"));
+    CHECK(fl_precondition(s2, 0.5, rlo, rhi, rst, 2, err, sizeof err) == 0);
+    CHECK(fl_check(s2, err, sizeof err) == 0);
     int64_t cap2 = (int64_t)fl_logical_pages(s2) * m.page_size;
     for (int i = 0; i < N; i++) off[i] = off[i] % (cap2 - 16384) / 4096 * 4096;
     CHECK(fl_submit(s2, N, t, st, off, sz, w, err, sizeof err) == 0);
