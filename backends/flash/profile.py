@@ -105,8 +105,10 @@ class FlashProfile:
 
     @property
     def unit_write_Bps(self) -> float:
-        """Sustained program bandwidth of one chip (all dies and planes), bytes/s. MQSim's chips run
-        one command at a time (a multi-plane command on one die), so dies do not add to it."""
+        """Peak program bandwidth of one chip, bytes/s: a multi-plane program of every plane of a die
+        per program time plus its data transfer. MQSim's chips run one command at a time, so dies do
+        not add to it; multi-plane needs writes at the same page offset on each plane, so random
+        writes get less (down to page_size per program time)."""
         per_cmd = self.planes_per_die * self.page_size
         xfer = per_cmd / self.channel_bandwidth_Bps
         return per_cmd / (self.program_us * 1e-6 + xfer)
