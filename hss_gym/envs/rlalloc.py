@@ -57,9 +57,8 @@ mark). ``reward_weights`` = W, default ``(1.0, 1.0)``.
 ### Starting State
 
 The SSD is preconditioned (``precondition`` = 0.7 of the logical space valid, fragmented) and the
-chips are split equally and isolated (Static, Yang et al. 2014): unit ``u`` at position ``j`` of the
-chip-major order (chip 0 of every channel, then chip 1, ...) goes to stream ``j mod N``, so every
-stream spans all channels. ``initial="shared"`` starts with every stream on every unit. Requests are
+chips are split equally and isolated (Static, Yang et al. 2014), spread over the channels
+(:func:`static_allocation`; with 8 streams each gets one chip on every channel). ``initial="shared"`` starts with every stream on every unit. Requests are
 regenerated from the reset seed: same seed, same episode.
 
 ### Episode End
@@ -74,7 +73,8 @@ amplification of the whole episode.
 ``sweep_stream`` = STG_0, the paper's 2-20 stream sensitivity study), ``profile`` ("rlalloc"),
 ``scale`` (blocks-per-plane shrink, default 1/16; parallelism and timing kept), ``precondition``,
 ``queue_depth``, ``period_us``, ``episode_periods``, ``action_mode``, ``reward_weights``, ``tail``,
-``lat_ref_us``, ``initial``.
+``lat_ref_us``, ``initial``, ``intensity`` (arrival-rate multiplier: the streams' timestamps are
+divided by it, request count per period multiplied; 1.0 = Table I's rates).
 
 Baselines that are allocation rules rather than chip moves (Static, Dynamic) drive
 :meth:`RLAllocEnv.set_allocation` and step with the no-op.
@@ -106,13 +106,22 @@ def _flash():
 
 
 def static_allocation(n_streams: int, n_channels: int, chips_per_channel: int) -> list[np.ndarray]:
-    """Equal isolated split: chip-major order dealt round-robin, so each stream spans all channels."""
+    """Equal isolated split spread over the channels: units are taken in chip-major order (chip 0
+    of every channel, then chip 1, ...) and each goes to the stream with the fewest units, ties to
+    the one with the fewest units on that channel, then the lowest id."""
     n_units = n_channels * chips_per_channel
     if not 1 <= n_streams <= n_units:
         raise ValueError(f"n_streams={n_streams}: need 1..{n_units} streams for {n_units} chips")
-    order = np.array([ch * chips_per_channel + c for c in range(chips_per_channel)
-                      for ch in range(n_channels)], dtype=np.int32)
-    return [np.sort(order[i::n_streams]) for i in range(n_streams)]
+    count = np.zeros(n_streams, dtype=np.int64)
+    per_ch = np.zeros((n_streams, n_channels), dtype=np.int64)
+    out: list[list[int]] = [[] for _ in range(n_streams)]
+    for c in range(chips_per_channel):
+        for ch in range(n_channels):
+            s = int(np.lexsort((np.arange(n_streams), per_ch[:, ch], count))[0])
+            out[s].append(ch * chips_per_channel + c)
+            count[s] += 1
+            per_ch[s, ch] += 1
+    return [np.array(sorted(u), dtype=np.int32) for u in out]
 
 
 def decode_flat(action: int, n_streams: int) -> tuple[int, int] | None:
@@ -140,7 +149,7 @@ class RLAllocEnv(gym.Env):
                  precondition: float | None = 0.7, queue_depth: int = 16, period_us: float = 10_000.0,
                  episode_periods: int = 500, action_mode: str = "flat",
                  reward_weights: Sequence[float] = (1.0, 1.0), tail: str = "p99",
-                 lat_ref_us: float = 10_000.0, initial: str = "static",
+                 lat_ref_us: float = 10_000.0, initial: str = "static", intensity: float = 1.0,
                  render_mode: str | None = None) -> None:
         if streams is not None and n_streams is not None:
             raise ValueError("give streams (a list) or n_streams (copies of sweep_stream), not both")
@@ -155,7 +164,8 @@ class RLAllocEnv(gym.Env):
             if val not in ok:
                 raise ValueError(f"{name}={val!r}; valid: {', '.join(ok)}")
         for name, val in (("period_us", period_us), ("episode_periods", episode_periods),
-                          ("lat_ref_us", lat_ref_us), ("queue_depth", queue_depth), ("scale", scale)):
+                          ("lat_ref_us", lat_ref_us), ("queue_depth", queue_depth), ("scale", scale),
+                          ("intensity", intensity)):
             if not val > 0:
                 raise ValueError(f"{name} must be > 0, got {val!r}")
         if len(reward_weights) != 2:
@@ -174,6 +184,7 @@ class RLAllocEnv(gym.Env):
         self.action_mode, self.tail, self.initial = action_mode, tail, initial
         self.reward_weights = (float(reward_weights[0]), float(reward_weights[1]))
         self.lat_ref_us = float(lat_ref_us)
+        self.intensity = float(intensity)
         self.render_mode = render_mode
         n, nch = self.n_streams, self.n_channels
         self.obs_size = 1 + n * (2 + nch) + 7 + nch + 2 * self.n_units
@@ -208,6 +219,10 @@ class RLAllocEnv(gym.Env):
         for s, u in enumerate(new):
             if not np.array_equal(u, self._alloc[s]):
                 self._set_units(s, u)
+
+    def unit_busy(self) -> np.ndarray:
+        """Each unit's active-time fraction in the last period (a copy)."""
+        return self._unit_busy.copy()
 
     def _set_units(self, stream: int, units: np.ndarray) -> None:
         self._alloc[stream] = units
@@ -263,10 +278,10 @@ class RLAllocEnv(gym.Env):
         flash = _flash()
         self._ssd = flash.FlashSSD(self.profile, n_streams=self.n_streams, queue_depth=self.queue_depth,
                                    seed=ep_seed, precondition=self.precondition)
-        horizon = self.period_us * self.episode_periods
+        horizon = self.period_us * self.episode_periods * self.intensity
         parts = [stream_trace(name, horizon, ep_seed + 7919 * i, (i * self._region, self._region), i)
                  for i, name in enumerate(self.streams)]
-        t = np.concatenate([p.time_us for p in parts])
+        t = np.concatenate([p.time_us for p in parts]) / self.intensity
         order = np.argsort(t, kind="stable")
         self._t = t[order]
         self._stream = np.concatenate([p.stream for p in parts]).astype(np.int32)[order]
