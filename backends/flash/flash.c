@@ -147,24 +147,41 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+/* 8 bytes at b as a little-endian integer (one load on little-endian machines) */
+static inline uint64_t load_le64(const uint8_t *b)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, b, 8);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    return v;
+#endif
+}
+
+static inline void store_le64(uint8_t *b, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(b, &v, 8);
+#else
+    for (int i = 0; i < 8; i++) { b[i] = (uint8_t)v; v >>= 8; }
+#endif
+}
+
 static uint32_t p2l_get(const fl_sim *s, uint64_t p)
 {
     uint64_t bit = p * (uint64_t)s->p2l_bits;
-    const uint8_t *b = s->p2l + (bit >> 3);
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
-    return (uint32_t)((v >> (bit & 7)) & ((1ull << s->p2l_bits) - 1));
+    return (uint32_t)((load_le64(s->p2l + (bit >> 3)) >> (bit & 7)) & ((1ull << s->p2l_bits) - 1));
 }
 
 static void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
 {
     uint64_t bit = p * (uint64_t)s->p2l_bits;
     uint8_t *b = s->p2l + (bit >> 3);
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
     uint64_t mask = ((1ull << s->p2l_bits) - 1) << (bit & 7);
-    v = (v & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask);
-    for (int i = 0; i < 8; i++) { b[i] = (uint8_t)v; v >>= 8; }
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask));
 }
 
 static int page_valid(const fl_sim *s, uint32_t ppn)
@@ -402,10 +419,12 @@ void fl_free(fl_sim *s)
 
 /* ------------------------------------------------------------------ FTL */
 
-static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream)
+/* A free block of plane pl for a frontier; host writes leave the last one to GC, so that GC can
+ * always make progress (a victim has fewer than pages_per_block valid pages). */
+static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream, int gc)
 {
     plane_t *p = &s->planes[pl];
-    if (p->n_free == 0) return -1;
+    if (p->n_free <= (gc ? 0 : 1)) return -1;
     int32_t b = (int32_t)s->free_stack[(size_t)pl * s->B + (size_t)(--p->n_free)];
     uint32_t gb = pl * (uint32_t)s->B + (uint32_t)b;
     s->blk_state[gb] = BLK_ACTIVE;
@@ -417,24 +436,23 @@ static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream)
 static void enqueue_tx(fl_sim *s, int32_t t, int q);
 static void gc_check(fl_sim *s, uint32_t pl);
 
-/* A page in the stream's (data or GC) frontier of plane pl; NONE when the plane has no free block. */
+/* A page in the stream's (data or GC) frontier of plane pl; NONE when the plane has no free block.
+ * The caller maps it, then checks for GC (MQSim checks when a frontier block is replaced). */
 static uint32_t alloc_page(fl_sim *s, uint32_t pl, int stream, int gc, uint32_t *page_out)
 {
     frontier_t *f = (gc ? s->gc_wf : s->data_wf) + (size_t)pl * s->c.n_streams + stream;
     if (f->blk < 0) {
-        f->blk = take_free_block(s, pl, stream);
+        f->blk = take_free_block(s, pl, stream, gc);
         f->wp = 0;
         if (f->blk < 0) return NONE;
-        gc_check(s, pl);
     }
     uint32_t gb = pl * (uint32_t)s->B + (uint32_t)f->blk;
     uint32_t ppn = gb * (uint32_t)s->G + f->wp;
     *page_out = f->wp;
     if (++f->wp == (uint32_t)s->G) {
         s->blk_state[gb] = BLK_FULL;
-        f->blk = take_free_block(s, pl, stream);
+        f->blk = take_free_block(s, pl, stream, gc);
         f->wp = 0;
-        gc_check(s, pl);
     }
     return ppn;
 }
@@ -465,6 +483,7 @@ static int place_write(fl_sim *s, int32_t t)
     x->ppn = ppn;
     x->page = page;
     map_page(s, x->lpn, ppn);
+    gc_check(s, x->pl); /* after the mapping: the block just filled may be the victim */
     return 1;
 }
 
@@ -482,7 +501,7 @@ static void gc_check(fl_sim *s, uint32_t pl)
             if (bestv == 0) break;
         }
     }
-    if (best < 0) return;
+    if (best < 0 || bestv >= (uint32_t)s->G) return; /* nothing to gain: the plane is full of valid data */
     uint32_t gb = base + (uint32_t)best;
     s->blk_state[gb] = BLK_VICTIM;
     p->victim = best;
@@ -668,6 +687,29 @@ static void log_latency(fl_sim *s, double us, int stream)
 
 static void try_admit(fl_sim *s, int si);
 
+static int plane_has_room(const fl_sim *s, uint32_t pl, int stream)
+{
+    return s->data_wf[(size_t)pl * s->c.n_streams + stream].blk >= 0 || s->planes[pl].n_free > 1;
+}
+
+/* The plane of a host write: CWDP over the stream's units (channel fastest, then chip, die, plane).
+ * When that plane is full of valid data (its units took more than their share of the stream's
+ * data), the next plane in the stream's CWDP sequence with room, then any plane of the device. */
+static uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
+{
+    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    int si = (int)(st - s->streams);
+    uint32_t span = nu * D * P;
+    for (uint32_t k = 0; k < span; k++) {
+        uint32_t l = (lpn + k) % span;
+        uint32_t pl = ((uint32_t)st->units[l % nu] * D + (l / nu) % D) * P + (l / (nu * D)) % P;
+        if (plane_has_room(s, pl, si)) return pl;
+    }
+    for (uint32_t pl = 0; pl < (uint32_t)s->n_planes; pl++)
+        if (plane_has_room(s, pl, si)) return pl;
+    return ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
+}
+
 static void admit(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
@@ -679,9 +721,9 @@ static void admit(fl_sim *s, int32_t r)
     int64_t ps = s->c.page_size;
     uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
     q->remaining = (int32_t)(last - first + 1);
-    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
     int prio = st->prio;
-    s->batching = 1;
+    s->batching++;
     for (uint64_t lp = first; lp <= last; lp++) {
         int64_t lo = (int64_t)lp * ps, hi = lo + ps;
         if (lo < q->off) lo = q->off;
@@ -693,10 +735,7 @@ static void admit(fl_sim *s, int32_t r)
         uint32_t lpn = (uint32_t)lp;
         if (q->write) {
             x->kind = TX_WRITE;
-            /* CWDP over the stream's units: channel (fastest), chip, die, plane */
-            uint32_t unit = (uint32_t)st->units[lpn % nu];
-            uint32_t die = (lpn / nu) % D, plane = (lpn / (nu * D)) % P;
-            x->pl = (unit * D + die) * P + plane;
+            x->pl = write_plane(s, st, lpn);
             s->host_page_writes++;
             if (place_write(s, t)) enqueue_tx(s, t, Q_UW + prio);
         } else {
@@ -718,8 +757,7 @@ static void admit(fl_sim *s, int32_t r)
             enqueue_tx(s, t, Q_UR + prio);
         }
     }
-    s->batching = 0;
-    flush_dirty(s);
+    if (--s->batching == 0) flush_dirty(s);
 }
 
 static void try_admit(fl_sim *s, int si)
@@ -817,15 +855,14 @@ static void complete_tx(fl_sim *s, int32_t t)
         s->erases++;
         s->streams[owner].st.gc_runs++;
         /* writes that waited for a free block */
-        s->batching = 1;
+        s->batching++;
         while (p->stalled.head >= 0 && p->n_free > 0) {
             int32_t w = fifo_pop(s, &p->stalled);
             if (!place_write(s, w)) break;
             enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
         }
-        s->batching = 0;
         gc_check(s, pl);
-        flush_dirty(s);
+        if (--s->batching == 0) flush_dirty(s);
         return;
     }
     }
@@ -843,14 +880,18 @@ static void on_bus_done(fl_sim *s, int c)
     if (ch->phase == PH_CMD) {
         int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
         ev_push(s, s->now + op, EV_ARRAY, (int)u);
-    } else {
-        complete_tx(s, ch->tx);
-        if (--un->pending_out == 0) {
-            un->busy = 0;
-            un->busy_done += s->now - un->start;
-        }
+        channel_kick(s, c);
+        return;
     }
+    s->batching++;
+    complete_tx(s, ch->tx);
+    if (--un->pending_out == 0) {
+        un->busy = 0;
+        un->busy_done += s->now - un->start;
+    }
+    /* the bus goes first to waiting data-outs, then to the chips (MQSim's PHY order) */
     channel_kick(s, c);
+    if (--s->batching == 0) flush_dirty(s);
 }
 
 static void on_array_done(fl_sim *s, uint32_t u)
@@ -870,10 +911,11 @@ static void on_array_done(fl_sim *s, uint32_t u)
     }
     un->busy = 0;
     un->busy_done += s->now - un->start;
-    s->batching = 1;
-    for (int i = 0; i < n; i++) complete_tx(s, un->active[i]);
-    s->batching = 0;
-    flush_dirty(s);
+    int32_t done[FL_MAX_PLANES];
+    memcpy(done, un->active, (size_t)n * sizeof(int32_t));
+    s->batching++;
+    for (int i = 0; i < n; i++) complete_tx(s, done[i]);
+    if (--s->batching == 0) flush_dirty(s);
     channel_kick(s, c);
 }
 
@@ -989,6 +1031,23 @@ void fl_set_slo(fl_sim *s, int stream, double us) { s->streams[stream].slo_us = 
 
 /* ------------------------------------------------------------------ preconditioning */
 
+/* Valid pages of block b (of `used` written blocks) in a plane holding cnt valid pages: the valid
+ * fraction rises linearly across the blocks (the steady state of greedy GC under uniform random
+ * writes spans the victims' low valid count up to full blocks), with mean cnt / (used * G); the
+ * integral of that profile over [b, b+1) rounded so that the blocks sum to cnt exactly. The last
+ * block takes any rounding remainder. */
+static uint32_t block_target(uint32_t cnt, uint32_t b, int used, uint32_t G)
+{
+    if ((int)b >= used - 1) return G;
+    double m = (double)cnt / ((double)used * G);
+    if (m <= 0) return 0;
+    double lo = m >= 0.5 ? 2 * m - 1 : 0, hi = m >= 0.5 ? 1 : 2 * m;
+    double x0 = (double)b / used, x1 = (double)(b + 1) / used;
+    double F0 = lo * x0 + (hi - lo) * x0 * x0 / 2, F1 = lo * x1 + (hi - lo) * x1 * x1 / 2;
+    uint32_t want = (uint32_t)(llround(F1 / m * cnt) - llround(F0 / m * cnt));
+    return want > G ? G : want;
+}
+
 int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
 {
     if (!(valid >= 0.0 && valid <= 1.0)) { snprintf(err, errlen, "precondition must be in [0, 1] (got %g)", valid); return -1; }
@@ -1000,48 +1059,44 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
     uint32_t *cnt = calloc(np, sizeof(uint32_t));
     uint32_t *cur_blk = calloc(np, sizeof(uint32_t));
     uint32_t *cur_n = calloc(np, sizeof(uint32_t));
-    uint32_t *placed = calloc(np, sizeof(uint32_t));
-    if (!cnt || !cur_blk || !cur_n || !placed) {
-        free(cnt); free(cur_blk); free(cur_n); free(placed);
+    uint32_t *cur_want = calloc(np, sizeof(uint32_t));
+    if (!cnt || !cur_blk || !cur_n || !cur_want) {
+        free(cnt); free(cur_blk); free(cur_n); free(cur_want);
         snprintf(err, errlen, "out of memory"); return -1;
     }
     uint32_t nall = (uint32_t)s->n_units, C = (uint32_t)s->c.n_channels, W = (uint32_t)s->c.chips_per_channel;
     uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
-#define PLANE_OF(l) ((((((l) % nall) % C) * W + ((l) % nall) / C) * D + ((l) / nall) % D) * P + ((l) / (nall * D)) % P)
+    /* CWDP plane of consecutive lpns: an odometer (unit index fastest, then die, then plane) */
+    uint32_t *unit_of_idx = malloc(nall * sizeof(uint32_t));
+    if (!unit_of_idx) { free(cnt); free(cur_blk); free(cur_n); free(cur_want); snprintf(err, errlen, "out of memory"); return -1; }
+    for (uint32_t i = 0; i < nall; i++) unit_of_idx[i] = (i % C) * W + i / C;
+    uint32_t o_u, o_d, o_p;
+#define ODO_RESET() (o_u = o_d = o_p = 0)
+#define ODO_PLANE() ((unit_of_idx[o_u] * D + o_d) * P + o_p)
+#define ODO_NEXT() (++o_u == nall ? (o_u = 0, ++o_d == D ? (o_d = 0, ++o_p == P ? (o_p = 0) : 0) : 0) : 0)
 #define SELECTED(l) (valid >= 1.0 || (thr && (splitmix(&(uint64_t){s->c.seed * 0x9E37ull + (l)}) <= thr)))
-    for (uint64_t l = 0; l < s->logical_pages; l++)
-        if (SELECTED(l)) cnt[PLANE_OF(l)]++;
+    ODO_RESET();
+    for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT())
+        if (SELECTED(l)) cnt[ODO_PLANE()]++;
     for (uint32_t p = 0; p < np; p++) {
         if (cnt[p] > (uint64_t)used * G) {
             snprintf(err, errlen, "precondition %g needs %u valid pages in a plane, more than the %llu that fit "
                      "outside the GC reserve", valid, cnt[p], (unsigned long long)used * G);
-            free(cnt); free(cur_blk); free(cur_n); free(placed);
+            free(cnt); free(cur_blk); free(cur_n); free(cur_want); free(unit_of_idx);
             return -1;
         }
     }
     /* block i of a plane holds c_i valid pages, c_i spread linearly (steady state of greedy GC under
      * random writes: from the victims' low valid count up to full), summing to the plane's count */
-    for (uint64_t l = 0; l < s->logical_pages; l++) {
+    for (uint32_t p = 0; p < np; p++) cur_want[p] = block_target(cnt[p], 0, used, G);
+    ODO_RESET();
+    for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT()) {
         if (!SELECTED(l)) continue;
-        uint32_t p = PLANE_OF(l);
-        for (;;) {
-            uint32_t b = cur_blk[p];
-            double m = (double)cnt[p] / ((double)used * G);
-            double lo = m >= 0.5 ? 2 * m - 1 : 0, hi = m >= 0.5 ? 1 : 2 * m;
-            /* valid pages wanted in block b: integral of the linear profile over [b, b+1) */
-            double x0 = (double)b / used, x1 = (double)(b + 1) / used;
-            double F0 = lo * x0 + (hi - lo) * x0 * x0 / 2, F1 = lo * x1 + (hi - lo) * x1 * x1 / 2;
-            uint32_t want_end = (uint32_t)llround(F1 / m * cnt[p]);
-            uint32_t want_start = (uint32_t)llround(F0 / m * cnt[p]);
-            uint32_t want = want_end - want_start;
-            if (want > G) want = G;
-            if ((int)b >= used - 1) want = G; /* the last block takes any rounding remainder */
-            if (cur_n[p] < want) break;
-            /* close block b */
-            uint32_t gb = p * (uint32_t)s->B + b;
-            s->blk_state[gb] = BLK_FULL;
+        uint32_t p = ODO_PLANE();
+        while (cur_n[p] >= cur_want[p]) { /* close the block, open the next */
             cur_blk[p]++;
             cur_n[p] = 0;
+            cur_want[p] = block_target(cnt[p], cur_blk[p], used, G);
         }
         uint32_t gb = p * (uint32_t)s->B + cur_blk[p];
         uint32_t ppn = gb * G + cur_n[p]++;
@@ -1049,7 +1104,6 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         p2l_set(s, ppn, (uint32_t)l);
         s->blk_valid[gb]++;
         s->units[unit_of_plane(s, p)].valid_pages++;
-        placed[p]++;
     }
     /* blocks 0..used-1 are written (full); the rest stay free */
     for (uint32_t p = 0; p < np; p++) {
@@ -1059,9 +1113,12 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         for (int b = s->B - 1; b >= used; b--) s->free_stack[(size_t)p * s->B + (size_t)(pl->n_free++)] = (uint32_t)b;
         s->units[unit_of_plane(s, p)].free_blocks -= used;
     }
-#undef PLANE_OF
+#undef ODO_RESET
+#undef ODO_PLANE
+#undef ODO_NEXT
+    free(unit_of_idx);
 #undef SELECTED
-    free(cnt); free(cur_blk); free(cur_n); free(placed);
+    free(cnt); free(cur_blk); free(cur_n); free(cur_want);
     return 0;
 }
 
@@ -1118,4 +1175,48 @@ size_t fl_mapping_bytes(const fl_sim *s)
 {
     return s->logical_pages * sizeof(uint32_t) + (size_t)((s->phys_pages * (uint64_t)s->p2l_bits + 7) / 8 + 8)
            + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t));
+}
+
+/* ------------------------------------------------------------------ self-check (tests) */
+
+int fl_check(const fl_sim *s, char *err, size_t errlen)
+{
+    uint64_t mapped = 0;
+    for (uint64_t l = 0; l < s->logical_pages; l++) {
+        uint32_t p = s->l2p[l];
+        if (p == NONE) continue;
+        mapped++;
+        if (p >= s->phys_pages || p2l_get(s, p) != l) {
+            snprintf(err, errlen, "lpn %llu maps to page %u whose reverse map disagrees", (unsigned long long)l, p);
+            return -1;
+        }
+    }
+    uint64_t valid_sum = 0;
+    for (uint32_t b = 0; b < s->n_blocks; b++) {
+        uint32_t v = 0;
+        for (uint32_t g = 0; g < (uint32_t)s->G; g++) v += (uint32_t)page_valid(s, b * (uint32_t)s->G + g);
+        if (v != s->blk_valid[b]) {
+            snprintf(err, errlen, "block %u: valid count %u, but %u pages are valid", b, s->blk_valid[b], v);
+            return -1;
+        }
+        if (s->blk_state[b] == BLK_FREE && v) {
+            snprintf(err, errlen, "free block %u holds %u valid pages", b, v);
+            return -1;
+        }
+        valid_sum += v;
+    }
+    if (valid_sum != mapped) {
+        snprintf(err, errlen, "%llu valid pages for %llu mapped lpns", (unsigned long long)valid_sum,
+                 (unsigned long long)mapped);
+        return -1;
+    }
+    int64_t uv = 0, uf = 0, pf = 0;
+    for (int u = 0; u < s->n_units; u++) { uv += s->units[u].valid_pages; uf += s->units[u].free_blocks; }
+    for (int p = 0; p < s->n_planes; p++) pf += s->planes[p].n_free;
+    if ((uint64_t)uv != mapped || uf != pf) {
+        snprintf(err, errlen, "unit counters disagree: valid %lld vs %llu, free %lld vs %lld", (long long)uv,
+                 (unsigned long long)mapped, (long long)uf, (long long)pf);
+        return -1;
+    }
+    return 0;
 }

@@ -288,7 +288,16 @@ static PyObject *Sim_logical_pages(SimObject *self, PyObject *Py_UNUSED(a))
     return PyLong_FromUnsignedLongLong(fl_logical_pages(self->sim));
 }
 
+static PyObject *Sim_check(SimObject *self, PyObject *Py_UNUSED(a))
+{
+    char err[512];
+    if (check_sim(self) < 0) return NULL;
+    if (fl_check(self->sim, err, sizeof err) < 0) { PyErr_SetString(PyExc_AssertionError, err); return NULL; }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Sim_methods[] = {
+    {"check", (PyCFunction)Sim_check, METH_NOARGS, "Verify the FTL state's consistency (raises AssertionError)."},
     {"close", (PyCFunction)Sim_close, METH_NOARGS, "Free the simulator."},
     {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid_fraction)"},
     {"set_units", (PyCFunction)Sim_set_units, METH_VARARGS, "set_units(stream, int32 array)"},
