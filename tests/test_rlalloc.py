@@ -120,7 +120,7 @@ def test_pair_action_moves_the_rule_chosen_chip():
 
 
 def test_pair_action_never_leaves_the_donor_without_chips():
-    env = RLAllocEnv(n_streams=2, **SMALL)
+    env = RLAllocEnv(n_streams=2, episode_periods=40)
     env.reset(seed=0)
     infos = [env.step(encode_flat(0, 1, 2))[4] for _ in range(33)]
     assert [len(a) for a in env.allocation()] == [63, 1]
@@ -217,7 +217,10 @@ def test_baselines():
 
 
 def test_problem_module():
-    pytest.importorskip("hss_gym.benchmarks.problems")
+    try:
+        from hss_gym.benchmarks.problems import Problem  # noqa: F401  (the lead's registry)
+    except ImportError:
+        pytest.skip("the harness problem registry (hss_gym.benchmarks.problems) is not on this branch")
     from hss_gym.benchmarks.problems import rlalloc as prob
     with pytest.raises(ValueError, match="stg0-x2"):
         prob.check_workload("stg0-x40")

@@ -4,8 +4,10 @@
   streams at start and never changed (the env's starting allocation; the policy answers the no-op).
 * **Dynamic** (Kim, "Utilitarian performance isolation in shared SSDs", HotStorage'18; the paper's
   SOTA "Dynamic"): every period each stream keeps its own equal share and, when its real-time demand
-  (EWMA of the page transactions it completed plus the requests it has waiting) exceeds its share
-  of the total, borrows the least busy other chips up to ``round(n_units x demand share)``.
+  exceeds its share of the total, borrows the least busy other chips up to ``round(n_units x demand
+  share)``. A stream's chips only decide where its *writes* go (reads are served where the data
+  lives), so demand = EWMA of the write transactions it completed plus its waiting requests times
+  its write share of transactions.
   Borrowed chips stay in use by their owners too: the chips are *shared*, which is how Dynamic buys
   throughput with I/O conflicts.
 * **Random**: a uniformly random action of the env's action space each period.
@@ -79,8 +81,10 @@ class DynamicPolicy(AllocPolicy):
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
         env = self.env
         if "read_tx" in info:
-            now = (np.asarray(info["read_tx"], dtype=np.float64) + np.asarray(info["write_tx"])
-                   + np.asarray(info["backlog"], dtype=np.float64))
+            rd = np.asarray(info["read_tx"], dtype=np.float64)
+            wr = np.asarray(info["write_tx"], dtype=np.float64)
+            wshare = np.divide(wr, rd + wr, out=np.zeros_like(wr), where=rd + wr > 0)
+            now = wr + np.asarray(info["backlog"], dtype=np.float64) * wshare
             self.demand = self.alpha * now + (1 - self.alpha) * self.demand
         total = self.demand.sum()
         alloc = [u.copy() for u in self.own]
