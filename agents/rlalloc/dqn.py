@@ -36,6 +36,7 @@ from torch import nn
 
 from hss_gym.agents.rlalloc.baselines import AllocPolicy
 from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.workloads.msr_streams import STREAMS
 
 WEIGHTS = os.path.join(os.path.dirname(__file__), "weights", "dqn_table1.npz")
 HIDDEN = 500
@@ -231,9 +232,9 @@ def train(env_kwargs: dict[str, Any], args: Args, seed: int, verbose: bool = Tru
 
 class DQNPolicy(AllocPolicy):
     """The reference agent in an evaluation episode: pre-trained weights, epsilon ``eps`` (0.01,
-    the end of the paper's schedule) and online updates every ``train_every`` periods. Without
-    weights matching the env's sizes, it first pre-trains offline for ``pretrain_steps`` periods
-    on a training seed distinct from the evaluation seed."""
+    the end of the paper's schedule) and online updates every ``train_every`` periods. The
+    shipped weights are for the Table I mix; on other streams (the sweep) it first pre-trains
+    offline for ``pretrain_steps`` periods on a training seed distinct from the evaluation seed."""
 
     name = "rlalloc_dqn"
 
@@ -251,7 +252,7 @@ class DQNPolicy(AllocPolicy):
         n_obs, n_act = env.observation_space.shape[0], int(env.action_space.n)
         torch.set_num_threads(1)
         self.agent = DQN(n_obs, n_act, self.args, seed)
-        if self.weights and os.path.isfile(self.weights):
+        if self.weights and os.path.isfile(self.weights) and env.streams == list(STREAMS):
             state, meta = load_weights(self.weights)
             if state["net.0.weight"].shape[1] == n_obs and state["net.4.weight"].shape[0] == n_act:
                 self.agent.load_arrays(state)

@@ -56,7 +56,7 @@ mark). ``reward_weights`` = W, default ``(1.0, 1.0)``.
 
 ### Starting State
 
-The SSD is preconditioned (``precondition`` = 0.7 of the logical space valid, fragmented) and the
+The SSD is preconditioned (``precondition`` = 0.5 of the logical space valid, fragmented) and the
 chips are split equally and isolated (Static, Yang et al. 2014), spread over the channels
 (:func:`static_allocation`; with 8 streams each gets one chip on every channel). ``initial="shared"`` starts with every stream on every unit. Requests are
 regenerated from the reset seed: same seed, same episode.
@@ -146,7 +146,7 @@ class RLAllocEnv(gym.Env):
 
     def __init__(self, streams: Sequence[str] | None = None, n_streams: int | None = None,
                  sweep_stream: str = SWEEP_STREAM, profile: Any = "rlalloc", scale: float = 1 / 16,
-                 precondition: float | None = 0.7, queue_depth: int = 16, period_us: float = 10_000.0,
+                 precondition: float | None = 0.5, queue_depth: int = 16, period_us: float = 10_000.0,
                  episode_periods: int = 500, action_mode: str = "flat",
                  reward_weights: Sequence[float] = (1.0, 1.0), tail: str = "p99",
                  lat_ref_us: float = 10_000.0, initial: str = "static", intensity: float = 1.0,
