@@ -164,7 +164,7 @@ def test_reward_is_weighted_iops_minus_tail():
     env = RLAllocEnv(reward_weights=(0.0, 2.0), **SMALL)
     env.reset(seed=0)
     _, r, _, _, info = env.step(0)
-    assert r == pytest.approx(-2.0 * min(info["tail_us"] / 10_000.0, 10.0)) and r < 0
+    assert r == pytest.approx(-2.0 * np.log10(1 + info["tail_us"] / 10_000.0)) and r < 0
 
 
 def test_episode_end_metrics_and_infos_not_shared():

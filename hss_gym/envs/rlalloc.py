@@ -49,10 +49,11 @@ and 8 streams, the paper's input vector (§III-B) in order:
 ### Rewards
 
 Eq. 1, ``r = W . [IOPS, -tail latency]``, normalised: ``W[0] * completed / offered - W[1] *
-min(tail / lat_ref_us, 10)``, where ``offered`` is the number of requests that arrived in the period
+log10(1 + tail / lat_ref_us)``, where ``offered`` is the number of requests that arrived in the period
 (so 1.0 means keeping up), ``tail`` the worst stream's p99 latency of the period (``tail="p999"``:
 p99.9; ``"max"``: the largest per-stream p99.9) and ``lat_ref_us`` 10 ms (the paper's Fig. 1 QoS
-mark). ``reward_weights`` = W, default ``(1.0, 1.0)``.
+mark); the logarithm keeps a signal from 1 ms to seconds of tail (0.3 at 10 ms, 1.0 at 100 ms,
+2.0 at 1 s). ``reward_weights`` = W, default ``(1.0, 1.0)``.
 
 ### Starting State
 
@@ -93,7 +94,6 @@ from hss_gym.workloads.trace import WRITE
 
 SWEEP_STREAM = "STG_0"
 MAX_STREAMS_SCALE = 64.0
-LAT_CLIP = 10.0
 TAILS = ("p99", "p999", "max")
 ACTION_MODES = ("flat", "factored")
 INITIAL = ("static", "shared")
@@ -324,7 +324,7 @@ class RLAllocEnv(gym.Env):
         done = int(np.sum(ws.completed))
         tail = self._tail(ws)
         iops_n = done / max(offered, 1)
-        lat_n = min(tail / self.lat_ref_us, LAT_CLIP)
+        lat_n = math.log10(1.0 + tail / self.lat_ref_us)
         reward = self.reward_weights[0] * iops_n - self.reward_weights[1] * lat_n
         obs = self._observe(ws, np.asarray(ws.read_tx, dtype=np.float64), np.asarray(ws.write_tx, dtype=np.float64))
         truncated = self._period >= self.episode_periods
