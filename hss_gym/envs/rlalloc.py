@@ -51,7 +51,7 @@ and 8 streams, the paper's input vector (§III-B) in order:
 Eq. 1, ``r = W . [IOPS, -tail latency]``, normalised: ``W[0] * completed / offered - W[1] *
 log10(1 + tail / lat_ref_us)``, where ``offered`` is the number of requests that arrived in the period
 (so 1.0 means keeping up), ``tail`` the worst stream's p99 latency of the period (``tail="p999"``:
-p99.9; ``"max"``: the largest per-stream p99.9) and ``lat_ref_us`` 10 ms (the paper's Fig. 1 QoS
+p99.9) and ``lat_ref_us`` 10 ms (the paper's Fig. 1 QoS
 mark); the logarithm keeps a signal from 1 ms to seconds of tail (0.3 at 10 ms, 1.0 at 100 ms,
 2.0 at 1 s). ``reward_weights`` = W, default ``(1.0, 1.0)``.
 
@@ -84,6 +84,7 @@ Baselines that are allocation rules rather than chip moves (Static, Dynamic) dri
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Sequence
 
 import gymnasium as gym
@@ -94,7 +95,7 @@ from hss_gym.workloads.trace import WRITE
 
 SWEEP_STREAM = "STG_0"
 MAX_STREAMS_SCALE = 64.0
-TAILS = ("p99", "p999", "max")
+TAILS = ("p99", "p999")
 ACTION_MODES = ("flat", "factored")
 INITIAL = ("static", "shared")
 
@@ -157,6 +158,10 @@ class RLAllocEnv(gym.Env):
             streams = list(STREAMS) if n_streams is None else [sweep_stream] * int(n_streams)
         self.streams = [str(s) for s in streams]
         self.n_streams = len(self.streams)
+        for name in self.streams:
+            if name.strip().upper().replace("-", "_") not in STREAMS and not os.path.isfile(name):
+                raise ValueError(f"streams: {name!r} is neither a Table I name ({', '.join(STREAMS)}) "
+                                 f"nor an existing trace file")
         if self.n_streams < 2:
             raise ValueError(f"streams: RLAlloc needs at least 2 streams, got {self.n_streams}")
         for name, val, ok in (("action_mode", action_mode, ACTION_MODES), ("tail", tail, TAILS),
