@@ -20,8 +20,12 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
+/* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
+ * whole queues; beyond a few dozen entries that only costs time: see docs/flash-model.md) */
+#define MP_SCAN 64
 
-enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
+/* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write) */
+enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE, TX_UPDREAD };
 enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
 enum { PH_CMD, PH_DATAOUT };
 enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
@@ -36,7 +40,11 @@ typedef struct {
     uint32_t pl;       /* global plane index */
     uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
     uint32_t bytes;
-    uint8_t kind, stream;
+    int32_t link;      /* TX_UPDREAD: the write waiting for it */
+    uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
+    uint8_t kind, stream, pid;
+    uint8_t held;      /* a write waiting for its update read */
+    uint8_t placed;    /* a write that has its physical page */
 } tx_t;
 
 typedef struct {
@@ -104,9 +112,11 @@ struct fl_sim {
     int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
     double xfer_ns_per_byte;
     /* FTL state */
-    uint32_t *l2p;
+    uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
     uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
     int p2l_bits;
+    uint8_t *cstat;                /* per logical page: which 4 KiB chunks hold data (pages > 4 KiB) */
+    int cbits;                     /* chunks per page when > 1, else 0 (no table) */
     uint16_t *blk_valid;
     uint8_t *blk_state, *blk_owner;
     uint32_t *free_stack;          /* per plane, B entries */
@@ -129,7 +139,7 @@ struct fl_sim {
     int32_t *dirty_list;
     int n_dirty, batching;
     /* latency log */
-    double *lat;
+    double *lat, *dev_lat;     /* end-to-end (from arrival) and device (from admission) latency */
     uint16_t *lat_stream;
     size_t lat_n, lat_cap;
     /* global counters */
@@ -184,10 +194,28 @@ static void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
     store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask));
 }
 
+static uint32_t bits_get(const uint8_t *a, int w, uint64_t i)
+{
+    uint64_t bit = i * (uint64_t)w;
+    return (uint32_t)((load_le64(a + (bit >> 3)) >> (bit & 7)) & ((1ull << w) - 1));
+}
+
+static void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
+{
+    uint64_t bit = i * (uint64_t)w;
+    uint8_t *b = a + (bit >> 3);
+    uint64_t mask = ((1ull << w) - 1) << (bit & 7);
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
+}
+
+/* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
+ * untouched parts of a large device cost neither time nor resident memory. */
+static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
+
 static int page_valid(const fl_sim *s, uint32_t ppn)
 {
     uint32_t lpn = p2l_get(s, ppn);
-    return lpn < s->logical_pages && s->l2p[lpn] == ppn;
+    return lpn < s->logical_pages && L2P(s, lpn) == ppn;
 }
 
 static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
@@ -339,7 +367,8 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->logical_pages = (uint64_t)((double)s->phys_pages * (1.0 - cfg->op_ratio));
     s->logical_bytes = (int64_t)s->logical_pages * cfg->page_size;
     s->gc_thr_blocks = (int32_t)(cfg->gc_threshold * s->B);
-    if (s->gc_thr_blocks < 1) s->gc_thr_blocks = 1;
+    /* at least 2: host writes leave a plane's last free block to GC, so GC must start before that */
+    if (s->gc_thr_blocks < 2) s->gc_thr_blocks = 2;
     /* ONFI NV-DDR2 command/address timing, MQSim's defaults (ONFI_Channel_NVDDR2.h), in ns */
     const int64_t tCS = 20, tWC = 25, tWB = 100, tRR = 20, tDBSY = 500, tADL = 70, tWPST = 6, tWPSTH = 15, tCALS = 15;
     for (int n = 1; n <= FL_MAX_PLANES; n++) {
@@ -351,7 +380,10 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     int bits = 1;
     while (bits < 32 && (1ull << bits) < s->logical_pages) bits++;
     s->p2l_bits = bits;
-    s->l2p = malloc(s->logical_pages * sizeof(uint32_t));
+    s->cbits = cfg->page_size > 4096 ? (cfg->page_size + 4095) / 4096 : 0;
+    if (s->cbits > 8) s->cbits = 8;
+    s->cstat = s->cbits ? calloc((size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8), 1) : NULL;
+    s->l2p = calloc(s->logical_pages, sizeof(uint32_t));
     s->p2l = calloc((size_t)((s->phys_pages * (uint64_t)bits + 7) / 8 + 8), 1);
     s->blk_valid = calloc(s->n_blocks, sizeof(uint16_t));
     s->blk_state = calloc(s->n_blocks, 1);
@@ -366,13 +398,12 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
     s->dirty = calloc((size_t)cfg->n_channels, 1);
     s->dirty_list = calloc((size_t)cfg->n_channels, sizeof(int32_t));
-    if (!s->l2p || !s->p2l || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
+    if (!s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
         || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
         return NULL;
     }
-    memset(s->l2p, 0xFF, s->logical_pages * sizeof(uint32_t));
     for (size_t i = 0; i < nf; i++) { s->data_wf[i].blk = -1; s->data_wf[i].wp = 0; s->gc_wf[i] = s->data_wf[i]; }
     for (int p = 0; p < s->n_planes; p++) {
         plane_t *pl = &s->planes[p];
@@ -410,10 +441,10 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
 void fl_free(fl_sim *s)
 {
     if (!s) return;
-    free(s->l2p); free(s->p2l); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
+    free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
-    free(s->lat); free(s->lat_stream);
+    free(s->lat); free(s->dev_lat); free(s->lat_stream);
     free(s);
 }
 
@@ -459,13 +490,13 @@ static uint32_t alloc_page(fl_sim *s, uint32_t pl, int stream, int gc, uint32_t 
 
 static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 {
-    uint32_t old = s->l2p[lpn];
+    uint32_t old = L2P(s, lpn);
     if (old != NONE) {
         uint32_t ob = old / (uint32_t)s->G;
         s->blk_valid[ob]--;
         s->units[unit_of_plane(s, ob / (uint32_t)s->B)].valid_pages--;
     }
-    s->l2p[lpn] = ppn;
+    s->l2p[lpn] = ppn + 1;
     p2l_set(s, ppn, lpn);
     uint32_t nb = ppn / (uint32_t)s->G;
     s->blk_valid[nb]++;
@@ -482,6 +513,7 @@ static int place_write(fl_sim *s, int32_t t)
     x = &s->tx[t]; /* the pool may not move here, but keep the pointer fresh */
     x->ppn = ppn;
     x->page = page;
+    x->placed = 1;
     map_page(s, x->lpn, ppn);
     gc_check(s, x->pl); /* after the mapping: the block just filled may be the victim */
     return 1;
@@ -548,7 +580,9 @@ static void enqueue_tx(fl_sim *s, int32_t t, int q)
     tx_t *x = &s->tx[t];
     uint32_t u = unit_of_plane(s, x->pl);
     unit_t *un = &s->units[u];
-    if (x->kind == TX_READ || x->kind == TX_WRITE) {
+    x->die = (uint16_t)die_of_plane(s, x->pl);
+    x->pid = (uint8_t)plane_in_die(s, x->pl);
+    if (x->kind == TX_READ || x->kind == TX_WRITE || x->kind == TX_UPDREAD) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
         un->gc_ops++;
@@ -576,7 +610,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
 {
     unit_t *un = &s->units[u];
     tx_t *h = &s->tx[un->q[q1].head];
-    int die = die_of_plane(s, h->pl);
+    int die = h->die;
     uint32_t page = h->page;
     unsigned planes = 0;
     un->n_active = 0;
@@ -585,11 +619,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         if (qs[k] < 0) continue;
         fifo_t *f = &un->q[qs[k]];
         int32_t prev = -1, i = f->head;
-        while (i >= 0 && un->n_active < s->P) {
+        int scanned = 0;
+        while (i >= 0 && un->n_active < s->P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            int pid = plane_in_die(s, x->pl);
-            if (die_of_plane(s, x->pl) == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
+            int pid = x->pid;
+            if (x->die == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
                 planes |= 1u << pid;
                 un->active[un->n_active++] = i;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
@@ -604,7 +639,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     int n = un->n_active;
     int kind = s->tx[un->active[0]].kind;
     int64_t dur;
-    if (kind == TX_READ || kind == TX_GCREAD) {
+    if (kind == TX_READ || kind == TX_GCREAD || kind == TX_UPDREAD) {
         un->kind = TX_READ;
         dur = s->cmd_read[n];
     } else if (kind == TX_WRITE || kind == TX_GCWRITE) {
@@ -673,14 +708,16 @@ static void channel_kick(fl_sim *s, int c)
 
 /* ------------------------------------------------------------------ host side */
 
-static void log_latency(fl_sim *s, double us, int stream)
+static void log_latency(fl_sim *s, double us, double dev_us, int stream)
 {
     if (s->lat_n == s->lat_cap) {
         s->lat_cap = s->lat_cap ? 2 * s->lat_cap : 4096;
         s->lat = realloc(s->lat, s->lat_cap * sizeof(double));
+        s->dev_lat = realloc(s->dev_lat, s->lat_cap * sizeof(double));
         s->lat_stream = realloc(s->lat_stream, s->lat_cap * sizeof(uint16_t));
-        if (!s->lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+        if (!s->lat || !s->dev_lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
     }
+    s->dev_lat[s->lat_n] = dev_us;
     s->lat[s->lat_n] = us;
     s->lat_stream[s->lat_n++] = (uint16_t)stream;
 }
@@ -710,6 +747,36 @@ static uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
     return ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
 }
 
+/* MQSim's update read: a write of part of a page whose other data is on flash first reads that
+ * data from the page's old location (the write waits for it). Tracked at 4 KiB granularity. */
+static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
+{
+    uint32_t lpn = s->tx[t].lpn, old = L2P(s, lpn);
+    int64_t ps = s->c.page_size;
+    unsigned full = 0, any = 0, prev;
+    if (s->cbits) {
+        for (int k = 0; k < s->cbits; k++) {
+            int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
+            if (lo <= c0 && hi >= c1) full |= 1u << k;
+            if (lo < c1 && hi > c0) any |= 1u << k;
+        }
+        prev = old == NONE ? 0 : bits_get(s->cstat, s->cbits, lpn);
+        bits_set(s->cstat, s->cbits, lpn, prev | any);
+    } else {
+        full = (lo == 0 && hi == ps) ? 1u : 0u;
+        prev = old == NONE ? 0u : 1u;
+    }
+    if (!(prev & ~full)) return;
+    int32_t r = tx_alloc(s);
+    tx_t *x = &s->tx[r], *w = &s->tx[t];
+    x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
+    x->pl = old / (uint32_t)s->G / (uint32_t)s->B;
+    x->page = old % (uint32_t)s->G;
+    x->bytes = (uint32_t)(ps - (hi - lo) > 512 ? ps - (hi - lo) : 512);
+    w->held = 1;
+    enqueue_tx(s, r, Q_UR + prio);
+}
+
 static void admit(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
@@ -737,10 +804,11 @@ static void admit(fl_sim *s, int32_t r)
             x->kind = TX_WRITE;
             x->pl = write_plane(s, st, lpn);
             s->host_page_writes++;
-            if (place_write(s, t)) enqueue_tx(s, t, Q_UW + prio);
+            update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
+            if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
         } else {
             x->kind = TX_READ;
-            uint32_t ppn = s->l2p[lpn];
+            uint32_t ppn = L2P(s, lpn);
             x->ppn = ppn;
             if (ppn != NONE) {
                 x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
@@ -794,7 +862,7 @@ static void complete_user(fl_sim *s, int32_t t)
     if (lat > st->slo_us) st->st.slo_viol++;
     if (q->write) { st->st.writes++; st->st.write_bytes += q->size; }
     else { st->st.reads++; st->st.read_bytes += q->size; }
-    log_latency(s, lat, q->stream);
+    log_latency(s, lat, (double)(s->now - q->admit_ns) / 1000.0, q->stream);
     int si = q->stream;
     q->next = s->rq_free; s->rq_free = r;
     st->inflight--;
@@ -820,10 +888,17 @@ static void complete_tx(fl_sim *s, int32_t t)
     case TX_WRITE:
         complete_user(s, t);
         return;
+    case TX_UPDREAD: {
+        int32_t w = x->link;
+        tx_release(s, t);
+        s->tx[w].held = 0;
+        if (s->tx[w].placed) enqueue_tx(s, w, Q_UW + s->streams[s->tx[w].stream].prio);
+        return;
+    }
     case TX_GCREAD: {
         uint32_t pl = x->pl;
         int owner = x->stream;
-        if (s->l2p[x->lpn] == x->ppn) {
+        if (L2P(s, x->lpn) == x->ppn) {
             x->kind = TX_GCWRITE;
             if (place_write(s, t)) enqueue_tx(s, t, Q_GCW);
         } else {
@@ -859,7 +934,8 @@ static void complete_tx(fl_sim *s, int32_t t)
         while (p->stalled.head >= 0 && p->n_free > 0) {
             int32_t w = fifo_pop(s, &p->stalled);
             if (!place_write(s, w)) break;
-            enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
+            if (!s->tx[w].held)
+                enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
         }
         gc_check(s, pl);
         if (--s->batching == 0) flush_dirty(s);
@@ -905,7 +981,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         for (int i = 0; i < n; i++) {
             int32_t t = un->active[i];
             if (!s->ch[c].busy) start_dataout(s, c, t);
-            else fifo_push(s, s->tx[t].kind == TX_READ ? &s->ch[c].wait_user : &s->ch[c].wait_gc, t);
+            else fifo_push(s, s->tx[t].kind == TX_GCREAD ? &s->ch[c].wait_gc : &s->ch[c].wait_user, t);
         }
         return;
     }
@@ -1052,8 +1128,6 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
 {
     if (!(valid >= 0.0 && valid <= 1.0)) { snprintf(err, errlen, "precondition must be in [0, 1] (got %g)", valid); return -1; }
     if (s->now != 0 || s->host_page_writes != 0) { snprintf(err, errlen, "precondition only on a fresh simulator"); return -1; }
-    int reserve = s->gc_thr_blocks + 2;
-    int used = s->B - reserve;
     uint32_t np = (uint32_t)s->n_planes, G = (uint32_t)s->G;
     uint64_t thr = (uint64_t)(valid * 18446744073709551615.0);
     uint32_t *cnt = calloc(np, sizeof(uint32_t));
@@ -1078,10 +1152,17 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
     ODO_RESET();
     for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT())
         if (SELECTED(l)) cnt[ODO_PLANE()]++;
+    /* free blocks left: the GC threshold plus one per stream (each stream opens its own frontier
+     * block in a plane before GC starts), fewer when the valid data needs them (GC is then due) */
+    uint32_t max_cnt = 0;
+    for (uint32_t p = 0; p < np; p++) if (cnt[p] > max_cnt) max_cnt = cnt[p];
+    int used = s->B - (s->gc_thr_blocks + s->c.n_streams);
+    int need = (int)((max_cnt + G - 1) / G) + 1;
+    if (used < need) used = need < s->B ? need : s->B - 1;
     for (uint32_t p = 0; p < np; p++) {
         if (cnt[p] > (uint64_t)used * G) {
             snprintf(err, errlen, "precondition %g needs %u valid pages in a plane, more than the %llu that fit "
-                     "outside the GC reserve", valid, cnt[p], (unsigned long long)used * G);
+                     "beside one free block", valid, cnt[p], (unsigned long long)used * G);
             free(cnt); free(cur_blk); free(cur_n); free(cur_want); free(unit_of_idx);
             return -1;
         }
@@ -1100,8 +1181,9 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         }
         uint32_t gb = p * (uint32_t)s->B + cur_blk[p];
         uint32_t ppn = gb * G + cur_n[p]++;
-        s->l2p[l] = ppn;
+        s->l2p[l] = ppn + 1;
         p2l_set(s, ppn, (uint32_t)l);
+        if (s->cbits) bits_set(s->cstat, s->cbits, l, (1u << s->cbits) - 1);
         s->blk_valid[gb]++;
         s->units[unit_of_plane(s, p)].valid_pages++;
     }
@@ -1113,6 +1195,7 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         for (int b = s->B - 1; b >= used; b--) s->free_stack[(size_t)p * s->B + (size_t)(pl->n_free++)] = (uint32_t)b;
         s->units[unit_of_plane(s, p)].free_blocks -= used;
     }
+    for (uint32_t p = 0; p < np; p++) gc_check(s, p); /* planes left below the threshold start GC */
 #undef ODO_RESET
 #undef ODO_PLANE
 #undef ODO_NEXT
@@ -1168,13 +1251,15 @@ void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *fla
 
 size_t fl_latency_count(const fl_sim *s) { return s->lat_n; }
 const double *fl_latency_values(const fl_sim *s) { return s->lat; }
+const double *fl_device_latency_values(const fl_sim *s) { return s->dev_lat; }
 const uint16_t *fl_latency_streams(const fl_sim *s) { return s->lat_stream; }
 uint64_t fl_logical_pages(const fl_sim *s) { return s->logical_pages; }
 
 size_t fl_mapping_bytes(const fl_sim *s)
 {
     return s->logical_pages * sizeof(uint32_t) + (size_t)((s->phys_pages * (uint64_t)s->p2l_bits + 7) / 8 + 8)
-           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t));
+           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t))
+           + (s->cbits ? (size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8) : 0);
 }
 
 /* ------------------------------------------------------------------ self-check (tests) */
@@ -1183,7 +1268,7 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
 {
     uint64_t mapped = 0;
     for (uint64_t l = 0; l < s->logical_pages; l++) {
-        uint32_t p = s->l2p[l];
+        uint32_t p = L2P(s, l);
         if (p == NONE) continue;
         mapped++;
         if (p >= s->phys_pages || p2l_get(s, p) != l) {

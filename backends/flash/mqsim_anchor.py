@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +41,14 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def build_mqsim(cache_dir: "str | Path") -> Path:
+def default_cache_dir() -> Path:
+    """Where the MQSim copy is built: outside the repository, shared by tests and benchmarks."""
+    return Path(tempfile.gettempdir()) / f"hss-gym-mqsim-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+def build_mqsim(cache_dir: "str | Path | None" = None) -> Path:
     """Build (once) a latency-logging copy of MQSim under cache_dir; returns the binary."""
+    cache_dir = default_cache_dir() if cache_dir is None else Path(cache_dir)
     src = mqsim_source()
     if src is None:
         raise FileNotFoundError(unavailable_reason())
@@ -110,7 +117,7 @@ def workload_xml(flows: Sequence[Flow], n_channels: int, n_chips: int, n_dies: i
                                ("Request_Size_Distribution", "FIXED"), ("Average_Request_Size", f.size_sectors),
                                ("Variance_Request_Size", 0), ("Seed", f.seed),
                                ("Average_No_of_Reqs_in_Queue", f.queue_depth), ("Intensity", 32768),
-                               ("Stop_Time", 10**15), ("Total_Requests_To_Generate", f.requests)]
+                               ("Stop_Time", 0), ("Total_Requests_To_Generate", f.requests)]
         out.append(f"<{tag}>")
         out += [f"<{k}>{v}</{k}>" for k, v in params]
         out.append(f"</{tag}>")
@@ -136,6 +143,7 @@ class MQSimResult:
     ftl: dict = field(default_factory=dict)
     wall_s: float = 0.0
     user_s: float = 0.0
+    sys_s: float = 0.0
 
     def gc_write_amplification(self, host_page_writes: int) -> float:
         moved = float(self.ftl.get("Total_GC_Executions", 0)) * float(self.ftl.get("Average_Page_Movement_For_GC", 0))
@@ -162,12 +170,11 @@ def run_mqsim(binary: "str | Path", ssdconfig: str, workload: str, workdir: "str
     if res.returncode != 0 or not out.is_file():
         raise RuntimeError(f"MQSim failed in {workdir} (exit {res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
     root = ET.parse(out).getroot()
-    result = MQSimResult(wall_s=wall, user_s=after.ru_utime - before.ru_utime)
+    result = MQSimResult(wall_s=wall, user_s=after.ru_utime - before.ru_utime, sys_s=after.ru_stime - before.ru_stime)
     for el in root.iter():
-        if re.fullmatch(r"Host\.IO_Flow\.(Synth|Trace)\.No_\d+", el.tag) or el.tag.startswith("Host.IO_Flow"):
-            flow = dict(el.attrib)
-            result.flows.append(flow)
-        elif el.tag.endswith(".FTL"):
+        if el.tag == "Host.IO_Flow":
+            result.flows.append({c.tag: (c.text or "").strip() for c in el})
+        elif el.tag == "SSDDevice.FTL":
             result.ftl = dict(el.attrib)
     for i, flow in enumerate(result.flows):
         log = workdir / f"workload.IO_Flow.No_{i}.log"

@@ -189,8 +189,14 @@ class FlashSSD:
         return self._window(self._zero, self._snapshot())
 
     def latencies(self, stream: int | None = None) -> np.ndarray:
-        """Every completed request's latency (us), in completion order."""
+        """Every completed request's latency (us, from its arrival), in completion order."""
         lat, st = self._log(0, self._sim.latency_count())
+        return lat if stream is None else lat[st == self._check_stream(stream)]
+
+    def device_latencies(self, stream: int | None = None) -> np.ndarray:
+        """Every completed request's device latency (us, from its admission into the device: the
+        latency without the host-queue wait; MQSim's Device_Response_Time), in completion order."""
+        lat, st = self._log(0, self._sim.latency_count(), device=True)
         return lat if stream is None else lat[st == self._check_stream(stream)]
 
     def mapping_bytes(self) -> int:
@@ -207,10 +213,10 @@ class FlashSSD:
         self.close()
 
     # internals -------------------------------------------------------------------------------
-    def _log(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    def _log(self, start: int, stop: int, device: bool = False) -> tuple[np.ndarray, np.ndarray]:
         lat = np.empty(stop - start, dtype=np.float64)
         st = np.empty(stop - start, dtype=np.uint16)
-        self._sim.latencies(start, lat, st)
+        self._sim.latencies(start, lat, st, device)
         return lat, st
 
     def _snapshot(self, zero: bool = False) -> _Snapshot:
