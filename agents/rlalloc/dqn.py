@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -291,12 +292,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     for f, v in asdict(Args()).items():
         ap.add_argument("--" + f.replace("_", "-"), type=type(v), default=v)
+    argv = sys.argv[1:] if argv is None else argv
     ns = ap.parse_args(argv)
     args = Args(**{f: getattr(ns, f) for f in asdict(Args())})
     torch.set_num_threads(1)
     agent, curves = train({}, args, ns.seed)
     meta = {**asdict(args), "seed": ns.seed, "env": "hss/RLAlloc-v0 defaults (Table I, 8 streams)",
-            "command": "python -m hss_gym.agents.rlalloc.dqn " + " ".join(argv or [])}
+            "command": "python -m hss_gym.agents.rlalloc.dqn " + " ".join(argv)}
     save_weights(agent.q, ns.out, meta)
     print(f"wrote {ns.out} ({os.path.getsize(ns.out) / 1024:.0f} KiB)")
 
