@@ -11,6 +11,10 @@
   Borrowed chips stay in use by their owners too: the chips are *shared*, which is how Dynamic buys
   throughput with I/O conflicts.
 * **Random**: a uniformly random action of the env's action space each period.
+* **Demand** (not from the paper: a hand-written policy in the DQN's own action space, to show
+  what chip moves alone can reach): Dynamic's write demand, but chips *move* (flat pair actions,
+  no sharing): each period one chip goes from the stream furthest above its demand share of the
+  chips to the one furthest below, when both are off by >= 1 chip.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hss_gym.envs.rlalloc import RLAllocEnv, static_allocation
+from hss_gym.envs.rlalloc import RLAllocEnv, encode_flat, static_allocation
 
 
 class AllocPolicy:
@@ -102,8 +106,34 @@ class DynamicPolicy(AllocPolicy):
         return StaticPolicy.act(self, obs, info)
 
 
+class DemandPolicy(DynamicPolicy):
+    """Isolated chips in proportion to write demand, one move per period; see the module docstring."""
+
+    name = "demand"
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        env = self.env
+        if env.action_mode != "flat":
+            raise ValueError("the demand policy acts with action_mode='flat'")
+        if "read_tx" in info:
+            rd = np.asarray(info["read_tx"], dtype=np.float64)
+            wr = np.asarray(info["write_tx"], dtype=np.float64)
+            wshare = np.divide(wr, rd + wr, out=np.zeros_like(wr), where=rd + wr > 0)
+            now = wr + np.asarray(info["backlog"], dtype=np.float64) * wshare
+            self.demand = self.alpha * now + (1 - self.alpha) * self.demand
+        total = self.demand.sum()
+        if total <= 0:
+            return 0
+        chips = np.array([len(a) for a in env.allocation()], dtype=np.float64)
+        gap = np.maximum(1.0, env.n_units * self.demand / total) - chips
+        dst, donor = int(np.argmax(gap)), int(np.argmin(gap))
+        if gap[dst] >= 1 and gap[donor] <= -1 and chips[donor] > 1:
+            return encode_flat(dst, donor, env.n_streams)
+        return 0
+
+
 POLICIES: dict[str, Callable[[], AllocPolicy]] = {
-    "static": StaticPolicy, "dynamic": DynamicPolicy, "random": RandomPolicy,
+    "static": StaticPolicy, "dynamic": DynamicPolicy, "random": RandomPolicy, "demand": DemandPolicy,
 }
 
 

@@ -4,7 +4,7 @@ Workloads: ``table1`` (the paper's 8-stream mix of Table I, one stream per MSR t
 ``stg0-x<N>`` (N streams of STG_0, N = 2..20: the paper's sensitivity study, Fig. 9). Config:
 ``rlalloc`` (flash profile of Table II, at the env's default scale). Track options are passed to
 ``hss/RLAlloc-v0`` (``episode_periods``, ``intensity``, ``period_us``, ...). Policies: Static,
-Dynamic, Random and the reference DQN (``rlalloc_dqn``: shipped weights for ``table1``, in-run
+Dynamic, Random, Demand (hand-written chip moves, not from the paper) and the reference DQN (``rlalloc_dqn``: shipped weights for ``table1``, in-run
 offline pre-training on a training seed for the sweep, online learning in both).
 
 Claims (the paper's §IV numbers) are checked by :func:`evaluate_claims`; the agree rule is stated
@@ -24,7 +24,7 @@ import numpy as np
 from hss_gym.benchmarks.problems import Metric, Problem
 
 CONFIGS = ("rlalloc",)
-POLICIES = ("static", "dynamic", "random", "rlalloc_dqn")
+POLICIES = ("static", "dynamic", "random", "demand", "rlalloc_dqn")
 SWEEP = re.compile(r"^stg0-x(\d+)$")
 ENV_OPTIONS = frozenset({"episode_periods", "intensity", "period_us", "scale", "queue_depth",
                          "precondition", "reward_weights", "tail", "lat_ref_us"})
