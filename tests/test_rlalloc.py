@@ -212,6 +212,12 @@ def test_baselines():
     rnd = RLAllocEnv(**SMALL)
     run_episode(rnd, make_policy("random"), seed=0)
     assert [len(a) for a in rnd.allocation()] != [8] * 8
+    dem = RLAllocEnv(**SMALL)
+    run_episode(dem, make_policy("demand"), seed=0)
+    chips = [len(a) for a in dem.allocation()]
+    units = np.concatenate(dem.allocation())
+    assert len(units) == len(np.unique(units)) == 64, "Demand keeps chips isolated"
+    assert chips[STREAMS.index("STG_0")] > 8 > chips[STREAMS.index("WEB_2")]
     with pytest.raises(ValueError, match="dynamic"):
         make_policy("dynamc")
 
