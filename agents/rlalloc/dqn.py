@@ -201,7 +201,8 @@ def pretrain_offline(agent: DQN, env: RLAllocEnv, steps: int, updates: int, seed
             log.append(loss)
 
 
-def train(env_kwargs: dict[str, Any], args: Args, seed: int, verbose: bool = True) -> tuple[DQN, dict[str, list[float]]]:
+def train(env_kwargs: dict[str, Any], args: Args, seed: int,
+          verbose: bool = True) -> tuple[DQN, dict[str, list[float]]]:
     """Offline pre-training, then ``online_steps`` of online epsilon-greedy DQN."""
     env = RLAllocEnv(**env_kwargs)
     agent = DQN(env.observation_space.shape[0], int(env.action_space.n), args, seed)

@@ -4,8 +4,9 @@ Workloads: ``table1`` (the paper's 8-stream mix of Table I, one stream per MSR t
 ``stg0-x<N>`` (N streams of STG_0, N = 2..20: the paper's sensitivity study, Fig. 9). Config:
 ``rlalloc`` (flash profile of Table II, at the env's default scale). Track options are passed to
 ``hss/RLAlloc-v0`` (``episode_periods``, ``intensity``, ``period_us``, ...). Policies: Static,
-Dynamic, Random, Demand (hand-written chip moves, not from the paper) and the reference DQN (``rlalloc_dqn``: shipped weights for ``table1``, in-run
-offline pre-training on a training seed for the sweep, online learning in both).
+Dynamic, Random, Demand (hand-written chip moves, not from the paper) and the reference DQN
+(``rlalloc_dqn``: shipped weights for ``table1``, in-run offline pre-training on a training seed
+for the sweep, online learning in both).
 
 Claims (the paper's §IV numbers) are checked by :func:`evaluate_claims`; the agree rule is stated
 with each claim: the direction must match and the size be at least a third of the paper's, or, for

@@ -178,8 +178,10 @@ class RLAllocEnv(gym.Env):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r}; valid: None, 'ansi'")
         flash = _flash()
-        self.profile = (flash.load_profile(profile, scale=scale) if not isinstance(profile, flash.FlashProfile)
-                        else profile.scaled(scale) if scale != 1 else profile)
+        if isinstance(profile, flash.FlashProfile):
+            self.profile = profile.scaled(scale) if scale != 1 else profile
+        else:
+            self.profile = flash.load_profile(profile, scale=scale)
         p = self.profile
         self.n_channels, self.chips_per_channel, self.n_units = p.n_channels, p.chips_per_channel, p.n_units
         if self.n_streams > self.n_units:
@@ -219,7 +221,8 @@ class RLAllocEnv(gym.Env):
         for s, units in enumerate(allocation):
             u = np.unique(np.asarray(units, dtype=np.int32))
             if len(u) == 0 or u[0] < 0 or u[-1] >= self.n_units:
-                raise ValueError(f"allocation[{s}]: need >= 1 unit id in 0..{self.n_units - 1}, got {list(units)}")
+                raise ValueError(f"allocation[{s}]: need >= 1 unit id in 0..{self.n_units - 1}, "
+                                 f"got {list(units)}")
             new.append(u)
         for s, u in enumerate(new):
             if not np.array_equal(u, self._alloc[s]):
@@ -312,7 +315,8 @@ class RLAllocEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if self._period >= self.episode_periods:
             raise RuntimeError("episode is over: call reset()")
-        if not self.action_space.contains(np.asarray(action) if self.action_mode == "factored" else int(action)):
+        act = np.asarray(action) if self.action_mode == "factored" else int(action)
+        if not self.action_space.contains(act):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         valid = self._apply(action)
         lo, hi = self._next_req, int(self._bounds[self._period])
@@ -331,7 +335,8 @@ class RLAllocEnv(gym.Env):
         iops_n = done / max(offered, 1)
         lat_n = math.log10(1.0 + tail / self.lat_ref_us)
         reward = self.reward_weights[0] * iops_n - self.reward_weights[1] * lat_n
-        obs = self._observe(ws, np.asarray(ws.read_tx, dtype=np.float64), np.asarray(ws.write_tx, dtype=np.float64))
+        obs = self._observe(ws, np.asarray(ws.read_tx, dtype=np.float64),
+                            np.asarray(ws.write_tx, dtype=np.float64))
         truncated = self._period >= self.episode_periods
         info = {"period": self._period, "invalid_action": not valid, "offered": offered,
                 "completed": done, "iops": done / (self.period_us * 1e-6), "tail_us": tail,
