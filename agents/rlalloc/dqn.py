@@ -7,9 +7,13 @@ offline and then learning online while it acts. Choices the paper leaves open (d
 discount ``gamma`` 0.9, replay buffer 100k, target network copied every 500 updates, one update
 every 4 steps, gradient norm clipped to 10.
 
-Offline pre-training = DQN on transitions collected beforehand: ``offline_steps`` periods played by
-a behaviour policy (random actions, the paper's "exploring the simulation") fill the buffer, then
-``offline_updates`` minibatch updates are made on it. Online = the usual epsilon-greedy DQN loop,
+Offline pre-training follows the paper's "pairs of input vectors and the desired action
+(functioning as labels)": ``offline_steps`` periods are played by a teacher (the Demand policy of
+:mod:`.baselines`, with ``offline_random`` = 30% random actions to explore), its action in each
+state being the label; ``offline_updates`` minibatch updates then minimise the TD loss plus
+``margin_weight`` x a large-margin loss pulling the labelled action's Q-value above the others by
+``margin`` (DQfD, Hester et al. 2018, the usual way to combine labels with the DQN loss). The
+labelled transitions stay in the buffer during online learning. Online = the usual epsilon-greedy DQN loop,
 epsilon decaying linearly from ``eps_start`` to ``eps_end`` over ``eps_decay_steps``.
 
 Shipped weights (``weights/dqn_table1.npz``, the 8-stream Table I mix at the env defaults) are
@@ -35,7 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hss_gym.agents.rlalloc.baselines import AllocPolicy
+from hss_gym.agents.rlalloc.baselines import AllocPolicy, DemandPolicy
 from hss_gym.envs.rlalloc import RLAllocEnv
 from hss_gym.workloads.msr_streams import STREAMS
 
@@ -60,6 +64,9 @@ class Args:
     max_grad_norm: float = 10.0
     offline_steps: int = 20_000
     offline_updates: int = 2_000
+    offline_random: float = 0.3
+    margin: float = 0.8
+    margin_weight: float = 1.0
     online_steps: int = 20_000
 
 
@@ -84,14 +91,17 @@ class ReplayBuffer:
         self.act = np.zeros(size, np.int64)
         self.rew = np.zeros(size, np.float32)
         self.done = np.zeros(size, np.float32)
+        self.label = np.full(size, -1, np.int64)  # the teacher's action in obs, -1 if none
         self.size, self.pos, self.full = size, 0, False
 
     def __len__(self) -> int:
         return self.size if self.full else self.pos
 
-    def add(self, obs: np.ndarray, act: int, rew: float, next_obs: np.ndarray, done: bool) -> None:
+    def add(self, obs: np.ndarray, act: int, rew: float, next_obs: np.ndarray, done: bool,
+            label: int = -1) -> None:
         i = self.pos
         self.obs[i], self.act[i], self.rew[i], self.next_obs[i], self.done[i] = obs, act, rew, next_obs, done
+        self.label[i] = label
         self.pos = (i + 1) % self.size
         self.full = self.full or self.pos == 0
 
@@ -99,7 +109,7 @@ class ReplayBuffer:
         idx = rng.integers(0, len(self), min(n, len(self)))
         return (torch.from_numpy(self.obs[idx]), torch.from_numpy(self.act[idx]),
                 torch.from_numpy(self.rew[idx]), torch.from_numpy(self.next_obs[idx]),
-                torch.from_numpy(self.done[idx]))
+                torch.from_numpy(self.done[idx]), torch.from_numpy(self.label[idx]))
 
 
 class DQN:
@@ -126,13 +136,21 @@ class DQN:
         return self.greedy(obs)
 
     def update(self) -> float:
-        """One minibatch TD update (Huber loss against the target network)."""
+        """One minibatch update: Huber TD loss against the target network, plus the large-margin
+        loss on the labelled samples."""
         a = self.args
-        obs, act, rew, nxt, done = self.buffer.sample(a.batch_size, self.rng)
+        obs, act, rew, nxt, done, label = self.buffer.sample(a.batch_size, self.rng)
         with torch.no_grad():
             target = rew + a.gamma * self.target(nxt).max(1).values * (1 - done)
-        q = self.q(obs).gather(1, act[:, None]).squeeze(1)
+        qall = self.q(obs)
+        q = qall.gather(1, act[:, None]).squeeze(1)
         loss = nn.functional.smooth_l1_loss(q, target)
+        has = label >= 0
+        if a.margin_weight > 0 and bool(has.any()):
+            ql, lab = qall[has], label[has]
+            margins = torch.full_like(ql, a.margin).scatter(1, lab[:, None], 0.0)
+            sup = (ql + margins).max(1).values - ql.gather(1, lab[:, None]).squeeze(1)
+            loss = loss + a.margin_weight * sup.mean()
         self.opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.q.parameters(), a.max_grad_norm)
@@ -186,15 +204,21 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
 
 def pretrain_offline(agent: DQN, env: RLAllocEnv, steps: int, updates: int, seed: int,
                      log: list[float] | None = None) -> None:
-    """Fill the buffer with ``steps`` periods of random actions, then ``updates`` minibatch updates."""
-    obs, _ = env.reset(seed=seed)
+    """Fill the buffer with ``steps`` periods of the teacher (its actions as labels, a share
+    ``offline_random`` of random actions played instead), then ``updates`` minibatch updates."""
+    teacher = DemandPolicy()
+    obs, info = env.reset(seed=seed)
+    teacher.reset(env, seed)
     for _ in range(steps):
-        a = int(agent.rng.integers(agent.n_actions))
-        nxt, r, term, trunc, _ = env.step(a)
-        agent.buffer.add(obs, a, r, nxt, term)
+        label = int(teacher.act(obs, info))
+        explore = agent.rng.random() < agent.args.offline_random
+        a = int(agent.rng.integers(agent.n_actions)) if explore else label
+        nxt, r, term, trunc, info = env.step(a)
+        agent.buffer.add(obs, a, r, nxt, term, label)
         obs = nxt
         if term or trunc:
-            obs, _ = env.reset()
+            obs, info = env.reset()
+            teacher.reset(env, seed)
     for _ in range(updates):
         loss = agent.update()
         if log is not None:
