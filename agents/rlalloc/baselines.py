@@ -11,8 +11,8 @@
   Borrowed chips stay in use by their owners too: the chips are *shared*, which is how Dynamic buys
   throughput with I/O conflicts.
 * **Random**: a uniformly random action of the env's action space each period.
-* **Demand** (not from the paper: a hand-written policy in the DQN's own action space, to show
-  what chip moves alone can reach): Dynamic's write demand, but chips *move* (flat pair actions,
+* **Demand** (not from the paper: a hand-written policy in the DQN's own action space, showing
+  what chip moves alone can reach; also the teacher whose actions label the DQN's offline data): Dynamic's write demand, but chips *move* (flat pair actions,
   no sharing): each period one chip goes from the stream furthest above its demand share of the
   chips to the one furthest below, when both are off by >= 1 chip.
 """
