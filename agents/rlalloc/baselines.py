@@ -1,0 +1,163 @@
+"""RLAlloc baselines and the policy interface shared with the DQN.
+
+* **Static** (Yang et al., IEEE CAL 2014; the paper's "Static"): chips split equally among the
+  streams at start and never changed (the env's starting allocation; the policy answers the no-op).
+* **Dynamic** (Kim, "Utilitarian performance isolation in shared SSDs", HotStorage'18; the paper's
+  SOTA "Dynamic"): every period each stream keeps its own equal share and, when its real-time demand
+  exceeds its share of the total, borrows the least busy other chips up to ``round(n_units x demand
+  share)``. A stream's chips only decide where its *writes* go (reads are served where the data
+  lives), so demand = EWMA of the write transactions it completed plus its waiting requests times
+  its write share of transactions.
+  Borrowed chips stay in use by their owners too: the chips are *shared*, which is how Dynamic buys
+  throughput with I/O conflicts.
+* **Random**: a uniformly random action of the env's action space each period.
+* **Demand** (not from the paper: a hand-written policy in the DQN's own action space, showing
+  what chip moves alone can reach; also the teacher whose actions label the DQN's offline data): Dynamic's write demand, but chips *move* (flat pair actions,
+  no sharing): each period one chip goes from the stream furthest above its demand share of the
+  chips to the one furthest below, when both are off by >= 1 chip.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from hss_gym.envs.rlalloc import RLAllocEnv, encode_flat, static_allocation
+
+
+class AllocPolicy:
+    """A policy of ``hss/RLAlloc-v0``: ``reset`` once per episode, then ``act`` every period and
+    ``observe`` the transition (learning policies learn there)."""
+
+    name = "policy"
+
+    def reset(self, env: RLAllocEnv, seed: int) -> None:
+        """Start an episode of ``env`` (the unwrapped env; allocation rules may call
+        ``env.set_allocation``); ``seed`` drives the policy's own randomness."""
+        self.env = env
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def observe(self, obs: np.ndarray, action: Any, reward: float, next_obs: np.ndarray,
+                done: bool) -> None:
+        """One transition; the default does not learn."""
+
+
+class StaticPolicy(AllocPolicy):
+    """Equal isolated chips per stream for the whole run (the env's starting allocation)."""
+
+    name = "static"
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        return 0 if self.env.action_mode == "flat" else [self.env.n_streams, 0, 0]
+
+
+class RandomPolicy(AllocPolicy):
+    """A uniformly random action every period."""
+
+    name = "random"
+
+    def reset(self, env: RLAllocEnv, seed: int) -> None:
+        super().reset(env, seed)
+        env.action_space.seed(seed)
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        return self.env.action_space.sample()
+
+
+class DynamicPolicy(AllocPolicy):
+    """Chips by real-time demand with sharing (Kim, HotStorage'18); see the module docstring."""
+
+    name = "dynamic"
+
+    def __init__(self, alpha: float = 0.5) -> None:
+        if not 0 < alpha <= 1:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+        self.alpha = alpha
+
+    def reset(self, env: RLAllocEnv, seed: int) -> None:
+        super().reset(env, seed)
+        self.own = static_allocation(env.n_streams, env.n_channels, env.chips_per_channel)
+        self.demand = np.zeros(env.n_streams)
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        env = self.env
+        if "read_tx" in info:
+            rd = np.asarray(info["read_tx"], dtype=np.float64)
+            wr = np.asarray(info["write_tx"], dtype=np.float64)
+            wshare = np.divide(wr, rd + wr, out=np.zeros_like(wr), where=rd + wr > 0)
+            now = wr + np.asarray(info["backlog"], dtype=np.float64) * wshare
+            self.demand = self.alpha * now + (1 - self.alpha) * self.demand
+        total = self.demand.sum()
+        alloc = [u.copy() for u in self.own]
+        if total > 0:
+            busy = env.unit_busy()
+            want = np.rint(env.n_units * self.demand / total).astype(int)
+            for s in np.argsort(-self.demand, kind="stable"):
+                extra = int(want[s]) - len(alloc[s])
+                if extra <= 0:
+                    continue
+                others = np.setdiff1d(np.arange(env.n_units), alloc[s])
+                pick = others[np.lexsort((others, busy[others]))[:extra]]
+                alloc[s] = np.union1d(alloc[s], pick).astype(np.int32)
+        env.set_allocation(alloc)
+        return StaticPolicy.act(self, obs, info)
+
+
+class DemandPolicy(DynamicPolicy):
+    """Isolated chips in proportion to write demand, one move per period; see the module docstring."""
+
+    name = "demand"
+
+    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+        env = self.env
+        if env.action_mode != "flat":
+            raise ValueError("the demand policy acts with action_mode='flat'")
+        if "read_tx" in info:
+            rd = np.asarray(info["read_tx"], dtype=np.float64)
+            wr = np.asarray(info["write_tx"], dtype=np.float64)
+            wshare = np.divide(wr, rd + wr, out=np.zeros_like(wr), where=rd + wr > 0)
+            now = wr + np.asarray(info["backlog"], dtype=np.float64) * wshare
+            self.demand = self.alpha * now + (1 - self.alpha) * self.demand
+        total = self.demand.sum()
+        if total <= 0:
+            return 0
+        chips = np.array([len(a) for a in env.allocation()], dtype=np.float64)
+        gap = np.maximum(1.0, env.n_units * self.demand / total) - chips
+        dst, donor = int(np.argmax(gap)), int(np.argmin(gap))
+        if gap[dst] >= 1 and gap[donor] <= -1 and chips[donor] > 1:
+            return encode_flat(dst, donor, env.n_streams)
+        return 0
+
+
+POLICIES: dict[str, Callable[[], AllocPolicy]] = {
+    "static": StaticPolicy, "dynamic": DynamicPolicy, "random": RandomPolicy, "demand": DemandPolicy,
+}
+
+
+def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
+    """A new policy by name: static, dynamic, random, or rlalloc_dqn (needs PyTorch)."""
+    if name == "rlalloc_dqn":
+        from hss_gym.agents.rlalloc.dqn import DQNPolicy
+        return DQNPolicy(**kwargs)
+    if name not in POLICIES:
+        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}")
+    return POLICIES[name](**kwargs)
+
+
+def run_episode(env: RLAllocEnv, policy: AllocPolicy, seed: int,
+                on_step: Callable[[float, dict[str, Any]], None] | None = None) -> dict[str, float]:
+    """Play one episode of ``env`` (reset with ``seed``) with ``policy``; the episode's metrics."""
+    obs, info = env.reset(seed=seed)
+    policy.reset(env, seed)
+    while True:
+        action = policy.act(obs, info)
+        nxt, reward, term, trunc, info = env.step(action)
+        policy.observe(obs, action, reward, nxt, term or trunc)
+        if on_step is not None:
+            on_step(reward, info)
+        obs = nxt
+        if term or trunc:
+            return info["metrics"]

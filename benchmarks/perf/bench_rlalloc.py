@@ -1,0 +1,65 @@
+"""Benchmark: hss/RLAlloc-v0 allocation periods per second (issue 17: >= 200 on 2 cores at the
+default scale: Table I mix, 8 streams, profile rlalloc at scale 1/16, 10 ms periods).
+
+Measured in one run: the env alone with the no-op (Static), with random chip moves, with Dynamic
+(an allocation rule re-applied every period), and the reference DQN acting greedily (inference
+only) and learning online; printed as periods/s and as a ratio to the 200/s target.
+
+    python benchmarks/perf/bench_rlalloc.py [--periods 500] [--streams 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from hss_gym.agents.rlalloc import make_policy, run_episode
+from hss_gym.envs.rlalloc import RLAllocEnv
+
+TARGET = 200.0
+
+
+def rate(policy: str, periods: int, streams: int, **pkw) -> float:
+    env = RLAllocEnv(n_streams=None if streams == 8 else streams, episode_periods=periods)
+    pol = make_policy(policy, **pkw)
+    env.reset(seed=0)
+    pol.reset(env, 0)  # pre-training (if any) outside the timed loop
+    start = time.perf_counter()
+    run_episode(env, _Prepared(pol), seed=0)
+    return periods / (time.perf_counter() - start)
+
+
+class _Prepared:
+    """Wraps a policy already reset, so run_episode's reset does not redo pre-training."""
+
+    def __init__(self, pol) -> None:
+        self.pol = pol
+
+    def reset(self, env, seed) -> None:
+        self.pol.env = env
+
+    def act(self, obs, info):
+        return self.pol.act(obs, info)
+
+    def observe(self, *a) -> None:
+        self.pol.observe(*a)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--periods", type=int, default=500)
+    ap.add_argument("--streams", type=int, default=8)
+    ap.add_argument("--no-dqn", action="store_true")
+    a = ap.parse_args()
+    rows = [("env + static (no-op)", rate("static", a.periods, a.streams)),
+            ("env + random", rate("random", a.periods, a.streams)),
+            ("env + dynamic", rate("dynamic", a.periods, a.streams))]
+    if not a.no_dqn:
+        rows += [("env + DQN, inference only", rate("rlalloc_dqn", a.periods, a.streams, online=False)),
+                 ("env + DQN, learning online", rate("rlalloc_dqn", a.periods, a.streams))]
+    for name, r in rows:
+        print(f"{name:30s} {r:8.0f} periods/s   {r / TARGET:5.2f}x the 200/s target")
+
+
+if __name__ == "__main__":
+    main()

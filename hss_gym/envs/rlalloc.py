@@ -1,0 +1,402 @@
+"""RLAlloc: flash-chip allocation for the I/O streams of a multi-streamed SSD (``hss/RLAlloc-v0``).
+
+### Description
+
+Li, Wu, Gao, Ji, Li, "RLAlloc: A Deep Reinforcement Learning-Assisted Resource Allocation
+Framework for Enhanced Both I/O Throughput and QoS Performance of Multi-Streamed SSDs". Several
+I/O streams (by default the eight MSR Cambridge traces of the paper's Table I) share one
+multi-streamed SSD (the flash model :mod:`hss_gym.backends.flash`, profile ``rlalloc`` = Table II:
+8 channels x 8 chips x 2 dies x 2 planes, 4 KiB pages, read 75 us, program 1100 us, erase 5 ms,
+greedy GC). Each stream writes only to the (channel, chip) units allocated to it; the agent moves
+chips between streams to raise IOPS and cut tail latency (and with them GC runs and I/O conflicts:
+requests of one stream waiting for a chip busy with another's).
+
+One step is one **allocation period** of ``period_us`` simulated microseconds (default 10 ms, about
+320 requests of the Table I mix): the action is applied, the requests arriving in the period are
+submitted, the SSD model runs to the period's end, and the period's statistics are observed.
+
+### Action Space
+
+``action_mode="flat"`` (default, the paper's DQN output): ``Discrete(1 + N (N - 1))``, 57 for 8
+streams. ``0`` is the no-op; ``a >= 1`` is the ordered stream pair ``(dst, donor)`` with
+``dst = (a - 1) // (N - 1)`` and ``k = (a - 1) % (N - 1)``, ``donor = k if k < dst else k + 1``.
+The chip is chosen by a fixed rule: among the donor's units that ``dst`` does not hold, the one
+with the lowest space utilisation (most free space, as the paper wants for GC), ties broken by the
+lower active time, then the lower unit id. The chip moves from donor to ``dst`` (a unit also held
+by a third stream stays shared with it). The action does nothing (``info["invalid_action"]``) when
+the donor has a single chip or no chip ``dst`` lacks.
+
+``action_mode="factored"``: ``MultiDiscrete([N + 1, N + 1, n_units])`` = (destination stream,
+source, chip). Destination ``N`` is the no-op; source ``N`` is the free pool (units allocated to no
+stream). The named chip moves from the source to the destination; invalid when the chip is not the
+source's (or not free), the destination holds it, or the source would be left without chips.
+
+### Observation Space
+
+``Box(0, 1, (1 + N (2 + n_channels) + 7 + n_channels + 2 n_units,), float32)`` = (224,) with Table II
+and 8 streams, the paper's input vector (§III-B) in order:
+
+| slice | meaning | scaling |
+|---|---|---|
+| 1 | number of streams | ``N / 64`` |
+| per stream: 2 | read, write transactions completed in the period | ``log1p(x) / log1p(max page ops of the device in a period)`` |
+| per stream: n_channels | chips allocated to it on each channel | ``/ chips_per_channel`` |
+| 7 | device configuration: channels, chips, dies, planes, blocks, pages per block, page size | ``log2(x) / 24`` |
+| n_channels | channel bus busy fraction in the period | 0..1 |
+| n_units | chip active-time fraction in the period | 0..1 |
+| n_units | chip space utilisation (valid pages / physical pages) | 0..1 |
+
+### Rewards
+
+Eq. 1, ``r = W . [IOPS, -tail latency]``, normalised: ``W[0] * completed / offered - W[1] *
+log10(1 + tail / lat_ref_us)``, where ``offered`` is the number of requests that arrived in the period
+(so 1.0 means keeping up), ``tail`` the worst stream's p99 latency of the period (``tail="p999"``:
+p99.9) and ``lat_ref_us`` 10 ms (the paper's Fig. 1 QoS
+mark); the logarithm keeps a signal from 1 ms to seconds of tail (0.3 at 10 ms, 1.0 at 100 ms,
+2.0 at 1 s). ``reward_weights`` = W, default ``(1.0, 1.0)``.
+
+### Starting State
+
+The SSD is preconditioned (``precondition`` = 0.5 of the logical space valid, fragmented) and the
+chips are split equally and isolated (Static, Yang et al. 2014), spread over the channels
+(:func:`static_allocation`; with 8 streams each gets one chip on every channel). ``initial="shared"`` starts with every stream on every unit. Requests are
+regenerated from the reset seed: same seed, same episode.
+
+### Episode End
+
+Truncated after ``episode_periods`` periods (default 500 = 5 s simulated); never terminated.
+``info["metrics"]`` on the last step: IOPS, mean/p99/p99.9 latency, GC runs, I/O conflicts, write
+amplification of the whole episode.
+
+### Arguments
+
+``streams`` (Table I names or trace files, default the 8 of Table I), ``n_streams`` (N copies of
+``sweep_stream`` = STG_0, the paper's 2-20 stream sensitivity study), ``profile`` ("rlalloc"),
+``scale`` (blocks-per-plane shrink, default 1/16; parallelism and timing kept), ``precondition``,
+``queue_depth``, ``period_us``, ``episode_periods``, ``action_mode``, ``reward_weights``, ``tail``,
+``lat_ref_us``, ``initial``, ``intensity`` (arrival-rate multiplier: the streams' timestamps are
+divided by it, request count per period multiplied; 1.0 = Table I's rates).
+
+Baselines that are allocation rules rather than chip moves (Static, Dynamic) drive
+:meth:`RLAllocEnv.set_allocation` and step with the no-op.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from hss_gym.workloads.msr_streams import STREAMS, stream_trace
+from hss_gym.workloads.trace import WRITE
+
+SWEEP_STREAM = "STG_0"
+MAX_STREAMS_SCALE = 64.0
+TAILS = ("p99", "p999")
+ACTION_MODES = ("flat", "factored")
+INITIAL = ("static", "shared")
+
+
+def _flash():
+    """The flash SSD model (imported lazily: ``import hss_gym`` stays light)."""
+    from hss_gym.backends import flash
+    return flash
+
+
+def static_allocation(n_streams: int, n_channels: int, chips_per_channel: int) -> list[np.ndarray]:
+    """Equal isolated split spread over the channels: units are taken in chip-major order (chip 0
+    of every channel, then chip 1, ...) and each goes to the stream with the fewest units, ties to
+    the one with the fewest units on that channel, then the lowest id."""
+    n_units = n_channels * chips_per_channel
+    if not 1 <= n_streams <= n_units:
+        raise ValueError(f"n_streams={n_streams}: need 1..{n_units} streams for {n_units} chips")
+    count = np.zeros(n_streams, dtype=np.int64)
+    per_ch = np.zeros((n_streams, n_channels), dtype=np.int64)
+    out: list[list[int]] = [[] for _ in range(n_streams)]
+    for c in range(chips_per_channel):
+        for ch in range(n_channels):
+            s = int(np.lexsort((np.arange(n_streams), per_ch[:, ch], count))[0])
+            out[s].append(ch * chips_per_channel + c)
+            count[s] += 1
+            per_ch[s, ch] += 1
+    return [np.array(sorted(u), dtype=np.int32) for u in out]
+
+
+def decode_flat(action: int, n_streams: int) -> tuple[int, int] | None:
+    """``(dst, donor)`` of flat action ``action``; ``None`` for the no-op 0."""
+    if action == 0:
+        return None
+    dst, k = divmod(action - 1, n_streams - 1)
+    return dst, (k if k < dst else k + 1)
+
+
+def encode_flat(dst: int, donor: int, n_streams: int) -> int:
+    """The flat action moving a chip from ``donor`` to ``dst`` (inverse of :func:`decode_flat`)."""
+    if dst == donor:
+        raise ValueError(f"dst and donor must differ, both are {dst}")
+    return 1 + dst * (n_streams - 1) + (donor if donor < dst else donor - 1)
+
+
+class RLAllocEnv(gym.Env):
+    """See the module docstring."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, streams: Sequence[str] | None = None, n_streams: int | None = None,
+                 sweep_stream: str = SWEEP_STREAM, profile: Any = "rlalloc", scale: float = 1 / 16,
+                 precondition: float | None = 0.5, queue_depth: int = 16, period_us: float = 10_000.0,
+                 episode_periods: int = 500, action_mode: str = "flat",
+                 reward_weights: Sequence[float] = (1.0, 1.0), tail: str = "p99",
+                 lat_ref_us: float = 10_000.0, initial: str = "static", intensity: float = 1.0,
+                 render_mode: str | None = None) -> None:
+        if streams is not None and n_streams is not None:
+            raise ValueError("give streams (a list) or n_streams (copies of sweep_stream), not both")
+        if streams is None:
+            streams = list(STREAMS) if n_streams is None else [sweep_stream] * int(n_streams)
+        self.streams = [str(s) for s in streams]
+        self.n_streams = len(self.streams)
+        for name in self.streams:
+            if name.strip().upper().replace("-", "_") not in STREAMS and not os.path.isfile(name):
+                raise ValueError(f"streams: {name!r} is neither a Table I name ({', '.join(STREAMS)}) "
+                                 f"nor an existing trace file")
+        if self.n_streams < 2:
+            raise ValueError(f"streams: RLAlloc needs at least 2 streams, got {self.n_streams}")
+        for name, val, ok in (("action_mode", action_mode, ACTION_MODES), ("tail", tail, TAILS),
+                              ("initial", initial, INITIAL)):
+            if val not in ok:
+                raise ValueError(f"{name}={val!r}; valid: {', '.join(ok)}")
+        for name, val in (("period_us", period_us), ("episode_periods", episode_periods),
+                          ("lat_ref_us", lat_ref_us), ("queue_depth", queue_depth), ("scale", scale),
+                          ("intensity", intensity)):
+            if not val > 0:
+                raise ValueError(f"{name} must be > 0, got {val!r}")
+        if len(reward_weights) != 2:
+            raise ValueError(f"reward_weights must be 2 numbers (IOPS, tail latency), got {reward_weights!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode={render_mode!r}; valid: None, 'ansi'")
+        flash = _flash()
+        if isinstance(profile, flash.FlashProfile):
+            self.profile = profile.scaled(scale) if scale != 1 else profile
+        else:
+            self.profile = flash.load_profile(profile, scale=scale)
+        p = self.profile
+        self.n_channels, self.chips_per_channel, self.n_units = p.n_channels, p.chips_per_channel, p.n_units
+        if self.n_streams > self.n_units:
+            raise ValueError(f"streams: {self.n_streams} streams but only {self.n_units} chips")
+        self.precondition, self.queue_depth = precondition, int(queue_depth)
+        self.period_us, self.episode_periods = float(period_us), int(episode_periods)
+        self.action_mode, self.tail, self.initial = action_mode, tail, initial
+        self.reward_weights = (float(reward_weights[0]), float(reward_weights[1]))
+        self.lat_ref_us = float(lat_ref_us)
+        self.intensity = float(intensity)
+        self.render_mode = render_mode
+        n, nch = self.n_streams, self.n_channels
+        self.obs_size = 1 + n * (2 + nch) + 7 + nch + 2 * self.n_units
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.obs_size,), np.float32)
+        self.action_space = (gym.spaces.Discrete(1 + n * (n - 1)) if action_mode == "flat"
+                             else gym.spaces.MultiDiscrete([n + 1, n + 1, self.n_units]))
+        # constant parts of the state
+        self._config = np.array([math.log2(v) / 24.0 for v in (
+            p.n_channels, p.n_units, p.dies_per_chip, p.planes_per_die, p.blocks_per_plane,
+            p.pages_per_block, p.page_size)], dtype=np.float32).clip(0, 1)
+        page_ops = self.period_us / p.read_us * p.n_units * p.dies_per_chip * p.planes_per_die
+        self._tx_norm = 1.0 / math.log1p(page_ops)
+        self._ssd = None
+        self._alloc: list[np.ndarray] = []
+        self._region = p.logical_bytes // n // 4096 * 4096
+
+    # ----------------------------------------------------------------- allocation
+    def allocation(self) -> list[np.ndarray]:
+        """The units allocated to each stream (copies)."""
+        return [a.copy() for a in self._alloc]
+
+    def set_allocation(self, allocation: Sequence[Sequence[int]]) -> None:
+        """Allocate units to every stream at once (allocation-rule baselines); units may be shared."""
+        if len(allocation) != self.n_streams:
+            raise ValueError(f"allocation: {len(allocation)} entries for {self.n_streams} streams")
+        new = []
+        for s, units in enumerate(allocation):
+            u = np.unique(np.asarray(units, dtype=np.int32))
+            if len(u) == 0 or u[0] < 0 or u[-1] >= self.n_units:
+                raise ValueError(f"allocation[{s}]: need >= 1 unit id in 0..{self.n_units - 1}, "
+                                 f"got {list(units)}")
+            new.append(u)
+        for s, u in enumerate(new):
+            if not np.array_equal(u, self._alloc[s]):
+                self._set_units(s, u)
+
+    def unit_busy(self) -> np.ndarray:
+        """Each unit's active-time fraction in the last period (a copy)."""
+        return self._unit_busy.copy()
+
+    def _set_units(self, stream: int, units: np.ndarray) -> None:
+        self._alloc[stream] = units
+        self._ssd.set_units(stream, units.tolist())
+
+    def _pick_chip(self, dst: int, donor: int) -> int | None:
+        cand = np.setdiff1d(self._alloc[donor], self._alloc[dst])
+        if len(cand) == 0 or len(self._alloc[donor]) < 2:
+            return None
+        key = np.lexsort((cand, self._unit_busy[cand], self._unit_valid[cand]))
+        return int(cand[key[0]])
+
+    def _move(self, dst: int, src: int | None, chip: int) -> None:
+        if src is not None:
+            self._set_units(src, self._alloc[src][self._alloc[src] != chip])
+        self._set_units(dst, np.union1d(self._alloc[dst], [chip]).astype(np.int32))
+
+    def _apply(self, action: Any) -> bool:
+        """Apply ``action``; False when it was invalid (then nothing changes)."""
+        n = self.n_streams
+        if self.action_mode == "flat":
+            pair = decode_flat(int(action), n)
+            if pair is None:
+                return True
+            chip = self._pick_chip(*pair)
+            if chip is None:
+                return False
+            self._move(pair[0], pair[1], chip)
+            return True
+        dst, src, chip = (int(x) for x in np.asarray(action).reshape(-1))
+        if dst == n:
+            return True
+        if dst == src or chip in self._alloc[dst]:
+            return False
+        if src == n:
+            if any(chip in a for a in self._alloc):
+                return False
+            self._move(dst, None, chip)
+            return True
+        if chip not in self._alloc[src] or len(self._alloc[src]) < 2:
+            return False
+        self._move(dst, src, chip)
+        return True
+
+    # ----------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"options: RLAlloc-v0 takes no reset options, got {sorted(options)}")
+        ep_seed = int(self.np_random.integers(0, 2**31 - 1))
+        if self._ssd is not None:
+            self._ssd.close()
+        flash = _flash()
+        self._ssd = flash.FlashSSD(self.profile, n_streams=self.n_streams, queue_depth=self.queue_depth,
+                                   seed=ep_seed, precondition=self.precondition)
+        horizon = self.period_us * self.episode_periods * self.intensity
+        parts = [stream_trace(name, horizon, ep_seed + 7919 * i, (i * self._region, self._region), i)
+                 for i, name in enumerate(self.streams)]
+        t = np.concatenate([p.time_us for p in parts]) / self.intensity
+        order = np.argsort(t, kind="stable")
+        self._t = t[order]
+        self._stream = np.concatenate([p.stream for p in parts]).astype(np.int32)[order]
+        self._offset = np.concatenate([p.offset for p in parts])[order]
+        self._size = np.concatenate([p.size for p in parts])[order]
+        self._write = (np.concatenate([p.op for p in parts]) == WRITE)[order]
+        self._bounds = np.searchsorted(self._t, self.period_us * np.arange(1, self.episode_periods + 1))
+        self._provenance = [p.source for p in parts]
+        self._alloc = [np.arange(self.n_units, dtype=np.int32) for _ in range(self.n_streams)]
+        if self.initial == "static":
+            self.set_allocation(static_allocation(self.n_streams, self.n_channels, self.chips_per_channel))
+        self._period, self._next_req = 0, 0
+        self._unit_busy = np.zeros(self.n_units)
+        self._unit_valid = np.zeros(self.n_units)
+        stats = self._ssd.run_until(0.0)
+        self._unit_valid = np.asarray(stats.unit_valid_frac, dtype=np.float64)
+        self._last = stats
+        obs = self._observe(stats, np.zeros(self.n_streams), np.zeros(self.n_streams))
+        return obs, {"period": 0, "episode_seed": ep_seed}
+
+    def step(self, action: Any):
+        if self._ssd is None:
+            raise RuntimeError("call reset() before step()")
+        if self._period >= self.episode_periods:
+            raise RuntimeError("episode is over: call reset()")
+        act = np.asarray(action) if self.action_mode == "factored" else int(action)
+        if not self.action_space.contains(act):
+            raise ValueError(f"action {action!r} is outside {self.action_space}")
+        valid = self._apply(action)
+        lo, hi = self._next_req, int(self._bounds[self._period])
+        if hi > lo:
+            self._ssd.submit(self._t[lo:hi], self._stream[lo:hi], self._offset[lo:hi],
+                             self._size[lo:hi], self._write[lo:hi])
+        self._next_req = hi
+        self._period += 1
+        ws = self._ssd.run_until(self.period_us * self._period)
+        self._last = ws
+        self._unit_busy = np.asarray(ws.unit_busy, dtype=np.float64)
+        self._unit_valid = np.asarray(ws.unit_valid_frac, dtype=np.float64)
+        offered = hi - lo
+        done = int(np.sum(ws.completed))
+        tail = self._tail(ws)
+        iops_n = done / max(offered, 1)
+        lat_n = math.log10(1.0 + tail / self.lat_ref_us)
+        reward = self.reward_weights[0] * iops_n - self.reward_weights[1] * lat_n
+        obs = self._observe(ws, np.asarray(ws.read_tx, dtype=np.float64),
+                            np.asarray(ws.write_tx, dtype=np.float64))
+        truncated = self._period >= self.episode_periods
+        info = {"period": self._period, "invalid_action": not valid, "offered": offered,
+                "completed": done, "iops": done / (self.period_us * 1e-6), "tail_us": tail,
+                "read_tx": np.asarray(ws.read_tx).tolist(), "write_tx": np.asarray(ws.write_tx).tolist(),
+                "backlog": np.asarray(ws.backlog).tolist(), "gc_runs": int(np.sum(ws.gc_runs)),
+                "conflicts": int(np.sum(ws.conflicts)),
+                "chips": [int(len(a)) for a in self._alloc]}
+        if truncated:
+            info["metrics"] = self.metrics()
+        return obs, float(reward), False, truncated, info
+
+    def _tail(self, ws: Any) -> float:
+        p = np.asarray(ws.lat_p99_us if self.tail == "p99" else ws.lat_p999_us, dtype=np.float64)
+        p = p[np.isfinite(p)]
+        return float(p.max()) if len(p) else 0.0
+
+    def _observe(self, ws: Any, rd: np.ndarray, wr: np.ndarray) -> np.ndarray:
+        n, nch, cpc = self.n_streams, self.n_channels, self.chips_per_channel
+        per = np.empty((n, 2 + nch), dtype=np.float64)
+        per[:, 0] = np.log1p(rd) * self._tx_norm
+        per[:, 1] = np.log1p(wr) * self._tx_norm
+        for s, units in enumerate(self._alloc):
+            per[s, 2:] = np.bincount(units // cpc, minlength=nch) / cpc
+        obs = np.concatenate([[n / MAX_STREAMS_SCALE], per.ravel(), self._config,
+                              np.asarray(ws.channel_busy, dtype=np.float64),
+                              np.asarray(ws.unit_busy, dtype=np.float64),
+                              np.asarray(ws.unit_valid_frac, dtype=np.float64)])
+        return np.clip(np.nan_to_num(obs, nan=0.0), 0.0, 1.0).astype(np.float32)
+
+    def metrics(self) -> dict[str, float]:
+        """Whole-episode metrics so far: IOPS, latency mean/p99/p99.9 (us), GC runs, I/O conflicts,
+        write amplification, requests offered and completed."""
+        tot = self._ssd.totals()
+        lat = np.asarray(self._ssd.latencies(), dtype=np.float64)
+        elapsed_s = self.period_us * self._period * 1e-6
+        q = np.percentile(lat, [99, 99.9]) if len(lat) else (math.nan, math.nan)
+        return {"iops": float(len(lat) / elapsed_s) if elapsed_s else 0.0,
+                "lat_mean_us": float(lat.mean()) if len(lat) else math.nan,
+                "p99_us": float(q[0]), "p999_us": float(q[1]),
+                "gc_runs": float(np.sum(tot.gc_runs)), "conflicts": float(np.sum(tot.conflicts)),
+                "write_amplification": float(tot.write_amplification),
+                "offered": float(self._next_req), "completed": float(len(lat))}
+
+    def provenance(self) -> dict[str, Any]:
+        """What this episode ran on: profile, streams and their generator/trace sources."""
+        return {"profile": self.profile.name, "blocks_per_plane": self.profile.blocks_per_plane,
+                "period_us": self.period_us, "streams": self.streams, "sources": self._provenance}
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._ssd is None:
+            return None
+        return (f"period {self._period}/{self.episode_periods}: chips per stream "
+                f"{[len(a) for a in self._alloc]}, tail {self._tail(self._last):.0f} us")
+
+    def close(self) -> None:
+        if self._ssd is not None:
+            self._ssd.close()
+            self._ssd = None
+
+
+def rlalloc_env(**kwargs: Any) -> RLAllocEnv:
+    """Entry point of ``hss/RLAlloc-v0``."""
+    return RLAllocEnv(**kwargs)
