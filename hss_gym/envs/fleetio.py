@@ -89,6 +89,7 @@ N_FEATURES = 11
 HISTORY = 3
 ISOLATIONS = ("fleetio", "hardware", "software", "adaptive", "static")
 _SLO_CACHE: dict[tuple, np.ndarray] = {}
+_CLASS_CACHE: dict[Any, tuple[str, float]] = {}
 
 
 def load_clusters() -> dict[str, Any]:
@@ -243,7 +244,7 @@ class FleetIOEnv(ParallelEnv):
 
     # -- metrics ---------------------------------------------------------------------------------
     def episode_metrics(self) -> dict[str, float]:
-        """Storage utilisation (mean served / device bandwidth), mean P99 of the latency-sensitive
+        """Storage utilisation (mean served / device bandwidth), mean latency of all requests, mean P99 of the latency-sensitive
         vSSDs (us, each over the whole episode), mean bandwidth of the bandwidth-intensive ones
         (MB/s), SLO violations (% of requests of LS vSSDs over their SLO), write amplification."""
         if not self._util:
@@ -256,7 +257,8 @@ class FleetIOEnv(ParallelEnv):
         p99 = [_p99(reqs[i], base[i], wait[i]) for i in ls]
         vio = [float((reqs[i] * _tail(self.slo_us[i], base[i], wait[i])).sum()) for i in ls]
         bw = np.asarray(self._ep["bw"])  # (windows, n)
-        return {"utilization": float(np.mean(self._util)),
+        lat = (reqs * (base + wait)).sum() / max(reqs.sum(), 1e-9)
+        return {"utilization": float(np.mean(self._util)), "mean_lat_us": float(lat),
                 "p99_ls_us": float(np.mean(p99)) if ls else float("nan"),
                 "bw_intensive_MBps": float(bw[:, bwi].mean() / MB) if bwi else float("nan"),
                 "slo_violation_pct": 100 * float(sum(vio) / max(reqs[ls].sum(), 1e-9)) if ls else float("nan"),
@@ -273,9 +275,14 @@ class FleetIOEnv(ParallelEnv):
             return a, ["given"] * n
         clusters = load_clusters()
         out, names = [], []
-        for i, t in enumerate(self.tenants):
-            f = wl.window_features(t.sample_requests(np.random.default_rng(1000 + i), 20_000)).mean(axis=0)
-            c, a = classify(f, clusters)
+        for t in self.tenants:
+            key = t.spec if isinstance(t, wl.PhasedTenant) else None
+            if key is None or key not in _CLASS_CACHE:
+                f = wl.window_features(t.sample_requests(np.random.default_rng(1000), 20_000)).mean(axis=0)
+                res = classify(f, clusters)
+                if key is not None:
+                    _CLASS_CACHE[key] = res
+            c, a = _CLASS_CACHE[key] if key is not None else res
             names.append(c)
             out.append(a)
         return np.asarray(out), names
