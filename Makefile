@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 EXTRAS ?= test,agents
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
-CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h)
+CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h backends/flash/*.c backends/flash/*.h)
 SO_STAMP := build/.core-built
 RESULTS ?= results
 

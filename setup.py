@@ -2,6 +2,7 @@
 * hss_gym._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
 * hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it);
+* hss_gym.backends._flash: the flash SSD model's simulation core (channels, chips, FTL, GC);
 * hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
 * hss_gym.backends._uring: the real-device backend's io_uring engine (Linux only, optional: the
   simulator works without it, and backend="uring" then says why it is unavailable).
@@ -42,4 +43,12 @@ uring = Extension(
     optional=True,  # raw io_uring syscalls: Linux only
 )
 
-setup(ext_modules=[core, fastparse, c51] + ([uring] if sys.platform.startswith("linux") else []))
+flash = Extension(
+    "hss_gym.backends._flash",
+    sources=["backends/flash/module.c", "backends/flash/flash.c"],
+    depends=["backends/flash/flash.h"],
+    include_dirs=["backends/flash"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+)
+
+setup(ext_modules=[core, fastparse, c51, flash] + ([uring] if sys.platform.startswith("linux") else []))

@@ -1,0 +1,1121 @@
+/* The flash SSD model's simulation core; see flash.h for what it models and docs/flash-model.md for
+ * the modelling choices. Timing follows MQSim's (CMU-SAFARI/MQSim, FAST'18) semantics by design:
+ * - a chip accepts a new command only when idle (no die busy, no read data waiting to go out), and
+ *   a command targets one die with up to planes_per_die transactions on distinct planes and the
+ *   same page offset (multi-plane);
+ * - the channel bus carries command/address cycles and data-in (writes) and data-out (reads); the
+ *   array operation (read, program, erase) holds only the chip; a read completes when its data
+ *   has crossed the bus, a write when the program finishes;
+ * - when the bus frees, waiting read data-outs go first (user before GC), then chips are polled
+ *   round-robin; a chip serves GC reads/writes/erases before user transactions (non-preemptive
+ *   GC), user reads before user writes, and higher priority classes first;
+ * - a plane starts GC when its free blocks fall below the threshold: greedy victim (fewest valid
+ *   pages), valid pages read out and programmed into the GC frontier of the same plane, erase.
+ * Time is kept in integer nanoseconds. */
+#include "flash.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE 0xFFFFFFFFu
+
+enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
+enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
+enum { PH_CMD, PH_DATAOUT };
+enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
+/* chip queues: user reads by priority, user writes by priority, GC reads, GC writes, erases */
+enum { Q_UR = 0, Q_UW = FL_PRIO, Q_GCR = 2 * FL_PRIO, Q_GCW, Q_ER, N_Q };
+
+typedef struct {
+    int32_t next;      /* queue link */
+    int32_t req;       /* request (user transactions) */
+    uint32_t ppn;      /* physical page, NONE for a read of a never-written page */
+    uint32_t lpn;
+    uint32_t pl;       /* global plane index */
+    uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
+    uint32_t bytes;
+    uint8_t kind, stream;
+} tx_t;
+
+typedef struct {
+    int64_t arr_ns, off, size, admit_ns;
+    int32_t next, remaining;
+    uint16_t stream;
+    uint8_t write;
+} req_t;
+
+typedef struct {
+    int64_t t;
+    uint64_t seq;
+    int32_t type, arg;
+} ev_t;
+
+typedef struct { int32_t head, tail; } fifo_t;
+
+typedef struct {
+    int busy, phase;
+    int32_t unit, tx;
+    int64_t start, busy_done;
+    int rr;
+    fifo_t wait_user, wait_gc;
+} channel_t;
+
+typedef struct {
+    int busy;                      /* a command is in flight (bus phase, array op or data-out) */
+    int kind;                      /* TX_READ/TX_WRITE/TX_ERASE class of the active command */
+    int n_active, pending_out, active_stream;
+    int32_t active[FL_MAX_PLANES];
+    int64_t start, busy_done;
+    fifo_t q[N_Q];
+    int64_t gc_ops, valid_pages, free_blocks;
+} unit_t;
+
+typedef struct {
+    int32_t victim;                /* local block under GC, -1 none */
+    int32_t pending;               /* GC reads/writes of the victim still outstanding */
+    int32_t n_free;
+    fifo_t stalled;                /* writes waiting for a free block */
+} plane_t;
+
+typedef struct { int32_t blk; uint32_t wp; } frontier_t;
+
+typedef struct {
+    int qd, prio;
+    double slo_us;
+    int inflight;
+    fifo_t pending;                /* submitted, not yet admitted */
+    int64_t last_t_ns;
+    int64_t ev_pending_t;          /* time of a scheduled EV_ARRIVE, -1 none */
+    int n_units;
+    int32_t units[1024];
+    fl_stream_stats st;
+} stream_t;
+
+struct fl_sim {
+    fl_config c;
+    int n_units, n_planes, D, P, B, G;
+    uint32_t n_blocks;
+    uint64_t phys_pages, logical_pages;
+    int64_t logical_bytes;
+    int32_t gc_thr_blocks;
+    /* timing */
+    int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
+    double xfer_ns_per_byte;
+    /* FTL state */
+    uint32_t *l2p;
+    uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
+    int p2l_bits;
+    uint16_t *blk_valid;
+    uint8_t *blk_state, *blk_owner;
+    uint32_t *free_stack;          /* per plane, B entries */
+    frontier_t *data_wf, *gc_wf;   /* [plane * n_streams + stream] */
+    plane_t *planes;
+    unit_t *units;
+    channel_t *ch;
+    stream_t *streams;
+    /* pools */
+    tx_t *tx;
+    int32_t tx_cap, tx_free;
+    req_t *rq;
+    int32_t rq_cap, rq_free;
+    ev_t *heap;
+    size_t heap_n, heap_cap;
+    uint64_t seq;
+    int64_t now;
+    /* channels touched while admitting a request: kicked once all its transactions are queued */
+    uint8_t *dirty;
+    int32_t *dirty_list;
+    int n_dirty, batching;
+    /* latency log */
+    double *lat;
+    uint16_t *lat_stream;
+    size_t lat_n, lat_cap;
+    /* global counters */
+    int64_t host_page_writes, flash_programs, gc_runs, erases;
+    uint64_t rng;
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t p2l_get(const fl_sim *s, uint64_t p)
+{
+    uint64_t bit = p * (uint64_t)s->p2l_bits;
+    const uint8_t *b = s->p2l + (bit >> 3);
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    return (uint32_t)((v >> (bit & 7)) & ((1ull << s->p2l_bits) - 1));
+}
+
+static void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
+{
+    uint64_t bit = p * (uint64_t)s->p2l_bits;
+    uint8_t *b = s->p2l + (bit >> 3);
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    uint64_t mask = ((1ull << s->p2l_bits) - 1) << (bit & 7);
+    v = (v & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask);
+    for (int i = 0; i < 8; i++) { b[i] = (uint8_t)v; v >>= 8; }
+}
+
+static int page_valid(const fl_sim *s, uint32_t ppn)
+{
+    uint32_t lpn = p2l_get(s, ppn);
+    return lpn < s->logical_pages && s->l2p[lpn] == ppn;
+}
+
+static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
+static inline int channel_of_unit(const fl_sim *s, uint32_t u) { return (int)(u / (uint32_t)s->c.chips_per_channel); }
+static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((pl / (uint32_t)s->P) % (uint32_t)s->D); }
+static inline int plane_in_die(const fl_sim *s, uint32_t pl) { return (int)(pl % (uint32_t)s->P); }
+
+static int64_t xfer_ns(const fl_sim *s, uint32_t bytes) { return (int64_t)llround(bytes * s->xfer_ns_per_byte); }
+
+static void fifo_push(fl_sim *s, fifo_t *f, int32_t i)
+{
+    s->tx[i].next = -1;
+    if (f->tail < 0) f->head = i; else s->tx[f->tail].next = i;
+    f->tail = i;
+}
+
+static int32_t fifo_pop(fl_sim *s, fifo_t *f)
+{
+    int32_t i = f->head;
+    if (i >= 0) { f->head = s->tx[i].next; if (f->head < 0) f->tail = -1; }
+    return i;
+}
+
+static void *grow(void *p, size_t elem, int32_t *cap, int32_t need)
+{
+    int32_t n = *cap ? *cap : 256;
+    while (n < need) n *= 2;
+    void *q = realloc(p, (size_t)n * elem);
+    if (!q) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    *cap = n;
+    return q;
+}
+
+static int32_t tx_alloc(fl_sim *s)
+{
+    if (s->tx_free < 0) {
+        int32_t old = s->tx_cap;
+        s->tx = grow(s->tx, sizeof(tx_t), &s->tx_cap, old + 1);
+        for (int32_t i = s->tx_cap - 1; i >= old; i--) { s->tx[i].next = s->tx_free; s->tx_free = i; }
+    }
+    int32_t i = s->tx_free;
+    s->tx_free = s->tx[i].next;
+    memset(&s->tx[i], 0, sizeof(tx_t));
+    s->tx[i].next = -1;
+    return i;
+}
+
+static void tx_release(fl_sim *s, int32_t i) { s->tx[i].next = s->tx_free; s->tx_free = i; }
+
+static int32_t rq_alloc(fl_sim *s)
+{
+    if (s->rq_free < 0) {
+        int32_t old = s->rq_cap;
+        s->rq = grow(s->rq, sizeof(req_t), &s->rq_cap, old + 1);
+        for (int32_t i = s->rq_cap - 1; i >= old; i--) { s->rq[i].next = s->rq_free; s->rq_free = i; }
+    }
+    int32_t i = s->rq_free;
+    s->rq_free = s->rq[i].next;
+    s->rq[i].next = -1;
+    return i;
+}
+
+/* ------------------------------------------------------------------ event heap */
+
+static int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+
+static void ev_push(fl_sim *s, int64_t t, int type, int arg)
+{
+    if (s->heap_n == s->heap_cap) {
+        s->heap_cap = s->heap_cap ? 2 * s->heap_cap : 1024;
+        s->heap = realloc(s->heap, s->heap_cap * sizeof(ev_t));
+        if (!s->heap) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    }
+    ev_t e = {t, s->seq++, type, arg};
+    size_t i = s->heap_n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less(&e, &s->heap[p])) break;
+        s->heap[i] = s->heap[p];
+        i = p;
+    }
+    s->heap[i] = e;
+}
+
+static ev_t ev_pop(fl_sim *s)
+{
+    ev_t top = s->heap[0], last = s->heap[--s->heap_n];
+    size_t i = 0, n = s->heap_n;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const ev_t *best = &last;
+        if (l < n && ev_less(&s->heap[l], best)) { m = l; best = &s->heap[l]; }
+        if (r < n && ev_less(&s->heap[r], best)) { m = r; }
+        if (m == i) break;
+        s->heap[i] = s->heap[m];
+        i = m;
+    }
+    if (n) s->heap[i] = last;
+    return top;
+}
+
+/* ------------------------------------------------------------------ construction */
+
+static int cfg_error(char *err, size_t errlen, const char *msg, const char *field, double value)
+{
+    snprintf(err, errlen, "%s: %s (got %g)", field, msg, value);
+    return -1;
+}
+
+static int check_cfg(const fl_config *c, char *err, size_t errlen)
+{
+    if (c->n_channels < 1 || c->n_channels > 1024) return cfg_error(err, errlen, "must be in 1..1024", "n_channels", c->n_channels);
+    if (c->chips_per_channel < 1 || c->chips_per_channel > 1024) return cfg_error(err, errlen, "must be in 1..1024", "chips_per_channel", c->chips_per_channel);
+    if ((int64_t)c->n_channels * c->chips_per_channel > 1024) return cfg_error(err, errlen, "n_channels * chips_per_channel must be <= 1024", "n_units", (double)c->n_channels * c->chips_per_channel);
+    if (c->dies_per_chip < 1 || c->dies_per_chip > 64) return cfg_error(err, errlen, "must be in 1..64", "dies_per_chip", c->dies_per_chip);
+    if (c->planes_per_die < 1 || c->planes_per_die > FL_MAX_PLANES) return cfg_error(err, errlen, "must be in 1..8", "planes_per_die", c->planes_per_die);
+    if (c->blocks_per_plane < 4) return cfg_error(err, errlen, "must be >= 4", "blocks_per_plane", c->blocks_per_plane);
+    if (c->pages_per_block < 1 || c->pages_per_block > 65535) return cfg_error(err, errlen, "must be in 1..65535", "pages_per_block", c->pages_per_block);
+    if (c->page_size < 512 || c->page_size % 512) return cfg_error(err, errlen, "must be a positive multiple of 512 bytes", "page_size", c->page_size);
+    if (!(c->op_ratio > 0.0 && c->op_ratio < 0.9)) return cfg_error(err, errlen, "must be in (0, 0.9)", "op_ratio", c->op_ratio);
+    if (!(c->gc_threshold > 0.0 && c->gc_threshold < 0.5)) return cfg_error(err, errlen, "must be in (0, 0.5)", "gc_threshold", c->gc_threshold);
+    if (c->read_ns <= 0) return cfg_error(err, errlen, "must be > 0", "read_us", (double)c->read_ns / 1000);
+    if (c->program_ns <= 0) return cfg_error(err, errlen, "must be > 0", "program_us", (double)c->program_ns / 1000);
+    if (c->erase_ns <= 0) return cfg_error(err, errlen, "must be > 0", "erase_us", (double)c->erase_ns / 1000);
+    if (!(c->channel_mtps > 0)) return cfg_error(err, errlen, "must be > 0", "channel_mtps", c->channel_mtps);
+    if (c->channel_width < 1 || c->channel_width > 64) return cfg_error(err, errlen, "must be in 1..64 bytes", "channel_width_bytes", c->channel_width);
+    if (c->n_streams < 1 || c->n_streams > FL_MAX_STREAMS) return cfg_error(err, errlen, "must be in 1..64", "n_streams", c->n_streams);
+    for (int i = 0; i < c->n_streams; i++)
+        if (c->queue_depth[i] < 1) return cfg_error(err, errlen, "must be >= 1", "queue_depth", c->queue_depth[i]);
+    double pages = (double)c->n_channels * c->chips_per_channel * c->dies_per_chip * c->planes_per_die
+                   * c->blocks_per_plane * c->pages_per_block;
+    if (pages >= 4294967295.0) return cfg_error(err, errlen, "physical pages must be < 2^32 (use a larger page or scale)", "geometry", pages);
+    int thr = (int)(c->gc_threshold * c->blocks_per_plane);
+    if (thr + 2 >= c->blocks_per_plane) return cfg_error(err, errlen, "leaves no blocks for data; raise blocks_per_plane", "gc_threshold", c->gc_threshold);
+    return 0;
+}
+
+fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
+{
+    if (check_cfg(cfg, err, errlen) < 0) return NULL;
+    fl_sim *s = calloc(1, sizeof(fl_sim));
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
+    s->c = *cfg;
+    s->D = cfg->dies_per_chip; s->P = cfg->planes_per_die; s->B = cfg->blocks_per_plane; s->G = cfg->pages_per_block;
+    s->n_units = cfg->n_channels * cfg->chips_per_channel;
+    s->n_planes = s->n_units * s->D * s->P;
+    s->n_blocks = (uint32_t)s->n_planes * (uint32_t)s->B;
+    s->phys_pages = (uint64_t)s->n_blocks * (uint64_t)s->G;
+    s->logical_pages = (uint64_t)((double)s->phys_pages * (1.0 - cfg->op_ratio));
+    s->logical_bytes = (int64_t)s->logical_pages * cfg->page_size;
+    s->gc_thr_blocks = (int32_t)(cfg->gc_threshold * s->B);
+    if (s->gc_thr_blocks < 1) s->gc_thr_blocks = 1;
+    /* ONFI NV-DDR2 command/address timing, MQSim's defaults (ONFI_Channel_NVDDR2.h), in ns */
+    const int64_t tCS = 20, tWC = 25, tWB = 100, tRR = 20, tDBSY = 500, tADL = 70, tWPST = 6, tWPSTH = 15, tCALS = 15;
+    for (int n = 1; n <= FL_MAX_PLANES; n++) {
+        s->cmd_read[n] = tCS + n * 6 * tWC + (n - 1) * tDBSY + tWB + tRR;
+        s->cmd_prog[n] = tCS + (n - 1) * (5 * tWC + tADL + tWPST + tCALS + tWB + tDBSY) + (6 * tWC + tADL + tWPST + tWPSTH + tWB);
+        s->cmd_erase[n] = tCS + n * (4 * tWC + tWB) + (n - 1) * tDBSY;
+    }
+    s->xfer_ns_per_byte = 1000.0 / (cfg->channel_mtps * cfg->channel_width);
+    int bits = 1;
+    while (bits < 32 && (1ull << bits) < s->logical_pages) bits++;
+    s->p2l_bits = bits;
+    s->l2p = malloc(s->logical_pages * sizeof(uint32_t));
+    s->p2l = calloc((size_t)((s->phys_pages * (uint64_t)bits + 7) / 8 + 8), 1);
+    s->blk_valid = calloc(s->n_blocks, sizeof(uint16_t));
+    s->blk_state = calloc(s->n_blocks, 1);
+    s->blk_owner = calloc(s->n_blocks, 1);
+    s->free_stack = malloc((size_t)s->n_blocks * sizeof(uint32_t));
+    size_t nf = (size_t)s->n_planes * (size_t)cfg->n_streams;
+    s->data_wf = malloc(nf * sizeof(frontier_t));
+    s->gc_wf = malloc(nf * sizeof(frontier_t));
+    s->planes = calloc((size_t)s->n_planes, sizeof(plane_t));
+    s->units = calloc((size_t)s->n_units, sizeof(unit_t));
+    s->ch = calloc((size_t)cfg->n_channels, sizeof(channel_t));
+    s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
+    s->dirty = calloc((size_t)cfg->n_channels, 1);
+    s->dirty_list = calloc((size_t)cfg->n_channels, sizeof(int32_t));
+    if (!s->l2p || !s->p2l || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
+        || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
+        fl_free(s);
+        snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
+        return NULL;
+    }
+    memset(s->l2p, 0xFF, s->logical_pages * sizeof(uint32_t));
+    for (size_t i = 0; i < nf; i++) { s->data_wf[i].blk = -1; s->data_wf[i].wp = 0; s->gc_wf[i] = s->data_wf[i]; }
+    for (int p = 0; p < s->n_planes; p++) {
+        plane_t *pl = &s->planes[p];
+        pl->victim = -1; pl->stalled.head = pl->stalled.tail = -1;
+        pl->n_free = s->B;
+        for (int b = 0; b < s->B; b++) s->free_stack[(size_t)p * s->B + b] = (uint32_t)(s->B - 1 - b);
+    }
+    for (int u = 0; u < s->n_units; u++) {
+        unit_t *un = &s->units[u];
+        for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
+        un->free_blocks = (int64_t)s->D * s->P * s->B;
+    }
+    for (int c = 0; c < cfg->n_channels; c++) {
+        channel_t *ch = &s->ch[c];
+        ch->wait_user.head = ch->wait_user.tail = ch->wait_gc.head = ch->wait_gc.tail = -1;
+    }
+    for (int i = 0; i < cfg->n_streams; i++) {
+        stream_t *st = &s->streams[i];
+        st->qd = cfg->queue_depth[i];
+        st->prio = 1;
+        st->slo_us = INFINITY;
+        st->pending.head = st->pending.tail = -1;
+        st->ev_pending_t = -1;
+        st->last_t_ns = INT64_MIN;
+        /* CWDP order: channel varies fastest, then chip (MQSim's Channel_ids x Chip_ids domain) */
+        st->n_units = s->n_units;
+        for (int k = 0; k < s->n_units; k++)
+            st->units[k] = (k % cfg->n_channels) * cfg->chips_per_channel + k / cfg->n_channels;
+    }
+    s->tx_free = s->rq_free = -1;
+    s->rng = cfg->seed ^ 0x5DEECE66Dull;
+    return s;
+}
+
+void fl_free(fl_sim *s)
+{
+    if (!s) return;
+    free(s->l2p); free(s->p2l); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
+    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
+    free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
+    free(s->lat); free(s->lat_stream);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ FTL */
+
+static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream)
+{
+    plane_t *p = &s->planes[pl];
+    if (p->n_free == 0) return -1;
+    int32_t b = (int32_t)s->free_stack[(size_t)pl * s->B + (size_t)(--p->n_free)];
+    uint32_t gb = pl * (uint32_t)s->B + (uint32_t)b;
+    s->blk_state[gb] = BLK_ACTIVE;
+    s->blk_owner[gb] = (uint8_t)stream;
+    s->units[unit_of_plane(s, pl)].free_blocks--;
+    return b;
+}
+
+static void enqueue_tx(fl_sim *s, int32_t t, int q);
+static void gc_check(fl_sim *s, uint32_t pl);
+
+/* A page in the stream's (data or GC) frontier of plane pl; NONE when the plane has no free block. */
+static uint32_t alloc_page(fl_sim *s, uint32_t pl, int stream, int gc, uint32_t *page_out)
+{
+    frontier_t *f = (gc ? s->gc_wf : s->data_wf) + (size_t)pl * s->c.n_streams + stream;
+    if (f->blk < 0) {
+        f->blk = take_free_block(s, pl, stream);
+        f->wp = 0;
+        if (f->blk < 0) return NONE;
+        gc_check(s, pl);
+    }
+    uint32_t gb = pl * (uint32_t)s->B + (uint32_t)f->blk;
+    uint32_t ppn = gb * (uint32_t)s->G + f->wp;
+    *page_out = f->wp;
+    if (++f->wp == (uint32_t)s->G) {
+        s->blk_state[gb] = BLK_FULL;
+        f->blk = take_free_block(s, pl, stream);
+        f->wp = 0;
+        gc_check(s, pl);
+    }
+    return ppn;
+}
+
+static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
+{
+    uint32_t old = s->l2p[lpn];
+    if (old != NONE) {
+        uint32_t ob = old / (uint32_t)s->G;
+        s->blk_valid[ob]--;
+        s->units[unit_of_plane(s, ob / (uint32_t)s->B)].valid_pages--;
+    }
+    s->l2p[lpn] = ppn;
+    p2l_set(s, ppn, lpn);
+    uint32_t nb = ppn / (uint32_t)s->G;
+    s->blk_valid[nb]++;
+    s->units[unit_of_plane(s, nb / (uint32_t)s->B)].valid_pages++;
+}
+
+/* Give a write transaction its physical page (or stall it until the plane frees a block). */
+static int place_write(fl_sim *s, int32_t t)
+{
+    tx_t *x = &s->tx[t];
+    uint32_t page;
+    uint32_t ppn = alloc_page(s, x->pl, x->stream, x->kind == TX_GCWRITE, &page);
+    if (ppn == NONE) { fifo_push(s, &s->planes[x->pl].stalled, t); return 0; }
+    x = &s->tx[t]; /* the pool may not move here, but keep the pointer fresh */
+    x->ppn = ppn;
+    x->page = page;
+    map_page(s, x->lpn, ppn);
+    return 1;
+}
+
+static void gc_check(fl_sim *s, uint32_t pl)
+{
+    plane_t *p = &s->planes[pl];
+    if (p->victim >= 0 || p->n_free >= s->gc_thr_blocks) return;
+    uint32_t base = pl * (uint32_t)s->B;
+    int32_t best = -1;
+    uint32_t bestv = 0x7FFFFFFF;
+    for (int b = 0; b < s->B; b++) {
+        if (s->blk_state[base + b] == BLK_FULL && s->blk_valid[base + b] < bestv) {
+            bestv = s->blk_valid[base + b];
+            best = b;
+            if (bestv == 0) break;
+        }
+    }
+    if (best < 0) return;
+    uint32_t gb = base + (uint32_t)best;
+    s->blk_state[gb] = BLK_VICTIM;
+    p->victim = best;
+    p->pending = 0;
+    int owner = s->blk_owner[gb];
+    for (int g = 0; g < s->G; g++) {
+        uint32_t ppn = gb * (uint32_t)s->G + (uint32_t)g;
+        if (!page_valid(s, ppn)) continue;
+        int32_t t = tx_alloc(s);
+        tx_t *x = &s->tx[t];
+        x->kind = TX_GCREAD; x->stream = (uint8_t)owner; x->ppn = ppn; x->lpn = p2l_get(s, ppn);
+        x->pl = pl; x->page = (uint32_t)g; x->bytes = (uint32_t)s->c.page_size; x->req = -1;
+        p->pending++;
+        enqueue_tx(s, t, Q_GCR);
+    }
+    if (p->pending == 0) {
+        int32_t t = tx_alloc(s);
+        tx_t *x = &s->tx[t];
+        x->kind = TX_ERASE; x->stream = (uint8_t)owner; x->ppn = gb * (uint32_t)s->G; x->pl = pl; x->req = -1;
+        enqueue_tx(s, t, Q_ER);
+    }
+}
+
+/* ------------------------------------------------------------------ scheduling */
+
+static void mark_dirty(fl_sim *s, int c)
+{
+    if (!s->dirty[c]) { s->dirty[c] = 1; s->dirty_list[s->n_dirty++] = c; }
+}
+
+static void channel_kick(fl_sim *s, int c);
+
+static void flush_dirty(fl_sim *s)
+{
+    while (s->n_dirty) {
+        int c = s->dirty_list[--s->n_dirty];
+        s->dirty[c] = 0;
+        channel_kick(s, c);
+    }
+}
+
+static void enqueue_tx(fl_sim *s, int32_t t, int q)
+{
+    tx_t *x = &s->tx[t];
+    uint32_t u = unit_of_plane(s, x->pl);
+    unit_t *un = &s->units[u];
+    if (x->kind == TX_READ || x->kind == TX_WRITE) {
+        if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
+    } else {
+        un->gc_ops++;
+    }
+    fifo_push(s, &un->q[q], t);
+    mark_dirty(s, channel_of_unit(s, u));
+    if (!s->batching) flush_dirty(s);
+}
+
+static void bus_start(fl_sim *s, int c, int phase, int32_t unit, int32_t t, int64_t dur)
+{
+    channel_t *ch = &s->ch[c];
+    ch->busy = 1; ch->phase = phase; ch->unit = unit; ch->tx = t; ch->start = s->now;
+    ev_push(s, s->now + dur, EV_BUS, c);
+}
+
+static void start_dataout(fl_sim *s, int c, int32_t t)
+{
+    bus_start(s, c, PH_DATAOUT, (int32_t)unit_of_plane(s, s->tx[t].pl), t, xfer_ns(s, s->tx[t].bytes));
+}
+
+/* Issue one command to chip u from queue q1 (then q2): transactions on the die of q1's head, on
+ * distinct planes, with the head's page offset (MQSim's TSU_Base::issue_command_to_chip). */
+static void issue(fl_sim *s, uint32_t u, int q1, int q2)
+{
+    unit_t *un = &s->units[u];
+    tx_t *h = &s->tx[un->q[q1].head];
+    int die = die_of_plane(s, h->pl);
+    uint32_t page = h->page;
+    unsigned planes = 0;
+    un->n_active = 0;
+    int qs[2] = {q1, q2};
+    for (int k = 0; k < 2 && un->n_active < s->P; k++) {
+        if (qs[k] < 0) continue;
+        fifo_t *f = &un->q[qs[k]];
+        int32_t prev = -1, i = f->head;
+        while (i >= 0 && un->n_active < s->P) {
+            tx_t *x = &s->tx[i];
+            int32_t nx = x->next;
+            int pid = plane_in_die(s, x->pl);
+            if (die_of_plane(s, x->pl) == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
+                planes |= 1u << pid;
+                un->active[un->n_active++] = i;
+                if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
+                if (f->tail == i) f->tail = prev;
+                x->next = -1;
+            } else {
+                prev = i;
+            }
+            i = nx;
+        }
+    }
+    int n = un->n_active;
+    int kind = s->tx[un->active[0]].kind;
+    int64_t dur;
+    if (kind == TX_READ || kind == TX_GCREAD) {
+        un->kind = TX_READ;
+        dur = s->cmd_read[n];
+    } else if (kind == TX_WRITE || kind == TX_GCWRITE) {
+        un->kind = TX_WRITE;
+        dur = s->cmd_prog[n];
+        for (int i = 0; i < n; i++) dur += xfer_ns(s, s->tx[un->active[i]].bytes);
+    } else {
+        un->kind = TX_ERASE;
+        dur = s->cmd_erase[n];
+    }
+    un->busy = 1;
+    un->start = s->now;
+    un->pending_out = 0;
+    un->active_stream = s->tx[un->active[0]].stream;
+    bus_start(s, channel_of_unit(s, u), PH_CMD, (int32_t)u, -1, dur);
+}
+
+static int user_queue(const unit_t *un, int base)
+{
+    for (int p = FL_PRIO - 1; p >= 0; p--)
+        if (un->q[base + p].head >= 0) return base + p;
+    return -1;
+}
+
+static int next_user_queue(const unit_t *un, int base, int after)
+{
+    for (int p = after - base - 1; p >= 0; p--)
+        if (un->q[base + p].head >= 0) return base + p;
+    return -1;
+}
+
+/* MQSim's TSU_Priority_OutOfOrder with non-preemptive GC: read, else write, else erase. */
+static int service_chip(fl_sim *s, uint32_t u)
+{
+    unit_t *un = &s->units[u];
+    if (un->busy) return 0;
+    int ur = user_queue(un, Q_UR), uw = user_queue(un, Q_UW);
+    /* reads */
+    if (un->q[Q_GCR].head >= 0) { issue(s, u, Q_GCR, ur); return 1; }
+    if (un->q[Q_GCW].head < 0 && un->q[Q_ER].head < 0 && ur >= 0) {
+        issue(s, u, ur, next_user_queue(un, Q_UR, ur)); return 1;
+    }
+    /* writes */
+    if (un->q[Q_GCW].head >= 0) { issue(s, u, Q_GCW, uw); return 1; }
+    if (un->q[Q_ER].head < 0 && uw >= 0) { issue(s, u, uw, next_user_queue(un, Q_UW, uw)); return 1; }
+    /* erases */
+    if (un->q[Q_ER].head >= 0) { issue(s, u, Q_ER, -1); return 1; }
+    return 0;
+}
+
+static void channel_kick(fl_sim *s, int c)
+{
+    channel_t *ch = &s->ch[c];
+    if (ch->busy) return;
+    int32_t t = fifo_pop(s, &ch->wait_user);
+    if (t < 0) t = fifo_pop(s, &ch->wait_gc);
+    if (t >= 0) { start_dataout(s, c, t); return; }
+    int W = s->c.chips_per_channel;
+    for (int i = 0; i < W; i++) {
+        uint32_t u = (uint32_t)(c * W + ch->rr);
+        service_chip(s, u);
+        ch->rr = (ch->rr + 1) % W;
+        if (ch->busy) break;
+    }
+}
+
+/* ------------------------------------------------------------------ host side */
+
+static void log_latency(fl_sim *s, double us, int stream)
+{
+    if (s->lat_n == s->lat_cap) {
+        s->lat_cap = s->lat_cap ? 2 * s->lat_cap : 4096;
+        s->lat = realloc(s->lat, s->lat_cap * sizeof(double));
+        s->lat_stream = realloc(s->lat_stream, s->lat_cap * sizeof(uint16_t));
+        if (!s->lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    }
+    s->lat[s->lat_n] = us;
+    s->lat_stream[s->lat_n++] = (uint16_t)stream;
+}
+
+static void try_admit(fl_sim *s, int si);
+
+static void admit(fl_sim *s, int32_t r)
+{
+    req_t *q = &s->rq[r];
+    stream_t *st = &s->streams[q->stream];
+    q->admit_ns = s->now;
+    st->st.qdelay_sum_us += (double)(s->now - q->arr_ns) / 1000.0;
+    st->st.issued++;
+    st->inflight++;
+    int64_t ps = s->c.page_size;
+    uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
+    q->remaining = (int32_t)(last - first + 1);
+    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    int prio = st->prio;
+    s->batching = 1;
+    for (uint64_t lp = first; lp <= last; lp++) {
+        int64_t lo = (int64_t)lp * ps, hi = lo + ps;
+        if (lo < q->off) lo = q->off;
+        if (hi > q->off + q->size) hi = q->off + q->size;
+        int32_t t = tx_alloc(s);
+        q = &s->rq[r];
+        tx_t *x = &s->tx[t];
+        x->req = r; x->lpn = (uint32_t)lp; x->bytes = (uint32_t)(hi - lo); x->stream = (uint8_t)q->stream;
+        uint32_t lpn = (uint32_t)lp;
+        if (q->write) {
+            x->kind = TX_WRITE;
+            /* CWDP over the stream's units: channel (fastest), chip, die, plane */
+            uint32_t unit = (uint32_t)st->units[lpn % nu];
+            uint32_t die = (lpn / nu) % D, plane = (lpn / (nu * D)) % P;
+            x->pl = (unit * D + die) * P + plane;
+            s->host_page_writes++;
+            if (place_write(s, t)) enqueue_tx(s, t, Q_UW + prio);
+        } else {
+            x->kind = TX_READ;
+            uint32_t ppn = s->l2p[lpn];
+            x->ppn = ppn;
+            if (ppn != NONE) {
+                x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
+                x->page = ppn % (uint32_t)s->G;
+            } else {
+                /* never written: read where CWDP over all units would have put it */
+                uint32_t nall = (uint32_t)s->n_units, C = (uint32_t)s->c.n_channels, W = (uint32_t)s->c.chips_per_channel;
+                uint32_t idx = lpn % nall;
+                uint32_t unit = (idx % C) * W + idx / C;
+                uint32_t die = (lpn / nall) % D, plane = (lpn / (nall * D)) % P;
+                x->pl = (unit * D + die) * P + plane;
+                x->page = (lpn / (nall * D * P)) % (uint32_t)s->G;
+            }
+            enqueue_tx(s, t, Q_UR + prio);
+        }
+    }
+    s->batching = 0;
+    flush_dirty(s);
+}
+
+static void try_admit(fl_sim *s, int si)
+{
+    stream_t *st = &s->streams[si];
+    while (st->inflight < st->qd && st->pending.head >= 0) {
+        int32_t r = st->pending.head;
+        if (s->rq[r].arr_ns > s->now) {
+            if (st->ev_pending_t < 0 || st->ev_pending_t > s->rq[r].arr_ns) {
+                st->ev_pending_t = s->rq[r].arr_ns;
+                ev_push(s, s->rq[r].arr_ns, EV_ARRIVE, si);
+            }
+            return;
+        }
+        st->pending.head = s->rq[r].next;
+        if (st->pending.head < 0) st->pending.tail = -1;
+        admit(s, r);
+    }
+}
+
+static void complete_user(fl_sim *s, int32_t t)
+{
+    tx_t *x = &s->tx[t];
+    int32_t r = x->req;
+    stream_t *st = &s->streams[x->stream];
+    if (x->kind == TX_READ) st->st.read_tx++;
+    else { st->st.write_tx++; s->flash_programs++; }
+    tx_release(s, t);
+    req_t *q = &s->rq[r];
+    if (--q->remaining > 0) return;
+    double lat = (double)(s->now - q->arr_ns) / 1000.0;
+    st->st.completed++;
+    st->st.lat_sum_us += lat;
+    if (lat > st->slo_us) st->st.slo_viol++;
+    if (q->write) { st->st.writes++; st->st.write_bytes += q->size; }
+    else { st->st.reads++; st->st.read_bytes += q->size; }
+    log_latency(s, lat, q->stream);
+    int si = q->stream;
+    q->next = s->rq_free; s->rq_free = r;
+    st->inflight--;
+    try_admit(s, si);
+}
+
+static void finish_gc_move(fl_sim *s, uint32_t pl, int owner)
+{
+    plane_t *p = &s->planes[pl];
+    if (--p->pending > 0) return;
+    int32_t t = tx_alloc(s);
+    tx_t *x = &s->tx[t];
+    x->kind = TX_ERASE; x->stream = (uint8_t)owner; x->pl = pl; x->req = -1;
+    x->ppn = (pl * (uint32_t)s->B + (uint32_t)p->victim) * (uint32_t)s->G;
+    enqueue_tx(s, t, Q_ER);
+}
+
+static void complete_tx(fl_sim *s, int32_t t)
+{
+    tx_t *x = &s->tx[t];
+    switch (x->kind) {
+    case TX_READ:
+    case TX_WRITE:
+        complete_user(s, t);
+        return;
+    case TX_GCREAD: {
+        uint32_t pl = x->pl;
+        int owner = x->stream;
+        if (s->l2p[x->lpn] == x->ppn) {
+            x->kind = TX_GCWRITE;
+            if (place_write(s, t)) enqueue_tx(s, t, Q_GCW);
+        } else {
+            tx_release(s, t);
+            finish_gc_move(s, pl, owner);
+        }
+        return;
+    }
+    case TX_GCWRITE: {
+        uint32_t pl = x->pl;
+        int owner = x->stream;
+        s->flash_programs++;
+        s->streams[owner].st.gc_moved++;
+        tx_release(s, t);
+        finish_gc_move(s, pl, owner);
+        return;
+    }
+    case TX_ERASE: {
+        uint32_t pl = x->pl;
+        int owner = x->stream;
+        plane_t *p = &s->planes[pl];
+        uint32_t gb = pl * (uint32_t)s->B + (uint32_t)p->victim;
+        tx_release(s, t);
+        s->blk_state[gb] = BLK_FREE;
+        s->free_stack[(size_t)pl * s->B + (size_t)(p->n_free++)] = (uint32_t)p->victim;
+        s->units[unit_of_plane(s, pl)].free_blocks++;
+        p->victim = -1;
+        s->gc_runs++;
+        s->erases++;
+        s->streams[owner].st.gc_runs++;
+        /* writes that waited for a free block */
+        s->batching = 1;
+        while (p->stalled.head >= 0 && p->n_free > 0) {
+            int32_t w = fifo_pop(s, &p->stalled);
+            if (!place_write(s, w)) break;
+            enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
+        }
+        s->batching = 0;
+        gc_check(s, pl);
+        flush_dirty(s);
+        return;
+    }
+    }
+}
+
+/* ------------------------------------------------------------------ events */
+
+static void on_bus_done(fl_sim *s, int c)
+{
+    channel_t *ch = &s->ch[c];
+    ch->busy = 0;
+    ch->busy_done += s->now - ch->start;
+    uint32_t u = (uint32_t)ch->unit;
+    unit_t *un = &s->units[u];
+    if (ch->phase == PH_CMD) {
+        int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
+        ev_push(s, s->now + op, EV_ARRAY, (int)u);
+    } else {
+        complete_tx(s, ch->tx);
+        if (--un->pending_out == 0) {
+            un->busy = 0;
+            un->busy_done += s->now - un->start;
+        }
+    }
+    channel_kick(s, c);
+}
+
+static void on_array_done(fl_sim *s, uint32_t u)
+{
+    unit_t *un = &s->units[u];
+    int c = channel_of_unit(s, u);
+    int n = un->n_active;
+    un->n_active = 0;
+    if (un->kind == TX_READ) {
+        un->pending_out = n;
+        for (int i = 0; i < n; i++) {
+            int32_t t = un->active[i];
+            if (!s->ch[c].busy) start_dataout(s, c, t);
+            else fifo_push(s, s->tx[t].kind == TX_READ ? &s->ch[c].wait_user : &s->ch[c].wait_gc, t);
+        }
+        return;
+    }
+    un->busy = 0;
+    un->busy_done += s->now - un->start;
+    s->batching = 1;
+    for (int i = 0; i < n; i++) complete_tx(s, un->active[i]);
+    s->batching = 0;
+    flush_dirty(s);
+    channel_kick(s, c);
+}
+
+void fl_run_until(fl_sim *s, double t_us)
+{
+    int64_t T = (int64_t)llround(t_us * 1000.0);
+    while (s->heap_n && s->heap[0].t <= T) {
+        ev_t e = ev_pop(s);
+        s->now = e.t;
+        switch (e.type) {
+        case EV_ARRIVE:
+            if (s->streams[e.arg].ev_pending_t == e.t) s->streams[e.arg].ev_pending_t = -1;
+            try_admit(s, e.arg);
+            break;
+        case EV_BUS: on_bus_done(s, e.arg); break;
+        case EV_ARRAY: on_array_done(s, (uint32_t)e.arg); break;
+        }
+    }
+    if (T > s->now) s->now = T;
+}
+
+double fl_now_us(const fl_sim *s) { return (double)s->now / 1000.0; }
+
+int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, const int64_t *offset,
+              const int64_t *size, const uint8_t *is_write, char *err, size_t errlen)
+{
+    /* validate everything first so that a bad request leaves the simulator unchanged */
+    int64_t last[FL_MAX_STREAMS];
+    for (int i = 0; i < s->c.n_streams; i++) last[i] = s->streams[i].last_t_ns;
+    for (size_t i = 0; i < n; i++) {
+        if (stream[i] < 0 || stream[i] >= s->c.n_streams) {
+            snprintf(err, errlen, "request %zu: stream %d does not exist (n_streams=%d)", i, stream[i], s->c.n_streams);
+            return -1;
+        }
+        if (!(t_us[i] >= 0) || !isfinite(t_us[i])) {
+            snprintf(err, errlen, "request %zu: time_us %g must be finite and >= 0", i, t_us[i]);
+            return -1;
+        }
+        if (size[i] <= 0 || offset[i] < 0 || offset[i] > s->logical_bytes - size[i]) {
+            snprintf(err, errlen, "request %zu: offset %lld + size %lld is past the logical capacity of %lld bytes "
+                     "(or size <= 0)", i, (long long)offset[i], (long long)size[i], (long long)s->logical_bytes);
+            return -1;
+        }
+        int64_t t = (int64_t)llround(t_us[i] * 1000.0);
+        if (t < last[stream[i]]) {
+            snprintf(err, errlen, "request %zu: time_us %g of stream %d is before that stream's previous request",
+                     i, t_us[i], stream[i]);
+            return -1;
+        }
+        last[stream[i]] = t;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t r = rq_alloc(s);
+        req_t *q = &s->rq[r];
+        q->arr_ns = (int64_t)llround(t_us[i] * 1000.0);
+        q->off = offset[i]; q->size = size[i]; q->write = is_write[i] ? 1 : 0; q->stream = (uint16_t)stream[i];
+        stream_t *st = &s->streams[stream[i]];
+        st->last_t_ns = q->arr_ns;
+        if (st->pending.tail < 0) st->pending.head = r; else s->rq[st->pending.tail].next = r;
+        st->pending.tail = r;
+    }
+    for (int i = 0; i < s->c.n_streams; i++) {
+        stream_t *st = &s->streams[i];
+        if (st->pending.head < 0 || st->inflight >= st->qd) continue;
+        int64_t t = s->rq[st->pending.head].arr_ns;
+        if (t < s->now) t = s->now;
+        if (st->ev_pending_t < 0 || st->ev_pending_t > t) {
+            st->ev_pending_t = t;
+            ev_push(s, t, EV_ARRIVE, i);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ control */
+
+int fl_set_units(fl_sim *s, int stream, const int32_t *units, int n, char *err, size_t errlen)
+{
+    if (stream < 0 || stream >= s->c.n_streams) {
+        snprintf(err, errlen, "stream %d does not exist (n_streams=%d)", stream, s->c.n_streams);
+        return -1;
+    }
+    if (n < 1) { snprintf(err, errlen, "stream %d: units must not be empty", stream); return -1; }
+    uint8_t seen[1024] = {0};
+    for (int i = 0; i < n; i++) {
+        if (units[i] < 0 || units[i] >= s->n_units) {
+            snprintf(err, errlen, "unit %d does not exist (n_units=%d: %d channels x %d chips)", units[i],
+                     s->n_units, s->c.n_channels, s->c.chips_per_channel);
+            return -1;
+        }
+        if (seen[units[i]]) { snprintf(err, errlen, "unit %d given twice", units[i]); return -1; }
+        seen[units[i]] = 1;
+    }
+    /* CWDP order: chip-major, channel fastest, so consecutive pages go to different channels */
+    stream_t *st = &s->streams[stream];
+    st->n_units = 0;
+    int W = s->c.chips_per_channel, C = s->c.n_channels;
+    for (int chip = 0; chip < W; chip++)
+        for (int c = 0; c < C; c++)
+            if (seen[c * W + chip]) st->units[st->n_units++] = c * W + chip;
+    return 0;
+}
+
+int fl_get_units(const fl_sim *s, int stream, int32_t *out)
+{
+    const stream_t *st = &s->streams[stream];
+    for (int i = 0; i < st->n_units; i++) out[i] = st->units[i];
+    return st->n_units;
+}
+
+void fl_set_priority(fl_sim *s, int stream, int level) { s->streams[stream].prio = level; }
+void fl_set_slo(fl_sim *s, int stream, double us) { s->streams[stream].slo_us = us; }
+
+/* ------------------------------------------------------------------ preconditioning */
+
+int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
+{
+    if (!(valid >= 0.0 && valid <= 1.0)) { snprintf(err, errlen, "precondition must be in [0, 1] (got %g)", valid); return -1; }
+    if (s->now != 0 || s->host_page_writes != 0) { snprintf(err, errlen, "precondition only on a fresh simulator"); return -1; }
+    int reserve = s->gc_thr_blocks + 2;
+    int used = s->B - reserve;
+    uint32_t np = (uint32_t)s->n_planes, G = (uint32_t)s->G;
+    uint64_t thr = (uint64_t)(valid * 18446744073709551615.0);
+    uint32_t *cnt = calloc(np, sizeof(uint32_t));
+    uint32_t *cur_blk = calloc(np, sizeof(uint32_t));
+    uint32_t *cur_n = calloc(np, sizeof(uint32_t));
+    uint32_t *placed = calloc(np, sizeof(uint32_t));
+    if (!cnt || !cur_blk || !cur_n || !placed) {
+        free(cnt); free(cur_blk); free(cur_n); free(placed);
+        snprintf(err, errlen, "out of memory"); return -1;
+    }
+    uint32_t nall = (uint32_t)s->n_units, C = (uint32_t)s->c.n_channels, W = (uint32_t)s->c.chips_per_channel;
+    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
+#define PLANE_OF(l) ((((((l) % nall) % C) * W + ((l) % nall) / C) * D + ((l) / nall) % D) * P + ((l) / (nall * D)) % P)
+#define SELECTED(l) (valid >= 1.0 || (thr && (splitmix(&(uint64_t){s->c.seed * 0x9E37ull + (l)}) <= thr)))
+    for (uint64_t l = 0; l < s->logical_pages; l++)
+        if (SELECTED(l)) cnt[PLANE_OF(l)]++;
+    for (uint32_t p = 0; p < np; p++) {
+        if (cnt[p] > (uint64_t)used * G) {
+            snprintf(err, errlen, "precondition %g needs %u valid pages in a plane, more than the %llu that fit "
+                     "outside the GC reserve", valid, cnt[p], (unsigned long long)used * G);
+            free(cnt); free(cur_blk); free(cur_n); free(placed);
+            return -1;
+        }
+    }
+    /* block i of a plane holds c_i valid pages, c_i spread linearly (steady state of greedy GC under
+     * random writes: from the victims' low valid count up to full), summing to the plane's count */
+    for (uint64_t l = 0; l < s->logical_pages; l++) {
+        if (!SELECTED(l)) continue;
+        uint32_t p = PLANE_OF(l);
+        for (;;) {
+            uint32_t b = cur_blk[p];
+            double m = (double)cnt[p] / ((double)used * G);
+            double lo = m >= 0.5 ? 2 * m - 1 : 0, hi = m >= 0.5 ? 1 : 2 * m;
+            /* valid pages wanted in block b: integral of the linear profile over [b, b+1) */
+            double x0 = (double)b / used, x1 = (double)(b + 1) / used;
+            double F0 = lo * x0 + (hi - lo) * x0 * x0 / 2, F1 = lo * x1 + (hi - lo) * x1 * x1 / 2;
+            uint32_t want_end = (uint32_t)llround(F1 / m * cnt[p]);
+            uint32_t want_start = (uint32_t)llround(F0 / m * cnt[p]);
+            uint32_t want = want_end - want_start;
+            if (want > G) want = G;
+            if ((int)b >= used - 1) want = G; /* the last block takes any rounding remainder */
+            if (cur_n[p] < want) break;
+            /* close block b */
+            uint32_t gb = p * (uint32_t)s->B + b;
+            s->blk_state[gb] = BLK_FULL;
+            cur_blk[p]++;
+            cur_n[p] = 0;
+        }
+        uint32_t gb = p * (uint32_t)s->B + cur_blk[p];
+        uint32_t ppn = gb * G + cur_n[p]++;
+        s->l2p[l] = ppn;
+        p2l_set(s, ppn, (uint32_t)l);
+        s->blk_valid[gb]++;
+        s->units[unit_of_plane(s, p)].valid_pages++;
+        placed[p]++;
+    }
+    /* blocks 0..used-1 are written (full); the rest stay free */
+    for (uint32_t p = 0; p < np; p++) {
+        plane_t *pl = &s->planes[p];
+        for (int b = 0; b < used; b++) s->blk_state[p * (uint32_t)s->B + (uint32_t)b] = BLK_FULL;
+        pl->n_free = 0;
+        for (int b = s->B - 1; b >= used; b--) s->free_stack[(size_t)p * s->B + (size_t)(pl->n_free++)] = (uint32_t)b;
+        s->units[unit_of_plane(s, p)].free_blocks -= used;
+    }
+#undef PLANE_OF
+#undef SELECTED
+    free(cnt); free(cur_blk); free(cur_n); free(placed);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ counters */
+
+void fl_stream_counters(const fl_sim *s, fl_stream_stats *out)
+{
+    for (int i = 0; i < s->c.n_streams; i++) {
+        const stream_t *st = &s->streams[i];
+        out[i] = st->st;
+        int64_t waiting = 0;
+        for (int32_t r = st->pending.head; r >= 0; r = s->rq[r].next)
+            if (s->rq[r].arr_ns <= s->now) waiting++;
+        out[i].backlog = waiting + st->inflight;
+    }
+}
+
+void fl_channel_busy(const fl_sim *s, double *busy_ns)
+{
+    for (int c = 0; c < s->c.n_channels; c++)
+        busy_ns[c] = (double)(s->ch[c].busy_done + (s->ch[c].busy ? s->now - s->ch[c].start : 0));
+}
+
+void fl_unit_counters(const fl_sim *s, double *busy_ns, int64_t *valid_pages, int64_t *free_blocks,
+                      int64_t *gc_ops, uint8_t *gc_active)
+{
+    for (int u = 0; u < s->n_units; u++) {
+        const unit_t *un = &s->units[u];
+        busy_ns[u] = (double)(un->busy_done + (un->busy ? s->now - un->start : 0));
+        valid_pages[u] = un->valid_pages;
+        free_blocks[u] = un->free_blocks;
+        gc_ops[u] = un->gc_ops;
+        gc_active[u] = 0;
+        for (int k = 0; k < s->D * s->P; k++)
+            if (s->planes[u * s->D * s->P + k].victim >= 0) gc_active[u] = 1;
+    }
+}
+
+void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *flash_programs, int64_t *gc_runs,
+                        int64_t *erases)
+{
+    *host_page_writes = s->host_page_writes;
+    *flash_programs = s->flash_programs;
+    *gc_runs = s->gc_runs;
+    *erases = s->erases;
+}
+
+size_t fl_latency_count(const fl_sim *s) { return s->lat_n; }
+const double *fl_latency_values(const fl_sim *s) { return s->lat; }
+const uint16_t *fl_latency_streams(const fl_sim *s) { return s->lat_stream; }
+uint64_t fl_logical_pages(const fl_sim *s) { return s->logical_pages; }
+
+size_t fl_mapping_bytes(const fl_sim *s)
+{
+    return s->logical_pages * sizeof(uint32_t) + (size_t)((s->phys_pages * (uint64_t)s->p2l_bits + 7) / 8 + 8)
+           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t));
+}

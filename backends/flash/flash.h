@@ -1,0 +1,83 @@
+/* The flash SSD model's simulation core (SPEC section 10): an event-driven simulation of one SSD at
+ * the flash-transaction level, with MQSim's timing semantics (channel bus shared by the chips of a
+ * channel, one command per chip at a time, multi-plane commands on one die, ONFI NV-DDR2 command
+ * overheads), a page-level FTL with per-stream write frontiers in CWDP order, greedy GC that holds
+ * the chip, and compact state (a uint32 physical page per logical page, a bit-packed reverse map).
+ * Plain C99, no allocation on the hot path except for growing pools. Driven by module.c. */
+#ifndef HSS_FLASH_H
+#define HSS_FLASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FL_MAX_STREAMS 64
+#define FL_MAX_PLANES 8
+#define FL_PRIO 3
+
+typedef struct {
+    int n_channels, chips_per_channel, dies_per_chip, planes_per_die;
+    int blocks_per_plane, pages_per_block;
+    int page_size;              /* bytes */
+    double op_ratio;            /* over-provisioning: logical = physical * (1 - op) */
+    double gc_threshold;        /* GC when a plane's free blocks < gc_threshold * blocks_per_plane */
+    int64_t read_ns, program_ns, erase_ns;
+    double channel_mtps;        /* mega-transfers per second */
+    int channel_width;          /* bytes per transfer */
+    int n_streams;
+    int queue_depth[FL_MAX_STREAMS];
+    uint64_t seed;
+} fl_config;
+
+/* Cumulative counters (the Python wrapper diffs two snapshots to get a window). */
+typedef struct {
+    int64_t completed, reads, writes, read_bytes, write_bytes, read_tx, write_tx;
+    double lat_sum_us;
+    int64_t slo_viol;
+    double qdelay_sum_us;
+    int64_t issued;
+    int64_t conflicts, gc_runs, gc_moved;
+    int64_t backlog;            /* snapshot: waiting + in flight */
+} fl_stream_stats;
+
+typedef struct fl_sim fl_sim;
+
+/* Returns NULL and writes a message into err (size errlen) on invalid configuration. */
+fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen);
+void fl_free(fl_sim *s);
+
+/* Precondition: a fraction `valid` of the logical pages (chosen at random) mapped, blocks filled
+ * with a spread of valid-page counts as after random overwrites under greedy GC. Only on a fresh
+ * simulator (before any submit). Returns 0, or -1 with a message. */
+int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen);
+
+/* Units are (channel, chip) pairs, u = channel * chips_per_channel + chip. Returns -1 on a bad
+ * unit/stream (message in err). */
+int fl_set_units(fl_sim *s, int stream, const int32_t *units, int n, char *err, size_t errlen);
+int fl_get_units(const fl_sim *s, int stream, int32_t *out); /* returns count */
+void fl_set_priority(fl_sim *s, int stream, int level);
+void fl_set_slo(fl_sim *s, int stream, double us);
+
+/* Append requests (times in microseconds). Returns 0, or -1 with a message naming the index. */
+int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, const int64_t *offset,
+              const int64_t *size, const uint8_t *is_write, char *err, size_t errlen);
+/* Simulate every event up to t_us (inclusive); now becomes t_us. */
+void fl_run_until(fl_sim *s, double t_us);
+double fl_now_us(const fl_sim *s);
+
+/* Snapshots of the cumulative counters. */
+void fl_stream_counters(const fl_sim *s, fl_stream_stats *out); /* n_streams entries */
+/* per channel busy ns; per unit busy ns, valid pages, free blocks, gc ops */
+void fl_channel_busy(const fl_sim *s, double *busy_ns);
+void fl_unit_counters(const fl_sim *s, double *busy_ns, int64_t *valid_pages, int64_t *free_blocks,
+                      int64_t *gc_ops, uint8_t *gc_active);
+void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *flash_programs,
+                        int64_t *gc_runs, int64_t *erases);
+/* The latency log: every completed request's latency (us) and stream, in completion order. */
+size_t fl_latency_count(const fl_sim *s);
+const double *fl_latency_values(const fl_sim *s);
+const uint16_t *fl_latency_streams(const fl_sim *s);
+
+uint64_t fl_logical_pages(const fl_sim *s);
+size_t fl_mapping_bytes(const fl_sim *s); /* l2p + reverse map + per-block metadata */
+
+#endif

@@ -1,0 +1,89 @@
+"""Load an MQSim ``ssdconfig.xml`` (Execution_Parameter_Set) as a :class:`FlashProfile`.
+
+MQSim's device file is the de-facto exchange format of SSD researchers. The fields the flash model
+uses are read (times in ns in the file, us in the profile); the other MQSim fields (host interface,
+DRAM cache, CMT, wear levelling, suspension...) are accepted and ignored, since the model does not
+simulate them (docs/flash-model.md). A missing used field, an unknown field or a value that is not
+a number is an error naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from hss_gym.backends.flash.profile import FlashProfile, FlashProfileError
+
+# field in the XML -> (profile field, converter)
+USED = {
+    "Flash_Channel_Count": ("n_channels", int),
+    "Chip_No_Per_Channel": ("chips_per_channel", int),
+    "Die_No_Per_Chip": ("dies_per_chip", int),
+    "Plane_No_Per_Die": ("planes_per_die", int),
+    "Block_No_Per_Plane": ("blocks_per_plane", int),
+    "Page_No_Per_Block": ("pages_per_block", int),
+    "Page_Capacity": ("page_size", int),
+    "Overprovisioning_Ratio": ("op_ratio", float),
+    "GC_Exec_Threshold": ("gc_threshold", float),
+    "Page_Read_Latency_LSB": ("read_us", lambda v: float(v) / 1000.0),
+    "Page_Program_Latency_LSB": ("program_us", lambda v: float(v) / 1000.0),
+    "Block_Erase_Latency": ("erase_us", lambda v: float(v) / 1000.0),
+    "Channel_Transfer_Rate": ("channel_mtps", float),
+    "Flash_Channel_Width": ("channel_width_bytes", int),
+}
+
+# MQSim fields the model does not simulate (accepted, ignored).
+IGNORED = {
+    "PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "SATA_Processing_Delay", "Enable_ResponseTime_Logging",
+    "ResponseTime_Logging_Period_Length", "Seed", "Enabled_Preconditioning", "Memory_Type",
+    "HostInterface_Type", "IO_Queue_Depth", "Queue_Fetch_Size", "Caching_Mechanism",
+    "Data_Cache_Sharing_Mode", "Data_Cache_Capacity", "Data_Cache_DRAM_Row_Size",
+    "Data_Cache_DRAM_Data_Rate", "Data_Cache_DRAM_Data_Busrt_Size", "Data_Cache_DRAM_tRCD",
+    "Data_Cache_DRAM_tCL", "Data_Cache_DRAM_tRP", "Address_Mapping", "Ideal_Mapping_Table",
+    "CMT_Capacity", "CMT_Sharing_Mode", "Plane_Allocation_Scheme", "Transaction_Scheduling_Policy",
+    "GC_Block_Selection_Policy", "Use_Copyback_for_GC", "Preemptible_GC_Enabled", "GC_Hard_Threshold",
+    "Dynamic_Wearleveling_Enabled", "Static_Wearleveling_Enabled", "Static_Wearleveling_Threshold",
+    "Preferred_suspend_erase_time_for_read", "Preferred_suspend_erase_time_for_write",
+    "Preferred_suspend_write_time_for_read", "Flash_Comm_Protocol", "Flash_Technology",
+    "CMD_Suspension_Support", "Page_Read_Latency_CSB", "Page_Read_Latency_MSB",
+    "Page_Program_Latency_CSB", "Page_Program_Latency_MSB", "Block_PE_Cycles_Limit",
+    "Suspend_Erase_Time", "Suspend_Program_Time", "Page_Metadat_Capacity",
+}
+CONTAINERS = {"Execution_Parameter_Set", "Host_Parameter_Set", "Device_Parameter_Set", "Flash_Parameter_Set"}
+
+
+def _line_of(text: str, tag: str) -> int | None:
+    m = re.search(rf"<{re.escape(tag)}[\s>/]", text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def load_ssdconfig(path: "str | Path") -> FlashProfile:
+    """Parse an MQSim ssdconfig.xml into a FlashProfile named after the file."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise FlashProfileError(f"{path}: line {e.position[0]}: not well-formed XML: {e}") from None
+    if root.tag != "Execution_Parameter_Set":
+        raise FlashProfileError(f"{path}: line 1: root element is <{root.tag}>, expected <Execution_Parameter_Set> "
+                                "(an MQSim ssdconfig.xml)")
+    values: dict[str, object] = {}
+    for el in root.iter():
+        tag = el.tag
+        if tag in CONTAINERS or tag in IGNORED:
+            continue
+        line = _line_of(text, tag)
+        if tag not in USED:
+            raise FlashProfileError(f"{path}: line {line}: unknown field <{tag}> (not an MQSim ssdconfig field)")
+        field, conv = USED[tag]
+        raw = (el.text or "").strip()
+        try:
+            values[field] = conv(raw)
+        except ValueError:
+            raise FlashProfileError(f"{path}: line {line}: field <{tag}> must be a number (got {raw!r})") from None
+    missing = [tag for tag, (field, _) in USED.items() if field not in values]
+    if missing:
+        raise FlashProfileError(f"{path}: missing field(s) {missing}")
+    return FlashProfile(name=path.stem, source=f"MQSim ssdconfig {path}", **values)  # type: ignore[arg-type]

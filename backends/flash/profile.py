@@ -1,0 +1,164 @@
+"""Flash SSD profiles (SPEC section 10): geometry and timing as data files, like the HSS device
+profiles. ``load_profile`` takes a built-in name (``mqsim-default``, ``rlalloc``, ``fleetio``), a
+``.json`` path, or an MQSim ``ssdconfig.xml`` path (the exchange format of SSD researchers), and an
+optional ``scale`` that shrinks blocks per plane only, so that parallelism and timing stay those of
+the full device while memory and preconditioning shrink (for RL training).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+BUILTIN = ("mqsim-default", "rlalloc", "fleetio")
+MIN_BLOCKS = 16  # a scaled plane keeps at least this many blocks (GC needs a reserve)
+
+
+class FlashProfileError(ValueError):
+    """A profile (JSON or ssdconfig.xml) is invalid. The message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class FlashProfile:
+    """One SSD: geometry, over-provisioning, GC threshold and timing (see the profiles/*.json)."""
+
+    name: str
+    n_channels: int
+    chips_per_channel: int
+    dies_per_chip: int
+    planes_per_die: int
+    blocks_per_plane: int
+    pages_per_block: int
+    page_size: int            # bytes
+    op_ratio: float           # over-provisioning: logical = physical * (1 - op_ratio)
+    gc_threshold: float       # GC when a plane's free blocks < gc_threshold * blocks_per_plane
+    read_us: float
+    program_us: float
+    erase_us: float
+    channel_mtps: float       # channel bus mega-transfers per second
+    channel_width_bytes: int  # bytes per transfer
+    source: str = ""
+    scale: float = 1.0        # blocks_per_plane relative to the profile file's
+
+    def __post_init__(self) -> None:
+        where = self.source or self.name
+        ints = ("n_channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "blocks_per_plane",
+                "pages_per_block", "page_size", "channel_width_bytes")
+        for f in ints:
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise FlashProfileError(f"{where}: field {f!r} must be a positive integer (got {v!r})")
+        for f in ("read_us", "program_us", "erase_us", "channel_mtps"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise FlashProfileError(f"{where}: field {f!r} must be a positive number (got {v!r})")
+        if not 0 < self.op_ratio < 0.9:
+            raise FlashProfileError(f"{where}: field 'op_ratio' must be in (0, 0.9) (got {self.op_ratio!r})")
+        if not 0 < self.gc_threshold < 0.5:
+            raise FlashProfileError(f"{where}: field 'gc_threshold' must be in (0, 0.5) (got {self.gc_threshold!r})")
+        if self.planes_per_die > 8:
+            raise FlashProfileError(f"{where}: field 'planes_per_die' must be <= 8 (got {self.planes_per_die})")
+        if self.page_size % 512:
+            raise FlashProfileError(f"{where}: field 'page_size' must be a multiple of 512 bytes "
+                                    f"(got {self.page_size})")
+        if self.n_units > 1024:
+            raise FlashProfileError(f"{where}: n_channels * chips_per_channel must be <= 1024 (got {self.n_units})")
+        if self.physical_pages >= 2**32 - 1:
+            raise FlashProfileError(f"{where}: {self.physical_pages} physical pages; the model addresses < 2^32 "
+                                    "(use a larger page_size or a scale < 1)")
+        if int(self.gc_threshold * self.blocks_per_plane) + 2 >= self.blocks_per_plane:
+            raise FlashProfileError(f"{where}: blocks_per_plane={self.blocks_per_plane} leaves no room for data "
+                                    f"above the GC threshold {self.gc_threshold}")
+
+    # derived ---------------------------------------------------------------------------------
+    @property
+    def n_units(self) -> int:
+        """(channel, chip) units; unit u = channel * chips_per_channel + chip."""
+        return self.n_channels * self.chips_per_channel
+
+    @property
+    def physical_pages(self) -> int:
+        return (self.n_units * self.dies_per_chip * self.planes_per_die * self.blocks_per_plane
+                * self.pages_per_block)
+
+    @property
+    def logical_pages(self) -> int:
+        """User-visible pages: physical * (1 - op_ratio)."""
+        return int(self.physical_pages * (1.0 - self.op_ratio))
+
+    @property
+    def logical_bytes(self) -> int:
+        return self.logical_pages * self.page_size
+
+    @property
+    def channel_bandwidth_Bps(self) -> float:
+        """Data-transfer bandwidth of one channel bus (bytes/s)."""
+        return self.channel_mtps * 1e6 * self.channel_width_bytes
+
+    @property
+    def unit_write_Bps(self) -> float:
+        """Sustained program bandwidth of one chip (all dies and planes), bytes/s. MQSim's chips run
+        one command at a time (a multi-plane command on one die), so dies do not add to it."""
+        per_cmd = self.planes_per_die * self.page_size
+        xfer = per_cmd / self.channel_bandwidth_Bps
+        return per_cmd / (self.program_us * 1e-6 + xfer)
+
+    def scaled(self, f: float) -> "FlashProfile":
+        """The same device with blocks_per_plane multiplied by f (0 < f <= 1), parallelism and
+        timing kept."""
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+            raise FlashProfileError(f"{self.name}: scale must be in (0, 1] (got {f!r})")
+        blocks = max(MIN_BLOCKS, int(round(self.blocks_per_plane * f)))
+        return dataclasses.replace(self, blocks_per_plane=blocks, scale=self.scale * f)
+
+
+_FIELDS = {f.name for f in dataclasses.fields(FlashProfile)}
+_REQUIRED = {f.name for f in dataclasses.fields(FlashProfile)
+             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+
+
+def profile_from_dict(d: dict[str, Any], where: str) -> FlashProfile:
+    """A profile from a mapping; unknown or missing fields are errors naming ``where``."""
+    if not isinstance(d, dict):
+        raise FlashProfileError(f"{where}: a profile must be a JSON object")
+    unknown = sorted(set(d) - _FIELDS)
+    if unknown:
+        raise FlashProfileError(f"{where}: unknown field(s) {unknown}; known: {sorted(_FIELDS)}")
+    missing = sorted(_REQUIRED - set(d))
+    if missing:
+        raise FlashProfileError(f"{where}: missing field(s) {missing}")
+    d = dict(d)
+    d.setdefault("source", where)
+    return FlashProfile(**d)
+
+
+def load_profile(spec: "str | os.PathLike[str] | FlashProfile", scale: float | None = None) -> FlashProfile:
+    """A built-in profile name, a .json profile path or an MQSim ssdconfig.xml path (or a
+    FlashProfile), optionally scaled (see :meth:`FlashProfile.scaled`)."""
+    if isinstance(spec, FlashProfile):
+        prof = spec
+    elif isinstance(spec, str) and spec in BUILTIN:
+        path = PROFILE_DIR / f"{spec}.json"
+        prof = profile_from_dict(json.loads(path.read_text()), f"profile {spec!r} ({path})")
+    else:
+        path = Path(os.fspath(spec))
+        if not path.is_file():
+            raise FlashProfileError(f"no flash profile {os.fspath(spec)!r}: not a built-in name {list(BUILTIN)} "
+                                    "nor an existing .json or ssdconfig .xml file")
+        if path.suffix.lower() == ".xml":
+            from hss_gym.backends.flash.mqsim_xml import load_ssdconfig
+
+            prof = load_ssdconfig(path)
+        else:
+            try:
+                d = json.loads(path.read_text())
+            except json.JSONDecodeError as e:
+                raise FlashProfileError(f"{path}: line {e.lineno}: invalid JSON: {e.msg}") from None
+            d.setdefault("name", path.stem)
+            prof = profile_from_dict(d, str(path))
+    return prof if scale is None else prof.scaled(scale)

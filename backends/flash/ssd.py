@@ -1,0 +1,275 @@
+"""``FlashSSD``: one simulated SSD (the C core in flash.c) driven in windows from Python, and the
+``WindowStats`` it reports per window (SPEC section 10; the API contract in docs/flash-model.md).
+
+The core keeps cumulative counters and a log of every completed request's latency; a window's
+statistics are the difference of two snapshots plus percentiles over the log entries of the window,
+so one ``run_until`` call per window is all the Python work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from hss_gym.backends import _flash
+from hss_gym.backends.flash.profile import FlashProfile, load_profile
+
+# Column order of the per-stream counters filled by the core (module.c, Sim_counters).
+STREAM_FIELDS = ("completed", "reads", "writes", "read_bytes", "write_bytes", "read_tx", "write_tx",
+                 "lat_sum_us", "slo_violations", "qdelay_sum_us", "issued", "conflicts", "gc_runs",
+                 "gc_moved_pages")
+_F = {name: i for i, name in enumerate(STREAM_FIELDS)}
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """Statistics of one window (or of the whole run, from :meth:`FlashSSD.totals`). Per-stream
+    arrays have shape (n_streams,), per-channel (n_channels,), per-unit (n_units,)."""
+
+    duration_us: float
+    completed: np.ndarray
+    reads: np.ndarray
+    writes: np.ndarray
+    read_bytes: np.ndarray
+    write_bytes: np.ndarray
+    read_tx: np.ndarray
+    write_tx: np.ndarray
+    lat_mean_us: np.ndarray
+    lat_p99_us: np.ndarray
+    lat_p999_us: np.ndarray
+    slo_violations: np.ndarray
+    queue_delay_us: np.ndarray
+    backlog: np.ndarray
+    conflicts: np.ndarray
+    gc_runs: np.ndarray
+    gc_moved_pages: np.ndarray
+    in_gc: np.ndarray
+    channel_busy: np.ndarray
+    unit_busy: np.ndarray
+    unit_valid_frac: np.ndarray
+    unit_free_blocks: np.ndarray
+    write_amplification: float
+    gc_runs_total: int
+
+    @property
+    def iops(self) -> np.ndarray:
+        """Completed requests per second, per stream."""
+        return self.completed / (self.duration_us * 1e-6) if self.duration_us > 0 else np.zeros_like(self.completed, dtype=float)
+
+    @property
+    def bandwidth_Bps(self) -> np.ndarray:
+        """Bytes of completed requests per second, per stream."""
+        b = (self.read_bytes + self.write_bytes).astype(float)
+        return b / (self.duration_us * 1e-6) if self.duration_us > 0 else np.zeros_like(b)
+
+
+@dataclass
+class _Snapshot:
+    t_us: float
+    streams: np.ndarray      # (n_streams, len(STREAM_FIELDS))
+    channel_busy_ns: np.ndarray
+    unit_busy_ns: np.ndarray
+    unit_gc_ops: np.ndarray
+    flash_programs: int
+    gc_runs: int
+    lat_n: int
+
+
+def _per_stream(value: "int | float | Sequence[float] | None", n: int, name: str, cast: type) -> list:
+    if value is None:
+        return [None] * n
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [cast(value)] * n
+    vals = list(value)  # type: ignore[arg-type]
+    if len(vals) != n:
+        raise ValueError(f"{name}: expected one value per stream ({n}), got {len(vals)}")
+    return [None if v is None else cast(v) for v in vals]
+
+
+class FlashSSD:
+    """A simulated SSD with ``n_streams`` host submission queues (tenants or streams).
+
+    See the module docstring of ``hss_gym.backends.flash`` for the API; times are microseconds,
+    addresses bytes in the device's flat logical space.
+    """
+
+    def __init__(self, profile: "FlashProfile | str", n_streams: int = 1, queue_depth: "int | Sequence[int]" = 16,
+                 seed: int = 0, precondition: float | None = 0.7, slo_us: "float | Sequence[float] | None" = None):
+        self.profile = load_profile(profile) if not isinstance(profile, FlashProfile) else profile
+        if isinstance(n_streams, bool) or not isinstance(n_streams, int) or not 1 <= n_streams <= 64:
+            raise ValueError(f"n_streams must be an integer in 1..64 (got {n_streams!r})")
+        self.n_streams = n_streams
+        qds = _per_stream(queue_depth, n_streams, "queue_depth", int)
+        for q in qds:
+            if q is None or q < 1:
+                raise ValueError(f"queue_depth must be >= 1 per stream (got {queue_depth!r})")
+        self.queue_depth = np.asarray(qds, dtype=np.int64)
+        p = self.profile
+        self._sim = _flash.Sim(p.n_channels, p.chips_per_channel, p.dies_per_chip, p.planes_per_die,
+                               p.blocks_per_plane, p.pages_per_block, p.page_size, p.op_ratio, p.gc_threshold,
+                               int(round(p.read_us * 1000)), int(round(p.program_us * 1000)),
+                               int(round(p.erase_us * 1000)), p.channel_mtps, p.channel_width_bytes, qds,
+                               int(seed) & (2**64 - 1))
+        if precondition is not None:
+            self._sim.precondition(float(precondition))
+        self._slo = np.full(n_streams, np.inf)
+        for s, v in enumerate(_per_stream(slo_us, n_streams, "slo_us", float)):
+            if v is not None:
+                self.set_slo(s, v)
+        self._unit_pages = p.dies_per_chip * p.planes_per_die * p.blocks_per_plane * p.pages_per_block
+        self._zero = self._snapshot(zero=True)
+        self._prev = self._zero
+        self._units_cache: dict[int, np.ndarray] = {}
+
+    # control ---------------------------------------------------------------------------------
+    def _check_stream(self, stream: int) -> int:
+        if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or not 0 <= stream < self.n_streams:
+            raise ValueError(f"stream {stream!r} does not exist (n_streams={self.n_streams})")
+        return int(stream)
+
+    def set_units(self, stream: int, units: Sequence[int]) -> None:
+        """The (channel, chip) units where this stream's new writes go (striped in CWDP order)."""
+        s = self._check_stream(stream)
+        arr = np.asarray(list(units), dtype=np.int64)
+        bad = arr[(arr < 0) | (arr >= self.profile.n_units)]
+        if len(bad):
+            raise ValueError(f"unit {int(bad[0])} does not exist (n_units={self.profile.n_units}: "
+                             f"{self.profile.n_channels} channels x {self.profile.chips_per_channel} chips)")
+        self._sim.set_units(s, np.ascontiguousarray(arr, dtype=np.int32))
+        self._units_cache.pop(s, None)
+
+    def units(self, stream: int) -> np.ndarray:
+        s = self._check_stream(stream)
+        if s not in self._units_cache:
+            self._units_cache[s] = np.sort(np.asarray(self._sim.units(s), dtype=np.int32))
+        return self._units_cache[s].copy()
+
+    def set_priority(self, stream: int, level: int) -> None:
+        """0 low, 1 medium (default), 2 high: chips serve higher classes first."""
+        self._sim.set_priority(self._check_stream(stream), int(level))
+
+    def set_slo(self, stream: int, us: float) -> None:
+        s = self._check_stream(stream)
+        self._sim.set_slo(s, float(us))
+        self._slo[s] = float(us)
+
+    def submit(self, time_us, stream, offset, size, is_write) -> None:
+        """Append requests (arrays of equal length); see the API contract."""
+        t = np.ascontiguousarray(time_us, dtype=np.float64)
+        n = len(t)
+        st = np.ascontiguousarray(np.broadcast_to(stream, (n,)), dtype=np.int32)
+        off = np.ascontiguousarray(offset, dtype=np.int64)
+        sz = np.ascontiguousarray(size, dtype=np.int64)
+        w = np.ascontiguousarray(is_write, dtype=np.bool_)
+        for name, a in (("offset", off), ("size", sz), ("is_write", w)):
+            if a.shape != (n,):
+                raise ValueError(f"submit: {name} has shape {a.shape}, expected ({n},) like time_us")
+        self._sim.submit(t, st, off, sz, w)
+
+    # simulation ------------------------------------------------------------------------------
+    @property
+    def now_us(self) -> float:
+        return self._sim.now_us()
+
+    def run_until(self, t_us: float) -> WindowStats:
+        """Simulate up to t_us; the statistics of the window (previous t, t_us]."""
+        if not t_us >= self.now_us:
+            raise ValueError(f"run_until({t_us}): time cannot go back (now {self.now_us} us)")
+        self._sim.run_until(float(t_us))
+        snap = self._snapshot()
+        ws = self._window(self._prev, snap)
+        self._prev = snap
+        return ws
+
+    def totals(self) -> WindowStats:
+        """Cumulative statistics since construction."""
+        return self._window(self._zero, self._snapshot())
+
+    def latencies(self, stream: int | None = None) -> np.ndarray:
+        """Every completed request's latency (us), in completion order."""
+        lat, st = self._log(0, self._sim.latency_count())
+        return lat if stream is None else lat[st == self._check_stream(stream)]
+
+    def mapping_bytes(self) -> int:
+        """Bytes of the mapping state (l2p, packed reverse map, per-block metadata)."""
+        return self._sim.mapping_bytes()
+
+    def close(self) -> None:
+        self._sim.close()
+
+    def __enter__(self) -> "FlashSSD":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # internals -------------------------------------------------------------------------------
+    def _log(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        lat = np.empty(stop - start, dtype=np.float64)
+        st = np.empty(stop - start, dtype=np.uint16)
+        self._sim.latencies(start, lat, st)
+        return lat, st
+
+    def _snapshot(self, zero: bool = False) -> _Snapshot:
+        p = self.profile
+        streams = np.zeros((self.n_streams, len(STREAM_FIELDS)))
+        ch = np.zeros(p.n_channels)
+        ub = np.zeros(p.n_units)
+        self._valid = np.zeros(p.n_units, dtype=np.int64)
+        self._free = np.zeros(p.n_units, dtype=np.int64)
+        gcops = np.zeros(p.n_units, dtype=np.int64)
+        self._gc_active = np.zeros(p.n_units, dtype=np.bool_)
+        _, fp, gr, _, backlog = self._sim.counters(streams, ch, ub, self._valid, self._free, gcops, self._gc_active)
+        self._backlog = np.asarray(backlog, dtype=np.int64)
+        if zero:
+            return _Snapshot(0.0, np.zeros_like(streams), np.zeros_like(ch), np.zeros_like(ub),
+                             np.zeros_like(gcops), 0, 0, 0)
+        return _Snapshot(self.now_us, streams, ch, ub, gcops, fp, gr, self._sim.latency_count())
+
+    def _window(self, a: _Snapshot, b: _Snapshot) -> WindowStats:
+        d = b.streams - a.streams
+        dur = b.t_us - a.t_us
+        n = self.n_streams
+        lat, st = self._log(a.lat_n, b.lat_n)
+        mean = np.full(n, np.nan)
+        p99 = np.full(n, np.nan)
+        p999 = np.full(n, np.nan)
+        if len(lat):
+            order = np.argsort(st, kind="stable")
+            st_sorted = st[order]
+            bounds = np.searchsorted(st_sorted, np.arange(n + 1))
+            for s in range(n):
+                x = lat[order[bounds[s]:bounds[s + 1]]]
+                if len(x):
+                    mean[s] = x.mean()
+                    p99[s], p999[s] = np.percentile(x, [99.0, 99.9])
+        issued = d[:, _F["issued"]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            qdelay = np.where(issued > 0, d[:, _F["qdelay_sum_us"]] / np.maximum(issued, 1), np.nan)
+        dgc = b.unit_gc_ops - a.unit_gc_ops
+        unit_gc = (dgc > 0) | self._gc_active
+        in_gc = np.array([bool(unit_gc[self.units(s)].any()) for s in range(n)])
+        host_tx = d[:, _F["write_tx"]].sum()
+        programs = b.flash_programs - a.flash_programs
+        wa = programs / host_tx if host_tx > 0 else math.nan
+        ns = dur * 1000.0
+        as_int = lambda k: d[:, _F[k]].astype(np.int64)  # noqa: E731
+        return WindowStats(
+            duration_us=dur,
+            completed=as_int("completed"), reads=as_int("reads"), writes=as_int("writes"),
+            read_bytes=as_int("read_bytes"), write_bytes=as_int("write_bytes"),
+            read_tx=as_int("read_tx"), write_tx=as_int("write_tx"),
+            lat_mean_us=mean, lat_p99_us=p99, lat_p999_us=p999,
+            slo_violations=as_int("slo_violations"), queue_delay_us=qdelay,
+            backlog=self._backlog.copy(), conflicts=as_int("conflicts"),
+            gc_runs=as_int("gc_runs"), gc_moved_pages=as_int("gc_moved_pages"), in_gc=in_gc,
+            channel_busy=(b.channel_busy_ns - a.channel_busy_ns) / ns if ns > 0 else np.zeros_like(b.channel_busy_ns),
+            unit_busy=(b.unit_busy_ns - a.unit_busy_ns) / ns if ns > 0 else np.zeros_like(b.unit_busy_ns),
+            unit_valid_frac=self._valid / self._unit_pages,
+            unit_free_blocks=self._free.copy(),
+            write_amplification=float(wa),
+            gc_runs_total=int(b.gc_runs - a.gc_runs),
+        )

@@ -1,0 +1,113 @@
+"""The flash SSD model (backends/flash): API contract, accounting invariants, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hss_gym.backends.flash import FlashProfileError, FlashSSD, WindowStats, load_profile, submit_trace
+from hss_gym.workloads.trace import Trace
+
+SMALL = dict(scale=1 / 64)
+
+
+def _random(n, rng, cap, span_us, write_frac, streams=1, size=4096):
+    t = np.sort(rng.uniform(0, span_us, n))
+    off = rng.integers(0, cap // size, n) * size
+    return t, rng.integers(0, streams, n), off, np.full(n, size), rng.random(n) < write_frac
+
+
+@pytest.mark.parametrize("name", ["mqsim-default", "rlalloc", "fleetio"])
+def test_profiles_load_and_derive(name):
+    p = load_profile(name)
+    assert p.n_units == p.n_channels * p.chips_per_channel
+    assert p.logical_pages == int(p.physical_pages * (1 - p.op_ratio))
+    s = load_profile(name, **SMALL)
+    assert s.blocks_per_plane < p.blocks_per_plane and s.n_units == p.n_units and s.read_us == p.read_us
+    assert s == p.scaled(1 / 64)
+
+
+def test_rlalloc_profile_is_table_ii():
+    p = load_profile("rlalloc")
+    assert (p.n_channels, p.chips_per_channel, p.dies_per_chip, p.planes_per_die, p.blocks_per_plane,
+            p.pages_per_block, p.page_size) == (8, 8, 2, 2, 2048, 64, 4096)
+    assert p.physical_pages * p.page_size == 128 * 2**30
+
+
+def test_window_accounting_and_totals():
+    p = load_profile("mqsim-default", **SMALL)
+    ssd = FlashSSD(p, n_streams=2, queue_depth=[4, 8], precondition=0.7, slo_us=[1000.0, 1e9])
+    rng = np.random.default_rng(1)
+    ssd.submit(*_random(3000, rng, p.logical_bytes, 300_000, 0.5, streams=2))
+    windows = [ssd.run_until(t) for t in np.arange(1, 11) * 100_000.0]
+    assert all(isinstance(w, WindowStats) for w in windows)
+    tot = ssd.totals()
+    assert tot.completed.sum() == 3000 == sum(w.completed.sum() for w in windows)
+    assert (tot.reads + tot.writes == tot.completed).all()
+    assert tot.read_bytes.sum() + tot.write_bytes.sum() == 3000 * 4096
+    assert len(ssd.latencies()) == 3000 and len(ssd.latencies(1)) == tot.completed[1]
+    assert windows[-1].backlog.sum() == 0
+    # a 4 KiB read cannot beat the array read plus the transfer of its data
+    assert ssd.latencies().min() >= p.read_us + 4096 / p.channel_bandwidth_Bps * 1e6
+    assert tot.slo_violations[1] == 0 and tot.slo_violations[0] > 0
+    assert np.all((tot.channel_busy >= 0) & (tot.channel_busy <= 1))
+    assert np.all((tot.unit_busy >= 0) & (tot.unit_busy <= 1))
+    assert tot.write_amplification >= 1.0
+    ssd.close()
+
+
+def test_set_units_confines_writes():
+    p = load_profile("mqsim-default", **SMALL)
+    ssd = FlashSSD(p, n_streams=2, precondition=None)
+    ssd.set_units(0, [0, 5])
+    assert list(ssd.units(0)) == [0, 5] and len(ssd.units(1)) == p.n_units
+    rng = np.random.default_rng(2)
+    t, _, off, size, _ = _random(400, rng, p.logical_bytes, 100_000, 1.0)
+    ssd.submit(t, np.zeros(400, dtype=np.int32), off, size, np.ones(400, bool))
+    ssd.run_until(1e7)
+    valid = ssd.totals().unit_valid_frac
+    assert valid[[0, 5]].sum() > 0 and np.delete(valid, [0, 5]).sum() == 0
+
+
+def test_bad_input_errors(tmp_path):
+    p = load_profile("mqsim-default", **SMALL)
+    ssd = FlashSSD(p, n_streams=2, precondition=None)
+    with pytest.raises(ValueError, match="unit 32 does not exist"):
+        ssd.set_units(0, [1, 32])
+    with pytest.raises(ValueError, match="stream 2 does not exist"):
+        ssd.set_units(2, [0])
+    with pytest.raises(ValueError, match="past the logical capacity"):
+        ssd.submit([0.0], [0], [p.logical_bytes - 4096], [8192], [False])
+    with pytest.raises(ValueError, match="priority level 3"):
+        ssd.set_priority(0, 3)
+    with pytest.raises(FlashProfileError, match="blocks_per_plane"):
+        load_profile("mqsim-default").__class__(**{**load_profile("mqsim-default").__dict__, "blocks_per_plane": 0})
+    d = json.loads((load_profile.__globals__["PROFILE_DIR"] / "rlalloc.json").read_text())
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**d, "chanels": 3}))
+    with pytest.raises(FlashProfileError, match="unknown field.*chanels"):
+        load_profile(bad)
+    d.pop("read_us")
+    bad.write_text(json.dumps(d))
+    with pytest.raises(FlashProfileError, match="missing field.*read_us"):
+        load_profile(bad)
+    with pytest.raises(FlashProfileError, match="no flash profile"):
+        load_profile("nope")
+
+
+def test_submit_trace_maps_streams():
+    p = load_profile("mqsim-default", **SMALL)
+    ssd = FlashSSD(p, n_streams=2, precondition=0.5)
+    n = 200
+    tr = Trace(np.arange(n) * 50.0, np.zeros(n, np.uint8), np.arange(n) * 8192, np.full(n, 8192),
+               stream=np.where(np.arange(n) % 2, 7, 3))
+    submit_trace(ssd, tr, streams={3: 0, 7: 1})
+    ssd.run_until(1e6)
+    assert list(ssd.totals().completed) == [100, 100]
+    with pytest.raises(ValueError, match="no entry in the stream map"):
+        submit_trace(ssd, tr, streams={3: 0})
+    far = Trace([0.0], [0], [p.logical_bytes], [4096])
+    with pytest.raises(ValueError, match="past the device's logical capacity"):
+        submit_trace(ssd, far)
