@@ -52,7 +52,7 @@ class ActorCritic(nn.Module):
 
     def export(self) -> dict[str, np.ndarray]:
         l0, l1 = self.body[0], self.body[2]
-        f = lambda t: t.detach().cpu().numpy().astype(np.float32)  # noqa: E731
+        f = lambda t: t.detach().cpu().numpy().astype(np.float16)  # noqa: E731  (a few KB)
         return {"w0": f(l0.weight.T), "b0": f(l0.bias), "w1": f(l1.weight.T), "b1": f(l1.bias),
                 "wa": f(self.actor.weight.T), "ba": f(self.actor.bias)}
 

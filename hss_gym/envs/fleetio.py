@@ -12,7 +12,8 @@ scheduling priority of its I/O. Actions go through admission control (50 ms batc
 Make_Harvestable first, harvests first-come-first-served with less-harvested vSSDs first under
 contention; ``admission_policy`` filters them); in-use gSBs being reclaimed are released lazily
 when GC next runs on their channels, which migrates the harvester's data (extra writes).
-The SSD is :mod:`hss_gym.envs.fleetio_model`'s channel-level model, advanced in 50 ms ticks.
+The SSD is :mod:`hss_gym.envs.fleetio_model`'s channel-level model, advanced in ``tick_ms``
+(100 ms) ticks.
 
 ## Agents
 ``possible_agents == agents == ["vssd_0", ..., "vssd_{N-1}"]`` for the whole episode (N = the
@@ -61,7 +62,9 @@ or a list of workload names / tenant objects, e.g. from
 ``batch_ms`` (50), ``inference_ms`` (1.1: agent i's action reaches admission control at
 i x 1.1 ms), ``admission_policy`` (callable(kind, vssd, n_chls) -> bool), ``scale`` (1/16:
 channel capacity multiplier; smaller = GC and free-space effects within fewer windows, coarser
-capacity; no effect on speed), ``warmup`` (3), ``render_mode`` ("ansi").
+capacity; no effect on speed), ``warmup`` (3), ``tick_ms`` (100: the SSD model's time step;
+50 doubles the cost of a window and resolves bursts and GC onsets twice as finely),
+``render_mode`` ("ansi").
 
 ## Infos
 Per agent, every step: ``bandwidth_MBps``, ``p99_us``, ``slo_vio``, ``harvested_channels``,
@@ -132,7 +135,8 @@ class FleetIOEnv(ParallelEnv):
                  isolation: str = "fleetio", channels: Sequence[int] | None = None,
                  token_rate: float = 1.5, batch_ms: float = 50.0, inference_ms: float = 1.1,
                  admission_policy: Callable[[str, int, int], bool] | None = None,
-                 scale: float = 1.0 / 16, warmup: int = 3, render_mode: str | None = None,
+                 scale: float = 1.0 / 16, warmup: int = 3, tick_ms: float = 100.0,
+                 render_mode: str | None = None,
                  model: FluidParams | None = None) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; valid: {', '.join(ISOLATIONS)}")
@@ -158,7 +162,9 @@ class FleetIOEnv(ParallelEnv):
         self.beta, self.slo_guar, self.token_rate = beta, slo_guar, token_rate
         self.batch_ms, self.inference_ms, self.warmup = batch_ms, inference_ms, warmup
         self.render_mode = render_mode
-        self.tick_s = 0.05
+        if not 10 <= tick_ms <= 1000 * window_s:
+            raise ValueError(f"tick_ms must be in [10, window_s * 1000], got {tick_ms}")
+        self.tick_s = tick_ms / 1000
         self.ticks_per_window = max(1, int(round(window_s / self.tick_s)))
         self.admission = AdmissionControl(batch_ms, admission_policy)
         self.possible_agents = [f"vssd_{i}" for i in range(n)]
@@ -353,7 +359,7 @@ class FleetIOEnv(ParallelEnv):
     def _run_window(self, record: bool) -> dict[str, np.ndarray]:
         n, T = len(self.tenants), self.ticks_per_window
         usable = self._usable()
-        loads = [t.ticks(T) for t in self.tenants]
+        loads = [t.ticks(T, self.tick_s) for t in self.tenants]
         rd = np.stack([x[0] for x in loads])
         wr = np.stack([x[1] for x in loads])
         sz = np.stack([x[2] for x in loads])
@@ -384,9 +390,9 @@ class FleetIOEnv(ParallelEnv):
         with np.errstate(invalid="ignore", divide="ignore"):
             mean_lat = np.where(reqs > 0, (acc["reqs"] * lat).sum(1) / np.maximum(reqs, 1e-9), 0.0)
             qd = np.where(reqs > 0, (acc["reqs"] * acc["q"]).sum(1) / np.maximum(reqs, 1e-9), 0.0)
-        slo_vio = np.array([(acc["reqs"][i] * _tail(self.slo_us[i], base_q[i], acc["wait"][i])).sum()
-                            / max(reqs[i], 1e-9) if self.slo_us is not None else 0.0 for i in range(n)])
-        p99 = np.array([_p99(acc["reqs"][i], base_q[i], acc["wait"][i]) for i in range(n)])
+        slo_vio = (np.zeros(n) if self.slo_us is None else
+                   (acc["reqs"] * _tail(self.slo_us[:, None], base_q, acc["wait"])).sum(1) / np.maximum(reqs, 1e-9))
+        p99 = _p99(acc["reqs"], base_q, acc["wait"])
         rbytes = acc["r"].sum(1)
         rw = np.where(bw > 0, rbytes / np.maximum(bw * dur, 1e-9), 0.5)
         free_home = np.array([self.model.free[list(h)].mean() / (1 - self.params.op_ratio) for h in self.home])
@@ -424,25 +430,24 @@ class FleetIOEnv(ParallelEnv):
         return {a: full[i].copy() for i, a in enumerate(self.possible_agents)}
 
 
-def _tail(x: float, base: np.ndarray, wait: np.ndarray) -> np.ndarray:
+def _tail(x: float | np.ndarray, base: np.ndarray, wait: np.ndarray) -> np.ndarray:
     """P(latency > x) per tick for latency = base + Exp(wait)."""
     with np.errstate(over="ignore", divide="ignore"):
         return np.where(x < base, 1.0, np.exp(-(x - base) / np.maximum(wait, 1e-9)))
 
 
-def _p99(reqs: np.ndarray, base: np.ndarray, wait: np.ndarray) -> float:
-    """The 99th percentile of the request-weighted mixture of ``base + Exp(wait)`` over ticks."""
-    tot = reqs.sum()
-    if tot <= 0:
-        return 0.0
-    lo, hi = float(base.min()), float((base + 10 * wait).max()) + 1.0
-    for _ in range(40):
+def _p99(reqs: np.ndarray, base: np.ndarray, wait: np.ndarray) -> np.ndarray | float:
+    """The 99th percentile of the request-weighted mixture of ``base + Exp(wait)`` over ticks
+    (last axis); rows are independent tenants (bisection on all rows at once)."""
+    r, b, w = np.atleast_2d(reqs), np.atleast_2d(base), np.atleast_2d(wait)
+    tot = r.sum(axis=1)
+    lo, hi = b.min(axis=1), (b + 10 * w).max(axis=1) + 1.0
+    for _ in range(30):
         mid = 0.5 * (lo + hi)
-        if (reqs * _tail(mid, base, wait)).sum() / tot > 0.01:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+        above = (r * _tail(mid[:, None], b, w)).sum(axis=1) > 0.01 * tot
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    out = np.where(tot > 0, hi, 0.0)
+    return float(out[0]) if np.ndim(reqs) == 1 else out
 
 
 def parallel_env(mix: str | Sequence[Any] = "mix4", **kwargs: Any) -> FleetIOEnv:

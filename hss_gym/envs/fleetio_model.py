@@ -1,4 +1,4 @@
-"""A fast channel-level (fluid) model of a shared flash SSD, advanced in 50 ms ticks.
+"""A fast channel-level (fluid) model of a shared flash SSD, advanced in ticks (100 ms by default).
 
 Why: a FleetIO step is a 2 s window of a 16-channel, ~1 GB/s SSD; simulating it transaction by
 transaction costs ~10^5 events per window. This model works on per-tick byte flows instead, so a
@@ -93,7 +93,7 @@ class TickResult:
 
 
 class FluidSSD:
-    """The shared SSD. Call :meth:`tick` once per 50 ms with each tenant's offered load."""
+    """The shared SSD. Call :meth:`tick` once per tick with each tenant's offered load."""
 
     def __init__(self, params: FluidParams, n_tenants: int, rng: np.random.Generator,
                  tick_s: float = 0.05) -> None:
@@ -168,8 +168,8 @@ class FluidSSD:
         lam = served / np.maximum(chunk, 1.0)[:, None] / dt  # chunks/s per channel
         resid = (lam * svc[:, None] ** 2).sum(axis=0) / 2 + gc_frac * p.gc_op_us * 1e-6 / 2
         prio = priority.astype(np.int64)
-        hi = np.stack([(rho * (prio > prio[i])[:, None]).sum(axis=0) for i in range(n)])
-        geq = np.stack([(rho * (prio >= prio[i])[:, None]).sum(axis=0) for i in range(n)]) + gc_frac[None, :]
+        hi = (prio[None, :] > prio[:, None]).astype(np.float64) @ rho  # load of higher classes
+        geq = (prio[None, :] >= prio[:, None]).astype(np.float64) @ rho + gc_frac[None, :]
         slack = p.min_slack
         wait_c = resid[None, :] / np.maximum(1 - hi, slack) / np.maximum(1 - geq, slack)  # seconds
         use = served / np.maximum(got, 1e-9)[:, None]

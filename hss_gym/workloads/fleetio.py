@@ -1,7 +1,7 @@
 """FleetIO tenants: the vSSD workloads of Sun et al., ASPLOS'25 (Table 4, Table 5, training set).
 
 A FleetIO step is a 2 s decision window, so a tenant is described by its *offered load per
-admission batch* (50 ms ticks), not request by request: read bytes, write bytes and mean request
+tick* of the SSD model (100 ms by default), not request by request: read bytes, write bytes and mean request
 size per tick. Three kinds of tenant produce that:
 
 * :class:`PhasedWorkload` — the synthetic workloads. The paper publishes no per-workload
@@ -15,8 +15,8 @@ size per tick. Three kinds of tenant produce that:
 * Training workloads (``TRAINING``) — the paper pre-trains on LiveMaps, TPCE, SearchEngine and
   Batch Analytics, never evaluated on; ours are distinct parameter sets with those names.
 * :class:`TraceWorkload` — one tenant per volume of a real multi-tenant block trace read with
-  ``hss_gym.workloads.load_trace`` (Alibaba, Tencent CBS, MSR, ...): its requests are binned into
-  ticks (optionally time-compressed) and replayed cyclically.
+  ``hss_gym.workloads.load_trace`` (Alibaba, Tencent CBS, MSR, ...): its requests are binned
+  (10 ms; optionally time-compressed) and replayed cyclically from a seed-drawn start.
 
 ``MIXES`` are Table 5's collocations. ``window_features`` computes the §3.4 clustering features
 (read BW, write BW, LPA entropy, mean size) over 10k-request windows of a request sample.
@@ -41,8 +41,8 @@ class Tenant(Protocol):
 
     def reset(self, rng: np.random.Generator) -> None: ...
 
-    def ticks(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Offered (read_Bps, write_Bps, mean_request_bytes) of the next ``n`` ticks."""
+    def ticks(self, n: int, tick_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Offered (read_Bps, write_Bps, mean_request_bytes) of the next ``n`` ticks of ``tick_s``."""
 
     def sample_requests(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         """A request-level sample (time_us, is_write, lpa, size) for the clustering features."""
@@ -71,10 +71,9 @@ class PhasedWorkload:
     locality: float = 0.0
     seq: float = 0.0
     footprint_gib: float = 32.0
-    tick_s: float = 0.05
 
     def __post_init__(self) -> None:
-        for f in ("on_MBps", "off_MBps", "on_s", "off_s", "size_kib", "footprint_gib", "tick_s"):
+        for f in ("on_MBps", "off_MBps", "on_s", "off_s", "size_kib", "footprint_gib"):
             if not getattr(self, f) > 0:
                 raise ValueError(f"workload {self.name!r}: {f} must be > 0, got {getattr(self, f)}")
         if not 0 <= self.read_frac <= 1:
@@ -103,7 +102,7 @@ class PhasedTenant:
         self._on = bool(rng.random() < s.on_s / (s.on_s + s.off_s))
         self._left = float(rng.exponential(s.on_s if self._on else s.off_s))
 
-    def ticks(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def ticks(self, n: int, tick_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s, rng = self.spec, self._rng
         level = np.empty(n)
         for i in range(n):
@@ -111,7 +110,7 @@ class PhasedTenant:
                 self._on = not self._on
                 self._left += float(rng.exponential(s.on_s if self._on else s.off_s))
             level[i] = s.on_MBps if self._on else s.off_MBps
-            self._left -= s.tick_s
+            self._left -= tick_s
         bw = level * MB * rng.lognormal(-0.5 * s.jitter ** 2, s.jitter, n)
         size = np.full(n, s.size_kib * KIB)
         return bw * s.read_frac, bw * (1 - s.read_frac), size
@@ -122,13 +121,13 @@ class PhasedTenant:
         counts: list[np.ndarray] = []
         total = 0
         while total < n:  # Poisson request counts per tick until n requests
-            r, w, size = self.ticks(200)
-            c = rng.poisson((r + w) * s.tick_s / size)
+            r, w, size = self.ticks(200, 0.05)
+            c = rng.poisson((r + w) * 0.05 / size)
             counts.append(c)
             total += int(c.sum())
         cnt = np.concatenate(counts)
         tick = np.repeat(np.arange(len(cnt)), cnt)[:n]
-        t = (tick + rng.random(n)) * s.tick_s
+        t = (tick + rng.random(n)) * 0.05
         t.sort()
         pages = int(s.footprint_gib * (1 << 30) // (16 * KIB))
         if s.locality > 0:
@@ -219,7 +218,7 @@ def mix_workloads(mix: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 class TraceWorkload:
-    """One volume of a real block trace as a tenant (binned into ticks, replayed cyclically).
+    """One volume of a real block trace as a tenant (binned into 10 ms bins, replayed cyclically).
 
     ``time_scale`` divides inter-arrival times (2.0 replays twice as fast, doubling the offered
     bandwidth); ``category`` is the tenant's class for the metrics (bandwidth / latency).
@@ -227,34 +226,38 @@ class TraceWorkload:
 
     def __init__(self, time_us: np.ndarray, is_write: np.ndarray, offset: np.ndarray,
                  size: np.ndarray, *, name: str, category: str = "latency",
-                 tick_s: float = 0.05, time_scale: float = 1.0) -> None:
+                 time_scale: float = 1.0) -> None:
         if len(time_us) < 2:
             raise ValueError(f"trace tenant {name!r}: needs at least 2 requests, got {len(time_us)}")
         if time_scale <= 0:
             raise ValueError(f"trace tenant {name!r}: time_scale must be > 0, got {time_scale}")
         if category not in ("bandwidth", "latency"):
             raise ValueError(f"trace tenant {name!r}: category must be 'bandwidth' or 'latency'")
-        self.name, self.category, self.tick_s = name, category, tick_s
+        self.name, self.category = name, category
+        self.bin_s = 0.01
         t = (np.asarray(time_us, np.float64) - float(time_us[0])) / time_scale
         self._req = {"time_us": t, "is_write": np.asarray(is_write, bool),
                      "lpa": np.asarray(offset, np.int64) // (16 * KIB), "size": np.asarray(size, np.int64)}
-        tick = (t / (tick_s * 1e6)).astype(np.int64)
-        n = int(tick[-1]) + 1
+        b = (t / (self.bin_s * 1e6)).astype(np.int64)
+        n = int(b[-1]) + 1
         w = self._req["is_write"]
         sz = self._req["size"].astype(np.float64)
-        self._r = np.bincount(tick, sz * ~w, n) / tick_s
-        self._w = np.bincount(tick, sz * w, n) / tick_s
-        cnt = np.bincount(tick, None, n)
-        self._size = np.where(cnt > 0, (self._r + self._w) * tick_s / np.maximum(cnt, 1), float(sz.mean()))
+        self._r = np.bincount(b, sz * ~w, n)  # bytes per bin
+        self._w = np.bincount(b, sz * w, n)
+        self._cnt = np.bincount(b, None, n)
+        self._mean_size = float(sz.mean())
         self._pos = 0
 
     def reset(self, rng: np.random.Generator) -> None:
         self._pos = int(rng.integers(0, len(self._r)))
 
-    def ticks(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        idx = (self._pos + np.arange(n)) % len(self._r)
-        self._pos = int((self._pos + n) % len(self._r))
-        return self._r[idx].copy(), self._w[idx].copy(), self._size[idx].copy()
+    def ticks(self, n: int, tick_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        k = max(1, int(round(tick_s / self.bin_s)))
+        idx = ((self._pos + np.arange(n * k)) % len(self._r)).reshape(n, k)
+        self._pos = int((self._pos + n * k) % len(self._r))
+        r, w, c = self._r[idx].sum(1), self._w[idx].sum(1), self._cnt[idx].sum(1)
+        size = np.where(c > 0, (r + w) / np.maximum(c, 1), self._mean_size)
+        return r / tick_s, w / tick_s, size
 
     def sample_requests(self, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         return {k: v[:n] for k, v in self._req.items()}
@@ -262,7 +265,7 @@ class TraceWorkload:
 
 def trace_tenants(path: str, *, format: str | None = None, limit: int | None = None,
                   volumes: list[int] | None = None, category: str = "latency",
-                  time_scale: float = 1.0, tick_s: float = 0.05) -> list[TraceWorkload]:
+                  time_scale: float = 1.0) -> list[TraceWorkload]:
     """One tenant per volume (the trace's ``stream`` column: device / volume id) of a trace file.
 
     ``volumes`` picks which volume ids (default: every volume, in id order).
@@ -280,7 +283,7 @@ def trace_tenants(path: str, *, format: str | None = None, limit: int | None = N
                              f"{sorted(int(x) for x in np.unique(tr.stream))}")
         out.append(TraceWorkload(tr.time_us[m], tr.op[m] == 1, tr.offset[m], tr.size[m],
                                  name=f"{tr.name}:vol{int(v)}", category=category,
-                                 tick_s=tick_s, time_scale=time_scale))
+                                 time_scale=time_scale))
     return out
 
 
