@@ -100,7 +100,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def export_actor(module: Any) -> dict[str, np.ndarray]:
     """The [50, 50] tanh actor of an RLlib default PPO torch module as PPOPolicy arrays."""
     lin = [m for m in module.pi.modules() if m.__class__.__name__ == "Linear"]
-    enc = [m for m in module.encoder.modules() if m.__class__.__name__ == "Linear"] if hasattr(module, "encoder") else []
+    enc = ([m for m in module.encoder.modules() if m.__class__.__name__ == "Linear"]
+           if hasattr(module, "encoder") else [])
     layers = (enc + lin)[-3:]
     if len(layers) != 3:
         raise RuntimeError(f"unexpected RLModule layout: {len(enc + lin)} linear layers")

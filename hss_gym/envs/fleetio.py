@@ -250,9 +250,10 @@ class FleetIOEnv(ParallelEnv):
 
     # -- metrics ---------------------------------------------------------------------------------
     def episode_metrics(self) -> dict[str, float]:
-        """Storage utilisation (mean served / device bandwidth), mean latency of all requests, mean P99 of the latency-sensitive
-        vSSDs (us, each over the whole episode), mean bandwidth of the bandwidth-intensive ones
-        (MB/s), SLO violations (% of requests of LS vSSDs over their SLO), write amplification."""
+        """Storage utilisation (mean served / device bandwidth), mean latency of all requests,
+        mean P99 of the latency-sensitive vSSDs (us, each over the whole episode), mean bandwidth
+        of the bandwidth-intensive ones (MB/s), SLO violations (% of requests of LS vSSDs over
+        their SLO), write amplification, mean harvested channels."""
         if not self._util:
             raise RuntimeError("no window recorded yet: step the env first")
         ls = [i for i, c in enumerate(self.categories) if c == "latency"]
@@ -381,7 +382,7 @@ class FleetIOEnv(ParallelEnv):
             in_gc |= res.in_gc
             busy += res.channel_busy
             if self.isolation == "fleetio":
-                self._account_gsbs(res, wr[:, k], usable)
+                self._account_gsbs(res, usable)
         dur = T * self.tick_s
         bw = (acc["r"].sum(1) + acc["w"].sum(1)) / dur
         reqs = acc["reqs"].sum(1)
@@ -412,7 +413,7 @@ class FleetIOEnv(ParallelEnv):
             self._ep["harvested"].append(sum(self.pool.harvested_channels(i) for i in range(n)))
         return {"bw": bw, "slo_vio": slo_vio, "p99": p99}
 
-    def _account_gsbs(self, res: Any, wr: np.ndarray, usable: np.ndarray) -> None:
+    def _account_gsbs(self, res: Any, usable: np.ndarray) -> None:
         """Harvesters' writes fill their gSBs; GC on a channel finishes lazy reclaims there."""
         k = usable.sum(axis=1)
         for g in self.pool.gsbs.values():
