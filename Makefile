@@ -37,10 +37,11 @@ test-slow: $(SO_STAMP)
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
 ## model), the real-device engine and the C51 agents' kernel.
-test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan
+test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_uring_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_c51_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_flash_asan
 
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
@@ -61,6 +62,12 @@ build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h
 	  -fsanitize=address,undefined -fno-omit-frame-pointer -Iagents tests/c/test_c51.c agents/c51_kernel.c \
 	  -lm -o $@
 
+# The flash SSD model's core (channels, chips, FTL, GC).
+build/test_flash_asan: tests/c/test_flash.c backends/flash/flash.c backends/flash/flash.h
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -Ibackends/flash tests/c/test_flash.c backends/flash/flash.c -lm -o $@
+
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_replay.py
@@ -69,6 +76,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_memory.py
 	$(PY) benchmarks/perf/bench_agents.py
 	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
+	$(PY) benchmarks/perf/bench_flash.py  # MQSim side by side: skips the speed part without ../shared/anchors/MQSim
 
 clean:
 	rm -rf build $(VENV) hss_gym/*.so hss_gym/workloads/*.so agents/*.so backends/*.so *.egg-info

@@ -20,8 +20,12 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
+/* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
+ * whole queues; beyond a few dozen entries that only costs time: see docs/flash-model.md) */
+#define MP_SCAN 64
 
-enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
+/* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write) */
+enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE, TX_UPDREAD };
 enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
 enum { PH_CMD, PH_DATAOUT };
 enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
@@ -36,7 +40,11 @@ typedef struct {
     uint32_t pl;       /* global plane index */
     uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
     uint32_t bytes;
-    uint8_t kind, stream;
+    int32_t link;      /* TX_UPDREAD: the write waiting for it */
+    uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
+    uint8_t kind, stream, pid;
+    uint8_t held;      /* a write waiting for its update read */
+    uint8_t placed;    /* a write that has its physical page */
 } tx_t;
 
 typedef struct {
@@ -104,9 +112,11 @@ struct fl_sim {
     int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
     double xfer_ns_per_byte;
     /* FTL state */
-    uint32_t *l2p;
+    uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
     uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
     int p2l_bits;
+    uint8_t *cstat;                /* per logical page: which 4 KiB chunks hold data (pages > 4 KiB) */
+    int cbits;                     /* chunks per page when > 1, else 0 (no table) */
     uint16_t *blk_valid;
     uint8_t *blk_state, *blk_owner;
     uint32_t *free_stack;          /* per plane, B entries */
@@ -129,7 +139,7 @@ struct fl_sim {
     int32_t *dirty_list;
     int n_dirty, batching;
     /* latency log */
-    double *lat;
+    double *lat, *dev_lat;     /* end-to-end (from arrival) and device (from admission) latency */
     uint16_t *lat_stream;
     size_t lat_n, lat_cap;
     /* global counters */
@@ -147,30 +157,65 @@ static uint64_t splitmix(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+/* 8 bytes at b as a little-endian integer (one load on little-endian machines) */
+static inline uint64_t load_le64(const uint8_t *b)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, b, 8);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    return v;
+#endif
+}
+
+static inline void store_le64(uint8_t *b, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(b, &v, 8);
+#else
+    for (int i = 0; i < 8; i++) { b[i] = (uint8_t)v; v >>= 8; }
+#endif
+}
+
 static uint32_t p2l_get(const fl_sim *s, uint64_t p)
 {
     uint64_t bit = p * (uint64_t)s->p2l_bits;
-    const uint8_t *b = s->p2l + (bit >> 3);
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
-    return (uint32_t)((v >> (bit & 7)) & ((1ull << s->p2l_bits) - 1));
+    return (uint32_t)((load_le64(s->p2l + (bit >> 3)) >> (bit & 7)) & ((1ull << s->p2l_bits) - 1));
 }
 
 static void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
 {
     uint64_t bit = p * (uint64_t)s->p2l_bits;
     uint8_t *b = s->p2l + (bit >> 3);
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
     uint64_t mask = ((1ull << s->p2l_bits) - 1) << (bit & 7);
-    v = (v & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask);
-    for (int i = 0; i < 8; i++) { b[i] = (uint8_t)v; v >>= 8; }
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask));
 }
+
+static uint32_t bits_get(const uint8_t *a, int w, uint64_t i)
+{
+    uint64_t bit = i * (uint64_t)w;
+    return (uint32_t)((load_le64(a + (bit >> 3)) >> (bit & 7)) & ((1ull << w) - 1));
+}
+
+static void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
+{
+    uint64_t bit = i * (uint64_t)w;
+    uint8_t *b = a + (bit >> 3);
+    uint64_t mask = ((1ull << w) - 1) << (bit & 7);
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
+}
+
+/* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
+ * untouched parts of a large device cost neither time nor resident memory. */
+static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
 
 static int page_valid(const fl_sim *s, uint32_t ppn)
 {
     uint32_t lpn = p2l_get(s, ppn);
-    return lpn < s->logical_pages && s->l2p[lpn] == ppn;
+    return lpn < s->logical_pages && L2P(s, lpn) == ppn;
 }
 
 static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
@@ -322,7 +367,8 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->logical_pages = (uint64_t)((double)s->phys_pages * (1.0 - cfg->op_ratio));
     s->logical_bytes = (int64_t)s->logical_pages * cfg->page_size;
     s->gc_thr_blocks = (int32_t)(cfg->gc_threshold * s->B);
-    if (s->gc_thr_blocks < 1) s->gc_thr_blocks = 1;
+    /* at least 2: host writes leave a plane's last free block to GC, so GC must start before that */
+    if (s->gc_thr_blocks < 2) s->gc_thr_blocks = 2;
     /* ONFI NV-DDR2 command/address timing, MQSim's defaults (ONFI_Channel_NVDDR2.h), in ns */
     const int64_t tCS = 20, tWC = 25, tWB = 100, tRR = 20, tDBSY = 500, tADL = 70, tWPST = 6, tWPSTH = 15, tCALS = 15;
     for (int n = 1; n <= FL_MAX_PLANES; n++) {
@@ -334,7 +380,10 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     int bits = 1;
     while (bits < 32 && (1ull << bits) < s->logical_pages) bits++;
     s->p2l_bits = bits;
-    s->l2p = malloc(s->logical_pages * sizeof(uint32_t));
+    s->cbits = cfg->page_size > 4096 ? (cfg->page_size + 4095) / 4096 : 0;
+    if (s->cbits > 8) s->cbits = 8;
+    s->cstat = s->cbits ? calloc((size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8), 1) : NULL;
+    s->l2p = calloc(s->logical_pages, sizeof(uint32_t));
     s->p2l = calloc((size_t)((s->phys_pages * (uint64_t)bits + 7) / 8 + 8), 1);
     s->blk_valid = calloc(s->n_blocks, sizeof(uint16_t));
     s->blk_state = calloc(s->n_blocks, 1);
@@ -349,13 +398,12 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
     s->dirty = calloc((size_t)cfg->n_channels, 1);
     s->dirty_list = calloc((size_t)cfg->n_channels, sizeof(int32_t));
-    if (!s->l2p || !s->p2l || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
+    if (!s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
         || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
         return NULL;
     }
-    memset(s->l2p, 0xFF, s->logical_pages * sizeof(uint32_t));
     for (size_t i = 0; i < nf; i++) { s->data_wf[i].blk = -1; s->data_wf[i].wp = 0; s->gc_wf[i] = s->data_wf[i]; }
     for (int p = 0; p < s->n_planes; p++) {
         plane_t *pl = &s->planes[p];
@@ -393,19 +441,21 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
 void fl_free(fl_sim *s)
 {
     if (!s) return;
-    free(s->l2p); free(s->p2l); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
+    free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
-    free(s->lat); free(s->lat_stream);
+    free(s->lat); free(s->dev_lat); free(s->lat_stream);
     free(s);
 }
 
 /* ------------------------------------------------------------------ FTL */
 
-static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream)
+/* A free block of plane pl for a frontier; host writes leave the last one to GC, so that GC can
+ * always make progress (a victim has fewer than pages_per_block valid pages). */
+static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream, int gc)
 {
     plane_t *p = &s->planes[pl];
-    if (p->n_free == 0) return -1;
+    if (p->n_free <= (gc ? 0 : 1)) return -1;
     int32_t b = (int32_t)s->free_stack[(size_t)pl * s->B + (size_t)(--p->n_free)];
     uint32_t gb = pl * (uint32_t)s->B + (uint32_t)b;
     s->blk_state[gb] = BLK_ACTIVE;
@@ -417,37 +467,36 @@ static int32_t take_free_block(fl_sim *s, uint32_t pl, int stream)
 static void enqueue_tx(fl_sim *s, int32_t t, int q);
 static void gc_check(fl_sim *s, uint32_t pl);
 
-/* A page in the stream's (data or GC) frontier of plane pl; NONE when the plane has no free block. */
+/* A page in the stream's (data or GC) frontier of plane pl; NONE when the plane has no free block.
+ * The caller maps it, then checks for GC (MQSim checks when a frontier block is replaced). */
 static uint32_t alloc_page(fl_sim *s, uint32_t pl, int stream, int gc, uint32_t *page_out)
 {
     frontier_t *f = (gc ? s->gc_wf : s->data_wf) + (size_t)pl * s->c.n_streams + stream;
     if (f->blk < 0) {
-        f->blk = take_free_block(s, pl, stream);
+        f->blk = take_free_block(s, pl, stream, gc);
         f->wp = 0;
         if (f->blk < 0) return NONE;
-        gc_check(s, pl);
     }
     uint32_t gb = pl * (uint32_t)s->B + (uint32_t)f->blk;
     uint32_t ppn = gb * (uint32_t)s->G + f->wp;
     *page_out = f->wp;
     if (++f->wp == (uint32_t)s->G) {
         s->blk_state[gb] = BLK_FULL;
-        f->blk = take_free_block(s, pl, stream);
+        f->blk = take_free_block(s, pl, stream, gc);
         f->wp = 0;
-        gc_check(s, pl);
     }
     return ppn;
 }
 
 static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 {
-    uint32_t old = s->l2p[lpn];
+    uint32_t old = L2P(s, lpn);
     if (old != NONE) {
         uint32_t ob = old / (uint32_t)s->G;
         s->blk_valid[ob]--;
         s->units[unit_of_plane(s, ob / (uint32_t)s->B)].valid_pages--;
     }
-    s->l2p[lpn] = ppn;
+    s->l2p[lpn] = ppn + 1;
     p2l_set(s, ppn, lpn);
     uint32_t nb = ppn / (uint32_t)s->G;
     s->blk_valid[nb]++;
@@ -464,7 +513,9 @@ static int place_write(fl_sim *s, int32_t t)
     x = &s->tx[t]; /* the pool may not move here, but keep the pointer fresh */
     x->ppn = ppn;
     x->page = page;
+    x->placed = 1;
     map_page(s, x->lpn, ppn);
+    gc_check(s, x->pl); /* after the mapping: the block just filled may be the victim */
     return 1;
 }
 
@@ -482,7 +533,7 @@ static void gc_check(fl_sim *s, uint32_t pl)
             if (bestv == 0) break;
         }
     }
-    if (best < 0) return;
+    if (best < 0 || bestv >= (uint32_t)s->G) return; /* nothing to gain: the plane is full of valid data */
     uint32_t gb = base + (uint32_t)best;
     s->blk_state[gb] = BLK_VICTIM;
     p->victim = best;
@@ -529,7 +580,9 @@ static void enqueue_tx(fl_sim *s, int32_t t, int q)
     tx_t *x = &s->tx[t];
     uint32_t u = unit_of_plane(s, x->pl);
     unit_t *un = &s->units[u];
-    if (x->kind == TX_READ || x->kind == TX_WRITE) {
+    x->die = (uint16_t)die_of_plane(s, x->pl);
+    x->pid = (uint8_t)plane_in_die(s, x->pl);
+    if (x->kind == TX_READ || x->kind == TX_WRITE || x->kind == TX_UPDREAD) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
         un->gc_ops++;
@@ -557,7 +610,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
 {
     unit_t *un = &s->units[u];
     tx_t *h = &s->tx[un->q[q1].head];
-    int die = die_of_plane(s, h->pl);
+    int die = h->die;
     uint32_t page = h->page;
     unsigned planes = 0;
     un->n_active = 0;
@@ -566,11 +619,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         if (qs[k] < 0) continue;
         fifo_t *f = &un->q[qs[k]];
         int32_t prev = -1, i = f->head;
-        while (i >= 0 && un->n_active < s->P) {
+        int scanned = 0;
+        while (i >= 0 && un->n_active < s->P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            int pid = plane_in_die(s, x->pl);
-            if (die_of_plane(s, x->pl) == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
+            int pid = x->pid;
+            if (x->die == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
                 planes |= 1u << pid;
                 un->active[un->n_active++] = i;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
@@ -585,7 +639,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     int n = un->n_active;
     int kind = s->tx[un->active[0]].kind;
     int64_t dur;
-    if (kind == TX_READ || kind == TX_GCREAD) {
+    if (kind == TX_READ || kind == TX_GCREAD || kind == TX_UPDREAD) {
         un->kind = TX_READ;
         dur = s->cmd_read[n];
     } else if (kind == TX_WRITE || kind == TX_GCWRITE) {
@@ -654,19 +708,74 @@ static void channel_kick(fl_sim *s, int c)
 
 /* ------------------------------------------------------------------ host side */
 
-static void log_latency(fl_sim *s, double us, int stream)
+static void log_latency(fl_sim *s, double us, double dev_us, int stream)
 {
     if (s->lat_n == s->lat_cap) {
         s->lat_cap = s->lat_cap ? 2 * s->lat_cap : 4096;
         s->lat = realloc(s->lat, s->lat_cap * sizeof(double));
+        s->dev_lat = realloc(s->dev_lat, s->lat_cap * sizeof(double));
         s->lat_stream = realloc(s->lat_stream, s->lat_cap * sizeof(uint16_t));
-        if (!s->lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+        if (!s->lat || !s->dev_lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
     }
+    s->dev_lat[s->lat_n] = dev_us;
     s->lat[s->lat_n] = us;
     s->lat_stream[s->lat_n++] = (uint16_t)stream;
 }
 
 static void try_admit(fl_sim *s, int si);
+
+static int plane_has_room(const fl_sim *s, uint32_t pl, int stream)
+{
+    return s->data_wf[(size_t)pl * s->c.n_streams + stream].blk >= 0 || s->planes[pl].n_free > 1;
+}
+
+/* The plane of a host write: CWDP over the stream's units (channel fastest, then chip, die, plane).
+ * When that plane is full of valid data (its units took more than their share of the stream's
+ * data), the next plane in the stream's CWDP sequence with room, then any plane of the device. */
+static uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
+{
+    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    int si = (int)(st - s->streams);
+    uint32_t span = nu * D * P;
+    for (uint32_t k = 0; k < span; k++) {
+        uint32_t l = (lpn + k) % span;
+        uint32_t pl = ((uint32_t)st->units[l % nu] * D + (l / nu) % D) * P + (l / (nu * D)) % P;
+        if (plane_has_room(s, pl, si)) return pl;
+    }
+    for (uint32_t pl = 0; pl < (uint32_t)s->n_planes; pl++)
+        if (plane_has_room(s, pl, si)) return pl;
+    return ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
+}
+
+/* MQSim's update read: a write of part of a page whose other data is on flash first reads that
+ * data from the page's old location (the write waits for it). Tracked at 4 KiB granularity. */
+static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
+{
+    uint32_t lpn = s->tx[t].lpn, old = L2P(s, lpn);
+    int64_t ps = s->c.page_size;
+    unsigned full = 0, any = 0, prev;
+    if (s->cbits) {
+        for (int k = 0; k < s->cbits; k++) {
+            int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
+            if (lo <= c0 && hi >= c1) full |= 1u << k;
+            if (lo < c1 && hi > c0) any |= 1u << k;
+        }
+        prev = old == NONE ? 0 : bits_get(s->cstat, s->cbits, lpn);
+        bits_set(s->cstat, s->cbits, lpn, prev | any);
+    } else {
+        full = (lo == 0 && hi == ps) ? 1u : 0u;
+        prev = old == NONE ? 0u : 1u;
+    }
+    if (!(prev & ~full)) return;
+    int32_t r = tx_alloc(s);
+    tx_t *x = &s->tx[r], *w = &s->tx[t];
+    x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
+    x->pl = old / (uint32_t)s->G / (uint32_t)s->B;
+    x->page = old % (uint32_t)s->G;
+    x->bytes = (uint32_t)(ps - (hi - lo) > 512 ? ps - (hi - lo) : 512);
+    w->held = 1;
+    enqueue_tx(s, r, Q_UR + prio);
+}
 
 static void admit(fl_sim *s, int32_t r)
 {
@@ -679,9 +788,9 @@ static void admit(fl_sim *s, int32_t r)
     int64_t ps = s->c.page_size;
     uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
     q->remaining = (int32_t)(last - first + 1);
-    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
     int prio = st->prio;
-    s->batching = 1;
+    s->batching++;
     for (uint64_t lp = first; lp <= last; lp++) {
         int64_t lo = (int64_t)lp * ps, hi = lo + ps;
         if (lo < q->off) lo = q->off;
@@ -693,15 +802,13 @@ static void admit(fl_sim *s, int32_t r)
         uint32_t lpn = (uint32_t)lp;
         if (q->write) {
             x->kind = TX_WRITE;
-            /* CWDP over the stream's units: channel (fastest), chip, die, plane */
-            uint32_t unit = (uint32_t)st->units[lpn % nu];
-            uint32_t die = (lpn / nu) % D, plane = (lpn / (nu * D)) % P;
-            x->pl = (unit * D + die) * P + plane;
+            x->pl = write_plane(s, st, lpn);
             s->host_page_writes++;
-            if (place_write(s, t)) enqueue_tx(s, t, Q_UW + prio);
+            update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
+            if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
         } else {
             x->kind = TX_READ;
-            uint32_t ppn = s->l2p[lpn];
+            uint32_t ppn = L2P(s, lpn);
             x->ppn = ppn;
             if (ppn != NONE) {
                 x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
@@ -718,8 +825,7 @@ static void admit(fl_sim *s, int32_t r)
             enqueue_tx(s, t, Q_UR + prio);
         }
     }
-    s->batching = 0;
-    flush_dirty(s);
+    if (--s->batching == 0) flush_dirty(s);
 }
 
 static void try_admit(fl_sim *s, int si)
@@ -756,7 +862,7 @@ static void complete_user(fl_sim *s, int32_t t)
     if (lat > st->slo_us) st->st.slo_viol++;
     if (q->write) { st->st.writes++; st->st.write_bytes += q->size; }
     else { st->st.reads++; st->st.read_bytes += q->size; }
-    log_latency(s, lat, q->stream);
+    log_latency(s, lat, (double)(s->now - q->admit_ns) / 1000.0, q->stream);
     int si = q->stream;
     q->next = s->rq_free; s->rq_free = r;
     st->inflight--;
@@ -782,10 +888,17 @@ static void complete_tx(fl_sim *s, int32_t t)
     case TX_WRITE:
         complete_user(s, t);
         return;
+    case TX_UPDREAD: {
+        int32_t w = x->link;
+        tx_release(s, t);
+        s->tx[w].held = 0;
+        if (s->tx[w].placed) enqueue_tx(s, w, Q_UW + s->streams[s->tx[w].stream].prio);
+        return;
+    }
     case TX_GCREAD: {
         uint32_t pl = x->pl;
         int owner = x->stream;
-        if (s->l2p[x->lpn] == x->ppn) {
+        if (L2P(s, x->lpn) == x->ppn) {
             x->kind = TX_GCWRITE;
             if (place_write(s, t)) enqueue_tx(s, t, Q_GCW);
         } else {
@@ -817,15 +930,15 @@ static void complete_tx(fl_sim *s, int32_t t)
         s->erases++;
         s->streams[owner].st.gc_runs++;
         /* writes that waited for a free block */
-        s->batching = 1;
+        s->batching++;
         while (p->stalled.head >= 0 && p->n_free > 0) {
             int32_t w = fifo_pop(s, &p->stalled);
             if (!place_write(s, w)) break;
-            enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
+            if (!s->tx[w].held)
+                enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
         }
-        s->batching = 0;
         gc_check(s, pl);
-        flush_dirty(s);
+        if (--s->batching == 0) flush_dirty(s);
         return;
     }
     }
@@ -843,14 +956,18 @@ static void on_bus_done(fl_sim *s, int c)
     if (ch->phase == PH_CMD) {
         int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
         ev_push(s, s->now + op, EV_ARRAY, (int)u);
-    } else {
-        complete_tx(s, ch->tx);
-        if (--un->pending_out == 0) {
-            un->busy = 0;
-            un->busy_done += s->now - un->start;
-        }
+        channel_kick(s, c);
+        return;
     }
+    s->batching++;
+    complete_tx(s, ch->tx);
+    if (--un->pending_out == 0) {
+        un->busy = 0;
+        un->busy_done += s->now - un->start;
+    }
+    /* the bus goes first to waiting data-outs, then to the chips (MQSim's PHY order) */
     channel_kick(s, c);
+    if (--s->batching == 0) flush_dirty(s);
 }
 
 static void on_array_done(fl_sim *s, uint32_t u)
@@ -864,16 +981,17 @@ static void on_array_done(fl_sim *s, uint32_t u)
         for (int i = 0; i < n; i++) {
             int32_t t = un->active[i];
             if (!s->ch[c].busy) start_dataout(s, c, t);
-            else fifo_push(s, s->tx[t].kind == TX_READ ? &s->ch[c].wait_user : &s->ch[c].wait_gc, t);
+            else fifo_push(s, s->tx[t].kind == TX_GCREAD ? &s->ch[c].wait_gc : &s->ch[c].wait_user, t);
         }
         return;
     }
     un->busy = 0;
     un->busy_done += s->now - un->start;
-    s->batching = 1;
-    for (int i = 0; i < n; i++) complete_tx(s, un->active[i]);
-    s->batching = 0;
-    flush_dirty(s);
+    int32_t done[FL_MAX_PLANES];
+    memcpy(done, un->active, (size_t)n * sizeof(int32_t));
+    s->batching++;
+    for (int i = 0; i < n; i++) complete_tx(s, done[i]);
+    if (--s->batching == 0) flush_dirty(s);
     channel_kick(s, c);
 }
 
@@ -989,67 +1107,85 @@ void fl_set_slo(fl_sim *s, int stream, double us) { s->streams[stream].slo_us = 
 
 /* ------------------------------------------------------------------ preconditioning */
 
+/* Valid pages of block b (of `used` written blocks) in a plane holding cnt valid pages: the valid
+ * fraction rises linearly across the blocks (the steady state of greedy GC under uniform random
+ * writes spans the victims' low valid count up to full blocks), with mean cnt / (used * G); the
+ * integral of that profile over [b, b+1) rounded so that the blocks sum to cnt exactly. The last
+ * block takes any rounding remainder. */
+static uint32_t block_target(uint32_t cnt, uint32_t b, int used, uint32_t G)
+{
+    if ((int)b >= used - 1) return G;
+    double m = (double)cnt / ((double)used * G);
+    if (m <= 0) return 0;
+    double lo = m >= 0.5 ? 2 * m - 1 : 0, hi = m >= 0.5 ? 1 : 2 * m;
+    double x0 = (double)b / used, x1 = (double)(b + 1) / used;
+    double F0 = lo * x0 + (hi - lo) * x0 * x0 / 2, F1 = lo * x1 + (hi - lo) * x1 * x1 / 2;
+    uint32_t want = (uint32_t)(llround(F1 / m * cnt) - llround(F0 / m * cnt));
+    return want > G ? G : want;
+}
+
 int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
 {
     if (!(valid >= 0.0 && valid <= 1.0)) { snprintf(err, errlen, "precondition must be in [0, 1] (got %g)", valid); return -1; }
     if (s->now != 0 || s->host_page_writes != 0) { snprintf(err, errlen, "precondition only on a fresh simulator"); return -1; }
-    int reserve = s->gc_thr_blocks + 2;
-    int used = s->B - reserve;
     uint32_t np = (uint32_t)s->n_planes, G = (uint32_t)s->G;
     uint64_t thr = (uint64_t)(valid * 18446744073709551615.0);
     uint32_t *cnt = calloc(np, sizeof(uint32_t));
     uint32_t *cur_blk = calloc(np, sizeof(uint32_t));
     uint32_t *cur_n = calloc(np, sizeof(uint32_t));
-    uint32_t *placed = calloc(np, sizeof(uint32_t));
-    if (!cnt || !cur_blk || !cur_n || !placed) {
-        free(cnt); free(cur_blk); free(cur_n); free(placed);
+    uint32_t *cur_want = calloc(np, sizeof(uint32_t));
+    if (!cnt || !cur_blk || !cur_n || !cur_want) {
+        free(cnt); free(cur_blk); free(cur_n); free(cur_want);
         snprintf(err, errlen, "out of memory"); return -1;
     }
     uint32_t nall = (uint32_t)s->n_units, C = (uint32_t)s->c.n_channels, W = (uint32_t)s->c.chips_per_channel;
     uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
-#define PLANE_OF(l) ((((((l) % nall) % C) * W + ((l) % nall) / C) * D + ((l) / nall) % D) * P + ((l) / (nall * D)) % P)
+    /* CWDP plane of consecutive lpns: an odometer (unit index fastest, then die, then plane) */
+    uint32_t *unit_of_idx = malloc(nall * sizeof(uint32_t));
+    if (!unit_of_idx) { free(cnt); free(cur_blk); free(cur_n); free(cur_want); snprintf(err, errlen, "out of memory"); return -1; }
+    for (uint32_t i = 0; i < nall; i++) unit_of_idx[i] = (i % C) * W + i / C;
+    uint32_t o_u, o_d, o_p;
+#define ODO_RESET() (o_u = o_d = o_p = 0)
+#define ODO_PLANE() ((unit_of_idx[o_u] * D + o_d) * P + o_p)
+#define ODO_NEXT() (++o_u == nall ? (o_u = 0, ++o_d == D ? (o_d = 0, ++o_p == P ? (o_p = 0) : 0) : 0) : 0)
 #define SELECTED(l) (valid >= 1.0 || (thr && (splitmix(&(uint64_t){s->c.seed * 0x9E37ull + (l)}) <= thr)))
-    for (uint64_t l = 0; l < s->logical_pages; l++)
-        if (SELECTED(l)) cnt[PLANE_OF(l)]++;
+    ODO_RESET();
+    for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT())
+        if (SELECTED(l)) cnt[ODO_PLANE()]++;
+    /* free blocks left: the GC threshold plus one per stream (each stream opens its own frontier
+     * block in a plane before GC starts), fewer when the valid data needs them (GC is then due) */
+    uint32_t max_cnt = 0;
+    for (uint32_t p = 0; p < np; p++) if (cnt[p] > max_cnt) max_cnt = cnt[p];
+    int used = s->B - (s->gc_thr_blocks + s->c.n_streams);
+    int need = (int)((max_cnt + G - 1) / G) + 1;
+    if (used < need) used = need < s->B ? need : s->B - 1;
     for (uint32_t p = 0; p < np; p++) {
         if (cnt[p] > (uint64_t)used * G) {
             snprintf(err, errlen, "precondition %g needs %u valid pages in a plane, more than the %llu that fit "
-                     "outside the GC reserve", valid, cnt[p], (unsigned long long)used * G);
-            free(cnt); free(cur_blk); free(cur_n); free(placed);
+                     "beside one free block", valid, cnt[p], (unsigned long long)used * G);
+            free(cnt); free(cur_blk); free(cur_n); free(cur_want); free(unit_of_idx);
             return -1;
         }
     }
     /* block i of a plane holds c_i valid pages, c_i spread linearly (steady state of greedy GC under
      * random writes: from the victims' low valid count up to full), summing to the plane's count */
-    for (uint64_t l = 0; l < s->logical_pages; l++) {
+    for (uint32_t p = 0; p < np; p++) cur_want[p] = block_target(cnt[p], 0, used, G);
+    ODO_RESET();
+    for (uint64_t l = 0; l < s->logical_pages; l++, ODO_NEXT()) {
         if (!SELECTED(l)) continue;
-        uint32_t p = PLANE_OF(l);
-        for (;;) {
-            uint32_t b = cur_blk[p];
-            double m = (double)cnt[p] / ((double)used * G);
-            double lo = m >= 0.5 ? 2 * m - 1 : 0, hi = m >= 0.5 ? 1 : 2 * m;
-            /* valid pages wanted in block b: integral of the linear profile over [b, b+1) */
-            double x0 = (double)b / used, x1 = (double)(b + 1) / used;
-            double F0 = lo * x0 + (hi - lo) * x0 * x0 / 2, F1 = lo * x1 + (hi - lo) * x1 * x1 / 2;
-            uint32_t want_end = (uint32_t)llround(F1 / m * cnt[p]);
-            uint32_t want_start = (uint32_t)llround(F0 / m * cnt[p]);
-            uint32_t want = want_end - want_start;
-            if (want > G) want = G;
-            if ((int)b >= used - 1) want = G; /* the last block takes any rounding remainder */
-            if (cur_n[p] < want) break;
-            /* close block b */
-            uint32_t gb = p * (uint32_t)s->B + b;
-            s->blk_state[gb] = BLK_FULL;
+        uint32_t p = ODO_PLANE();
+        while (cur_n[p] >= cur_want[p]) { /* close the block, open the next */
             cur_blk[p]++;
             cur_n[p] = 0;
+            cur_want[p] = block_target(cnt[p], cur_blk[p], used, G);
         }
         uint32_t gb = p * (uint32_t)s->B + cur_blk[p];
         uint32_t ppn = gb * G + cur_n[p]++;
-        s->l2p[l] = ppn;
+        s->l2p[l] = ppn + 1;
         p2l_set(s, ppn, (uint32_t)l);
+        if (s->cbits) bits_set(s->cstat, s->cbits, l, (1u << s->cbits) - 1);
         s->blk_valid[gb]++;
         s->units[unit_of_plane(s, p)].valid_pages++;
-        placed[p]++;
     }
     /* blocks 0..used-1 are written (full); the rest stay free */
     for (uint32_t p = 0; p < np; p++) {
@@ -1059,9 +1195,13 @@ int fl_precondition(fl_sim *s, double valid, char *err, size_t errlen)
         for (int b = s->B - 1; b >= used; b--) s->free_stack[(size_t)p * s->B + (size_t)(pl->n_free++)] = (uint32_t)b;
         s->units[unit_of_plane(s, p)].free_blocks -= used;
     }
-#undef PLANE_OF
+    for (uint32_t p = 0; p < np; p++) gc_check(s, p); /* planes left below the threshold start GC */
+#undef ODO_RESET
+#undef ODO_PLANE
+#undef ODO_NEXT
+    free(unit_of_idx);
 #undef SELECTED
-    free(cnt); free(cur_blk); free(cur_n); free(placed);
+    free(cnt); free(cur_blk); free(cur_n); free(cur_want);
     return 0;
 }
 
@@ -1073,8 +1213,8 @@ void fl_stream_counters(const fl_sim *s, fl_stream_stats *out)
         const stream_t *st = &s->streams[i];
         out[i] = st->st;
         int64_t waiting = 0;
-        for (int32_t r = st->pending.head; r >= 0; r = s->rq[r].next)
-            if (s->rq[r].arr_ns <= s->now) waiting++;
+        /* the pending list is in arrival order: count the arrived head */
+        for (int32_t r = st->pending.head; r >= 0 && s->rq[r].arr_ns <= s->now; r = s->rq[r].next) waiting++;
         out[i].backlog = waiting + st->inflight;
     }
 }
@@ -1111,11 +1251,57 @@ void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *fla
 
 size_t fl_latency_count(const fl_sim *s) { return s->lat_n; }
 const double *fl_latency_values(const fl_sim *s) { return s->lat; }
+const double *fl_device_latency_values(const fl_sim *s) { return s->dev_lat; }
 const uint16_t *fl_latency_streams(const fl_sim *s) { return s->lat_stream; }
 uint64_t fl_logical_pages(const fl_sim *s) { return s->logical_pages; }
 
 size_t fl_mapping_bytes(const fl_sim *s)
 {
     return s->logical_pages * sizeof(uint32_t) + (size_t)((s->phys_pages * (uint64_t)s->p2l_bits + 7) / 8 + 8)
-           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t));
+           + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t))
+           + (s->cbits ? (size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8) : 0);
+}
+
+/* ------------------------------------------------------------------ self-check (tests) */
+
+int fl_check(const fl_sim *s, char *err, size_t errlen)
+{
+    uint64_t mapped = 0;
+    for (uint64_t l = 0; l < s->logical_pages; l++) {
+        uint32_t p = L2P(s, l);
+        if (p == NONE) continue;
+        mapped++;
+        if (p >= s->phys_pages || p2l_get(s, p) != l) {
+            snprintf(err, errlen, "lpn %llu maps to page %u whose reverse map disagrees", (unsigned long long)l, p);
+            return -1;
+        }
+    }
+    uint64_t valid_sum = 0;
+    for (uint32_t b = 0; b < s->n_blocks; b++) {
+        uint32_t v = 0;
+        for (uint32_t g = 0; g < (uint32_t)s->G; g++) v += (uint32_t)page_valid(s, b * (uint32_t)s->G + g);
+        if (v != s->blk_valid[b]) {
+            snprintf(err, errlen, "block %u: valid count %u, but %u pages are valid", b, s->blk_valid[b], v);
+            return -1;
+        }
+        if (s->blk_state[b] == BLK_FREE && v) {
+            snprintf(err, errlen, "free block %u holds %u valid pages", b, v);
+            return -1;
+        }
+        valid_sum += v;
+    }
+    if (valid_sum != mapped) {
+        snprintf(err, errlen, "%llu valid pages for %llu mapped lpns", (unsigned long long)valid_sum,
+                 (unsigned long long)mapped);
+        return -1;
+    }
+    int64_t uv = 0, uf = 0, pf = 0;
+    for (int u = 0; u < s->n_units; u++) { uv += s->units[u].valid_pages; uf += s->units[u].free_blocks; }
+    for (int p = 0; p < s->n_planes; p++) pf += s->planes[p].n_free;
+    if ((uint64_t)uv != mapped || uf != pf) {
+        snprintf(err, errlen, "unit counters disagree: valid %lld vs %llu, free %lld vs %lld", (long long)uv,
+                 (unsigned long long)mapped, (long long)uf, (long long)pf);
+        return -1;
+    }
+    return 0;
 }

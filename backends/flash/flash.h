@@ -75,9 +75,12 @@ void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *fla
 /* The latency log: every completed request's latency (us) and stream, in completion order. */
 size_t fl_latency_count(const fl_sim *s);
 const double *fl_latency_values(const fl_sim *s);
+const double *fl_device_latency_values(const fl_sim *s); /* from admission to the device */
 const uint16_t *fl_latency_streams(const fl_sim *s);
 
 uint64_t fl_logical_pages(const fl_sim *s);
+/* Consistency of the FTL state (mapping, reverse map, valid counts, free blocks); 0 or -1 + message. */
+int fl_check(const fl_sim *s, char *err, size_t errlen);
 size_t fl_mapping_bytes(const fl_sim *s); /* l2p + reverse map + per-block metadata */
 
 #endif

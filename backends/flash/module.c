@@ -252,12 +252,14 @@ static PyObject *Sim_latency_count(SimObject *self, PyObject *Py_UNUSED(a))
     return PyLong_FromSize_t(fl_latency_count(self->sim));
 }
 
-/* latencies(start, out_f8, out_u2): copy the log entries [start, start + len(out)) */
+/* latencies(start, out_f8, out_u2, device=False): copy the log entries [start, start + len(out)):
+ * end-to-end latencies (from arrival), or device latencies (from admission) */
 static PyObject *Sim_latencies(SimObject *self, PyObject *args)
 {
     Py_ssize_t start;
     PyObject *ol, *os;
-    if (!PyArg_ParseTuple(args, "nOO", &start, &ol, &os) || check_sim(self) < 0) return NULL;
+    int device = 0;
+    if (!PyArg_ParseTuple(args, "nOO|p", &start, &ol, &os, &device) || check_sim(self) < 0) return NULL;
     Py_buffer bl, bs;
     if (get_buf(ol, "d", 8, 1, &bl, "latencies", -1) < 0) return NULL;
     Py_ssize_t n = bl.len / 8;
@@ -269,7 +271,7 @@ static PyObject *Sim_latencies(SimObject *self, PyObject *args)
         return NULL;
     }
     if (n) {
-        memcpy(bl.buf, fl_latency_values(self->sim) + start, (size_t)n * 8);
+        memcpy(bl.buf, (device ? fl_device_latency_values(self->sim) : fl_latency_values(self->sim)) + start, (size_t)n * 8);
         memcpy(bs.buf, fl_latency_streams(self->sim) + start, (size_t)n * 2);
     }
     PyBuffer_Release(&bl); PyBuffer_Release(&bs);
@@ -288,7 +290,16 @@ static PyObject *Sim_logical_pages(SimObject *self, PyObject *Py_UNUSED(a))
     return PyLong_FromUnsignedLongLong(fl_logical_pages(self->sim));
 }
 
+static PyObject *Sim_check(SimObject *self, PyObject *Py_UNUSED(a))
+{
+    char err[512];
+    if (check_sim(self) < 0) return NULL;
+    if (fl_check(self->sim, err, sizeof err) < 0) { PyErr_SetString(PyExc_AssertionError, err); return NULL; }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Sim_methods[] = {
+    {"check", (PyCFunction)Sim_check, METH_NOARGS, "Verify the FTL state's consistency (raises AssertionError)."},
     {"close", (PyCFunction)Sim_close, METH_NOARGS, "Free the simulator."},
     {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid_fraction)"},
     {"set_units", (PyCFunction)Sim_set_units, METH_VARARGS, "set_units(stream, int32 array)"},

@@ -78,6 +78,28 @@ class _Snapshot:
     lat_n: int
 
 
+def _stream_quantiles(lat: np.ndarray, st: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-stream mean, p99 and p99.9 of latencies (NaN for streams without any), with one sort
+    (NumPy's default linear interpolation, as np.percentile)."""
+    cnt = np.bincount(st, minlength=n)[:n].astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(st, weights=lat, minlength=n)[:n] / cnt
+    order = np.lexsort((lat, st))
+    x = lat[order]
+    start = np.concatenate(([0], np.cumsum(cnt)[:-1]))
+    out = []
+    for q in (0.99, 0.999):
+        pos = (cnt - 1) * q
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, cnt - 1)
+        ok = cnt > 0
+        i_lo = np.where(ok, start + lo, 0)
+        i_hi = np.where(ok, start + np.maximum(hi, 0), 0)
+        v = x[i_lo] + (x[i_hi] - x[i_lo]) * (pos - lo) if len(x) else np.zeros(n)
+        out.append(np.where(ok, v, np.nan))
+    return np.where(cnt > 0, mean, np.nan), out[0], out[1]
+
+
 def _per_stream(value: "int | float | Sequence[float] | None", n: int, name: str, cast: type) -> list:
     if value is None:
         return [None] * n
@@ -123,6 +145,7 @@ class FlashSSD:
         self._zero = self._snapshot(zero=True)
         self._prev = self._zero
         self._units_cache: dict[int, np.ndarray] = {}
+        self._member: np.ndarray | None = None
 
     # control ---------------------------------------------------------------------------------
     def _check_stream(self, stream: int) -> int:
@@ -140,6 +163,7 @@ class FlashSSD:
                              f"{self.profile.n_channels} channels x {self.profile.chips_per_channel} chips)")
         self._sim.set_units(s, np.ascontiguousarray(arr, dtype=np.int32))
         self._units_cache.pop(s, None)
+        self._member = None
 
     def units(self, stream: int) -> np.ndarray:
         s = self._check_stream(stream)
@@ -189,8 +213,14 @@ class FlashSSD:
         return self._window(self._zero, self._snapshot())
 
     def latencies(self, stream: int | None = None) -> np.ndarray:
-        """Every completed request's latency (us), in completion order."""
+        """Every completed request's latency (us, from its arrival), in completion order."""
         lat, st = self._log(0, self._sim.latency_count())
+        return lat if stream is None else lat[st == self._check_stream(stream)]
+
+    def device_latencies(self, stream: int | None = None) -> np.ndarray:
+        """Every completed request's device latency (us, from its admission into the device: the
+        latency without the host-queue wait; MQSim's Device_Response_Time), in completion order."""
+        lat, st = self._log(0, self._sim.latency_count(), device=True)
         return lat if stream is None else lat[st == self._check_stream(stream)]
 
     def mapping_bytes(self) -> int:
@@ -207,10 +237,19 @@ class FlashSSD:
         self.close()
 
     # internals -------------------------------------------------------------------------------
-    def _log(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    def _membership(self) -> np.ndarray:
+        """(n_streams, n_units) bool: the units each stream currently writes to."""
+        if self._member is None:
+            m = np.zeros((self.n_streams, self.profile.n_units), dtype=bool)
+            for s in range(self.n_streams):
+                m[s, self.units(s)] = True
+            self._member = m
+        return self._member
+
+    def _log(self, start: int, stop: int, device: bool = False) -> tuple[np.ndarray, np.ndarray]:
         lat = np.empty(stop - start, dtype=np.float64)
         st = np.empty(stop - start, dtype=np.uint16)
-        self._sim.latencies(start, lat, st)
+        self._sim.latencies(start, lat, st, device)
         return lat, st
 
     def _snapshot(self, zero: bool = False) -> _Snapshot:
@@ -234,24 +273,13 @@ class FlashSSD:
         dur = b.t_us - a.t_us
         n = self.n_streams
         lat, st = self._log(a.lat_n, b.lat_n)
-        mean = np.full(n, np.nan)
-        p99 = np.full(n, np.nan)
-        p999 = np.full(n, np.nan)
-        if len(lat):
-            order = np.argsort(st, kind="stable")
-            st_sorted = st[order]
-            bounds = np.searchsorted(st_sorted, np.arange(n + 1))
-            for s in range(n):
-                x = lat[order[bounds[s]:bounds[s + 1]]]
-                if len(x):
-                    mean[s] = x.mean()
-                    p99[s], p999[s] = np.percentile(x, [99.0, 99.9])
+        mean, p99, p999 = _stream_quantiles(lat, st, n)
         issued = d[:, _F["issued"]]
         with np.errstate(invalid="ignore", divide="ignore"):
             qdelay = np.where(issued > 0, d[:, _F["qdelay_sum_us"]] / np.maximum(issued, 1), np.nan)
         dgc = b.unit_gc_ops - a.unit_gc_ops
         unit_gc = (dgc > 0) | self._gc_active
-        in_gc = np.array([bool(unit_gc[self.units(s)].any()) for s in range(n)])
+        in_gc = (self._membership() & unit_gc[None, :]).any(axis=1)
         host_tx = d[:, _F["write_tx"]].sum()
         programs = b.flash_programs - a.flash_programs
         wa = programs / host_tx if host_tx > 0 else math.nan

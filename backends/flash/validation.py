@@ -1,0 +1,148 @@
+"""Validation of the flash model against MQSim: the same workloads through both, per-flow mean and
+p99 latency and GC write amplification side by side (issue #15; docs/flash-model.md has the table).
+
+Both run MQSim's default ``ssdconfig.xml`` (loaded by our ssdconfig loader) with two settings
+changed in MQSim, for features the model does not simulate: ``Ideal_Mapping_Table=true`` (no
+cached-mapping-table misses, which cost MQSim one extra flash read per miss) and the flows' DRAM
+data cache turned off. The GC scenario shrinks blocks per plane (in both) so that GC starts within
+a short run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from hss_gym.backends.flash.mqsim_anchor import Flow, build_mqsim, mqsim_source, run_mqsim, ssdconfig_text, workload_xml
+from hss_gym.backends.flash.profile import FlashProfile
+from hss_gym.backends.flash.mqsim_xml import load_ssdconfig
+from hss_gym.backends.flash.ssd import FlashSSD
+from hss_gym.backends.flash.traces import submit_trace
+
+MEAN_TOL, P99_TOL, WA_TOL = 0.15, 0.25, 0.20
+
+
+@dataclass
+class Scenario:
+    name: str
+    flows: list[Flow]
+    config: dict = field(default_factory=dict)      # ssdconfig overrides (both simulators)
+    precondition: float | None = None               # ours; MQSim: Flow.occupancy_pct + Enabled_Preconditioning
+    trace: str | None = None                        # a DiskSim trace file under MQSim's folder
+
+
+def scenarios() -> dict[str, Scenario]:
+    """The issue's scenarios."""
+    rd = dict(read_pct=100, size_sectors=8, requests=20000)
+    wr = dict(read_pct=0, size_sectors=8, requests=8000)
+    return {s.name: s for s in [
+        Scenario("tpcc-small", [Flow(trace="traces/tpcc-small.trace")], trace="traces/tpcc-small.trace"),
+        Scenario("read-qd1", [Flow(queue_depth=1, seed=11, **rd)]),
+        Scenario("read-qd16", [Flow(queue_depth=16, seed=12, **rd)]),
+        Scenario("write-qd1", [Flow(queue_depth=1, seed=13, **wr)]),
+        Scenario("write-qd16", [Flow(queue_depth=16, seed=14, **wr)]),
+        Scenario("mix-2flows", [Flow(queue_depth=8, seed=15, **rd), Flow(queue_depth=8, seed=16, **wr)]),
+        Scenario("gc-write", [Flow(read_pct=0, queue_depth=16, size_sectors=16, requests=150000, seed=17,
+                                   occupancy_pct=70)],
+                 config={"Block_No_Per_Plane": 256, "Page_No_Per_Block": 64, "Enabled_Preconditioning": "true"},
+                 precondition=0.7),
+    ]}
+
+
+def _ours(scn: Scenario, profile: FlashProfile, seed: int) -> dict:
+    """Run a scenario through FlashSSD: closed-loop synthetic flows (all requests queued at t=0,
+    queue depth = MQSim's Average_No_of_Reqs_in_Queue) or the trace (open loop)."""
+    from hss_gym.workloads import load_trace
+
+    n = len(scn.flows)
+    if scn.trace:
+        tr = load_trace(mqsim_source() / scn.trace, format="mqsim")
+        ssd = FlashSSD(profile, n_streams=1, queue_depth=65535, seed=seed, precondition=scn.precondition)
+        submit_trace(ssd, tr, fit="wrap")
+        t_end = float(tr.time_us[-1]) if len(tr) else 0.0
+    else:
+        ssd = FlashSSD(profile, n_streams=n, queue_depth=[f.queue_depth for f in scn.flows], seed=seed,
+                       precondition=scn.precondition)
+        rng = np.random.default_rng(seed)
+        for s, f in enumerate(scn.flows):
+            size = f.size_sectors * 512
+            off = rng.integers(0, profile.logical_bytes // size, f.requests) * size
+            ssd.submit(np.zeros(f.requests), np.full(f.requests, s, np.int32), off, np.full(f.requests, size),
+                       np.full(f.requests, f.read_pct == 0))
+        t_end = 0.0
+    step = 1e6
+    t = t_end
+    while True:
+        t += step
+        ws = ssd.run_until(t)
+        if ws.backlog.sum() == 0:
+            break
+    tot = ssd.totals()
+    lat = ssd.latencies if scn.trace else ssd.device_latencies  # closed loop: from admission
+    out = {"flows": [lat(s) for s in range(ssd.n_streams)], "wa": tot.write_amplification,
+           "gc_runs": tot.gc_runs_total}
+    ssd.close()
+    return out
+
+
+def run(names: "list[str] | None" = None, workdir: "str | Path | None" = None, seed: int = 0,
+        progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Rows (scenario, flow, metric, ours, mqsim, rel_err, tolerance, ok) for the named scenarios."""
+    binary = build_mqsim()
+    base = mqsim_source() / "ssdconfig.xml"
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="hss-flash-validate-"))
+    rows: list[dict] = []
+    for name, scn in scenarios().items():
+        if names and name not in names:
+            continue
+        if progress:
+            progress(name)
+        cfg = ssdconfig_text(base, Ideal_Mapping_Table="true", **scn.config)
+        wd = workdir / name
+        wd.mkdir(parents=True, exist_ok=True)
+        (wd / "ssdconfig.xml").write_text(cfg)
+        profile = load_ssdconfig(wd / "ssdconfig.xml")
+        flows = [Flow(**{**f.__dict__, "trace": str(mqsim_source() / f.trace)}) if f.trace else f for f in scn.flows]
+        wl = workload_xml(flows, profile.n_channels, profile.chips_per_channel, profile.dies_per_chip,
+                          profile.planes_per_die)
+        mq = run_mqsim(binary, cfg, wl, wd)
+        ours = _ours(scn, profile, seed)
+        for i, f in enumerate(mq.flows):
+            a, b = ours["flows"][i], f["latencies_us"]
+            for metric, fn, tol in (("mean_us", np.mean, MEAN_TOL), ("p99_us", lambda x: np.percentile(x, 99), P99_TOL)):
+                o, m = float(fn(a)), float(fn(b))
+                rows.append(dict(scenario=name, flow=i, metric=metric, ours=o, mqsim=m, rel_err=o / m - 1,
+                                 tolerance=tol, ok=abs(o / m - 1) <= tol))
+        if scn.config.get("Enabled_Preconditioning") == "true":
+            host = sum(f.requests * max(1, f.size_sectors * 512 // profile.page_size) for f in scn.flows
+                       if f.read_pct == 0)
+            m = mq.gc_write_amplification(host)
+            o = ours["wa"]
+            rows.append(dict(scenario=name, flow=-1, metric="gc_write_amplification", ours=o, mqsim=m,
+                             rel_err=o / m - 1, tolerance=WA_TOL, ok=abs(o / m - 1) <= WA_TOL))
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """A Markdown table of the rows."""
+    out = ["| scenario | flow | metric | hss-gym | MQSim | difference | within |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        flow = "all" if r["flow"] < 0 else str(r["flow"])
+        out.append(f"| {r['scenario']} | {flow} | {r['metric']} | {r['ours']:.1f} | {r['mqsim']:.1f} | "
+                   f"{r['rel_err'] * 100:+.1f}% | {'yes' if r['ok'] else 'NO'} (±{r['tolerance'] * 100:.0f}%) |"
+                   if r["metric"] != "gc_write_amplification" else
+                   f"| {r['scenario']} | {flow} | {r['metric']} | {r['ours']:.3f} | {r['mqsim']:.3f} | "
+                   f"{r['rel_err'] * 100:+.1f}% | {'yes' if r['ok'] else 'NO'} (±{r['tolerance'] * 100:.0f}%) |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+
+    rs = run(sys.argv[1:] or None, progress=lambda n: print(f"running {n} ...", file=sys.stderr, flush=True))
+    print(table(rs))
