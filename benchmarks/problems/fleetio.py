@@ -3,7 +3,7 @@
 One job = one episode of ``hss/FleetIO-v0`` on a Table 5 mix (``workload``), config ``fleetio``
 (the paper's 16-channel SSD), run by a fresh policy: a baseline of §4.1 (a sharing scheme set
 through the env's options) or the shipped PPO agent. Track options: ``windows`` (60), ``beta``,
-``scale``, ``window_s``. Metrics per run: storage utilisation, P99 of the latency-sensitive
+``scale``, ``window_s``, ``backend`` ("fluid" | "flash"), ``precondition``. Metrics per run: storage utilisation, P99 of the latency-sensitive
 vSSDs, bandwidth of the bandwidth-intensive ones, SLO violations; ``derive`` adds each one
 relative to Hardware Isolation in the same (mix, seed) cell; ``claims`` puts §4's numbers beside.
 """
@@ -19,7 +19,7 @@ from hss_gym.benchmarks.problems import Metric, Problem
 
 REFERENCE = "hardware_isolation"
 CONFIGS = ("fleetio",)
-OPTIONS = ("windows", "beta", "scale", "window_s")
+OPTIONS = ("windows", "beta", "scale", "window_s", "backend", "precondition")
 
 
 def _policies() -> list[str]:
@@ -64,7 +64,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "steps": steps,
             "provenance": {"hss_gym": __version__, "mix": job["workload"],
                            "tenants": [t.name for t in env.tenants], "env_options": policy.env_options,
-                           "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist(), "model": "fluid"},
+                           "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist(), "backend": env.backend},
             "curves": {"mean_reward": rewards}}
 
 

@@ -64,6 +64,9 @@ i x 1.1 ms), ``admission_policy`` (callable(kind, vssd, n_chls) -> bool), ``scal
 channel capacity multiplier; smaller = GC and free-space effects within fewer windows, coarser
 capacity; no effect on speed), ``warmup`` (3), ``tick_ms`` (100: the SSD model's time step;
 50 doubles the cost of a window and resolves bursts and GC onsets twice as finely),
+``backend`` ("fluid": the channel-level model, default; "flash": the transaction-level flash SSD
+model of :mod:`hss_gym.backends.flash` via :mod:`hss_gym.envs.fleetio_flash`, ~3x slower),
+``precondition`` (flash backend: fraction of logical space valid at start; None = empty),
 ``render_mode`` ("ansi").
 
 ## Infos
@@ -136,6 +139,7 @@ class FleetIOEnv(ParallelEnv):
                  token_rate: float = 1.5, batch_ms: float = 50.0, inference_ms: float = 1.1,
                  admission_policy: Callable[[str, int, int], bool] | None = None,
                  scale: float = 1.0 / 16, warmup: int = 3, tick_ms: float = 100.0,
+                 backend: str = "fluid", precondition: float | None = None,
                  render_mode: str | None = None,
                  model: FluidParams | None = None) -> None:
         if isolation not in ISOLATIONS:
@@ -144,6 +148,9 @@ class FleetIOEnv(ParallelEnv):
             raise ValueError(f"windows ({windows}) must be >= 1, window_s ({window_s}) > 0, warmup ({warmup}) >= 0")
         if not 0 <= beta <= 1:
             raise ValueError(f"beta must be in [0, 1], got {beta}")
+        if backend not in ("fluid", "flash"):
+            raise ValueError(f"backend={backend!r}; valid: 'fluid', 'flash'")
+        self.backend, self.scale, self.precondition = backend, scale, precondition
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r}; valid: None, 'ansi'")
         self.params = model or FluidParams(scale=scale)
@@ -258,21 +265,38 @@ class FleetIOEnv(ParallelEnv):
             raise RuntimeError("no window recorded yet: step the env first")
         ls = [i for i, c in enumerate(self.categories) if c == "latency"]
         bwi = [i for i, c in enumerate(self.categories) if c == "bandwidth"]
-        reqs = np.concatenate(self._ep["reqs"], axis=1)
-        base = np.concatenate(self._ep["base"], axis=1)
-        wait = np.concatenate(self._ep["wait"], axis=1)
-        p99 = [_p99(reqs[i], base[i], wait[i]) for i in ls]
-        vio = [float((reqs[i] * _tail(self.slo_us[i], base[i], wait[i])).sum()) for i in ls]
+        p99, n_vio, n_req, lat = self._latency_stats()
+        vio = [n_vio[i] for i in ls]
         bw = np.asarray(self._ep["bw"])  # (windows, n)
-        lat = (reqs * (base + wait)).sum() / max(reqs.sum(), 1e-9)
         return {"utilization": float(np.mean(self._util)), "mean_lat_us": float(lat),
-                "p99_ls_us": float(np.mean(p99)) if ls else float("nan"),
+                "p99_ls_us": float(np.mean([p99[i] for i in ls])) if ls else float("nan"),
                 "bw_intensive_MBps": float(bw[:, bwi].mean() / MB) if bwi else float("nan"),
-                "slo_violation_pct": 100 * float(sum(vio) / max(reqs[ls].sum(), 1e-9)) if ls else float("nan"),
+                "slo_violation_pct": (100 * float(sum(vio) / max(sum(n_req[i] for i in ls), 1e-9))
+                                      if ls else float("nan")),
                 "write_amplification": float(self.model.write_amplification),
                 "harvested_channels": float(np.mean(self._ep["harvested"]))}
 
     # -- internals -------------------------------------------------------------------------------
+    def _latency_stats(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Per vSSD over the recorded windows: P99 (us), requests over the SLO, requests; and the
+        mean latency of all requests."""
+        n = len(self.tenants)
+        slo = self.slo_us if self.slo_us is not None else np.full(n, np.inf)
+        if self.backend == "flash":
+            lats = [self.model.episode_latencies(i) for i in range(n)]
+            p99 = np.array([np.percentile(x, 99) if len(x) else 0.0 for x in lats])
+            n_req = np.array([len(x) for x in lats], np.float64)
+            n_vio = np.array([(x > slo[i]).sum() for i, x in enumerate(lats)], np.float64)
+            allv = np.concatenate(lats)
+            return p99, n_vio, n_req, float(allv.mean()) if len(allv) else 0.0
+        reqs = np.concatenate(self._ep["reqs"], axis=1)
+        base = np.concatenate(self._ep["base"], axis=1)
+        wait = np.concatenate(self._ep["wait"], axis=1)
+        p99 = _p99(reqs, base, wait)
+        n_vio = (reqs * _tail(slo[:, None], base, wait)).sum(axis=1)
+        lat = float((reqs * (base + wait)).sum() / max(reqs.sum(), 1e-9))
+        return p99, n_vio, reqs.sum(axis=1), lat
+
     def _alphas(self, alpha: Any) -> tuple[np.ndarray, list[str]]:
         n = len(self.tenants)
         if alpha is not None:
@@ -299,7 +323,8 @@ class FleetIOEnv(ParallelEnv):
         key = None
         if all(isinstance(t, wl.PhasedTenant) for t in self.tenants):
             key = (tuple(t.spec for t in self.tenants), tuple(map(tuple, self.home)), self.params,
-                   self.window_s, self.windows, self.warmup)
+                   self.window_s, self.windows, self.warmup, self.backend, self.scale, self.precondition,
+                   self.tick_s)
             if key in _SLO_CACHE:
                 return _SLO_CACHE[key].copy()
         saved = self.isolation
@@ -307,10 +332,7 @@ class FleetIOEnv(ParallelEnv):
         self._reset_state(np.random.default_rng(12345))
         for i in range(self.warmup + self.windows):
             self._run_window(record=i >= self.warmup)
-        reqs = np.concatenate(self._ep["reqs"], axis=1)
-        base = np.concatenate(self._ep["base"], axis=1)
-        wait = np.concatenate(self._ep["wait"], axis=1)
-        slo = np.array([_p99(reqs[i], base[i], wait[i]) for i in range(len(self.tenants))])
+        slo = self._latency_stats()[0]
         self.isolation = saved
         if key is not None:
             _SLO_CACHE[key] = slo.copy()
@@ -321,7 +343,12 @@ class FleetIOEnv(ParallelEnv):
         seeds = rng.spawn(n + 1)
         for t, s in zip(self.tenants, seeds[1:]):
             t.reset(s)
-        self.model = FluidSSD(self.params, n, seeds[0], self.tick_s)
+        if self.backend == "flash":
+            from hss_gym.envs.fleetio_flash import FlashBackend
+            self.model = FlashBackend(n, seeds[0], scale=self.scale, precondition=self.precondition,
+                                      slo_us=self.slo_us)
+        else:
+            self.model = FluidSSD(self.params, n, seeds[0], self.tick_s)
         self.pool = GsbPool(self.home, C)
         self.priority = np.ones(n, np.int64)
         self.bw_guar = np.array([len(h) for h in self.home]) * self.params.channel_Bps
@@ -364,6 +391,8 @@ class FleetIOEnv(ParallelEnv):
         rd = np.stack([x[0] for x in loads])
         wr = np.stack([x[1] for x in loads])
         sz = np.stack([x[2] for x in loads])
+        if self.backend == "flash":
+            return self._flash_window(usable, rd, wr, sz, record)
         software = self.isolation == "software"
         share_w = np.ones(n) if software else PRIORITY_WEIGHT[self.priority]
         prio = np.ones(n, np.int64) if software else self.priority
@@ -397,7 +426,38 @@ class FleetIOEnv(ParallelEnv):
         rbytes = acc["r"].sum(1)
         rw = np.where(bw > 0, rbytes / np.maximum(bw * dur, 1e-9), 0.5)
         free_home = np.array([self.model.free[list(h)].mean() / (1 - self.params.op_ratio) for h in self.home])
-        iops = reqs / dur
+        if record:
+            self._ep["reqs"].append(acc["reqs"])
+            self._ep["base"].append(base_q)
+            self._ep["wait"].append(acc["wait"])
+        return self._observe_window(bw, reqs / dur, mean_lat, slo_vio, qd, rw, free_home, in_gc, p99, record)
+
+    def _flash_window(self, usable: np.ndarray, rd: np.ndarray, wr: np.ndarray, sz: np.ndarray,
+                      record: bool) -> dict[str, np.ndarray]:
+        if record and not self._util:
+            self.model.mark_episode_start()
+        software = self.isolation == "software"
+        w = self.model.run_window(rd, wr, sz, self.tick_s, usable,
+                                  np.ones(len(rd), np.int64) if software else self.priority,
+                                  self.bw_guar * self.token_rate if software else None)
+        if self.isolation == "fleetio":  # harvesters' writes fill their gSBs; GC finishes reclaims
+            k = usable.sum(axis=1)
+            for g in self.pool.gsbs.values():
+                if g.in_use and g.harvester is not None:
+                    g.used_bytes += float(w["write_bytes"][g.harvester]) * g.n_chls / max(int(k[g.harvester]), 1)
+            for c in w["gc_channels"]:
+                self.pool.gc_ran(int(c))
+        bw = w["bw"]
+        rw = np.where(bw > 0, w["rbytes"] / np.maximum(bw * w["dur"], 1e-9), 0.5)
+        free_home = np.array([self.model.free[list(h)].mean() for h in self.home])
+        return self._observe_window(bw, w["reqs"] / w["dur"], w["mean_lat"], w["slo_vio"], w["qdelay"], rw,
+                                    free_home, w["in_gc"], w["p99"], record)
+
+    def _observe_window(self, bw: np.ndarray, iops: np.ndarray, mean_lat: np.ndarray, slo_vio: np.ndarray,
+                        qd: np.ndarray, rw: np.ndarray, free_home: np.ndarray, in_gc: np.ndarray,
+                        p99: np.ndarray, record: bool) -> dict[str, np.ndarray]:
+        """Table 1's features of the window into the history; episode records."""
+        n = len(bw)
         feats = np.stack([bw / self._bw_norm, iops / 1e5, mean_lat / 1e4, slo_vio, qd / 1e4, rw,
                           free_home, in_gc.astype(np.float64), self.priority / 2.0], axis=1)
         shared = np.stack([(iops.sum() - iops) / 1e5, (slo_vio.sum() - slo_vio) / max(n - 1, 1)], axis=1)
@@ -406,9 +466,6 @@ class FleetIOEnv(ParallelEnv):
         self._last_bw = bw
         if record:
             self._util.append(float(bw.sum() / self._bw_norm))
-            self._ep["reqs"].append(acc["reqs"])
-            self._ep["base"].append(base_q)
-            self._ep["wait"].append(acc["wait"])
             self._ep["bw"].append(bw)
             self._ep["harvested"].append(sum(self.pool.harvested_channels(i) for i in range(n)))
         return {"bw": bw, "slo_vio": slo_vio, "p99": p99}
