@@ -61,8 +61,8 @@ or a list of workload names / tenant objects, e.g. from
 ``token_rate`` (software isolation's token-bucket rate, x the guaranteed bandwidth, 1.5),
 ``batch_ms`` (50), ``inference_ms`` (1.1: agent i's action reaches admission control at
 i x 1.1 ms), ``admission_policy`` (callable(kind, vssd, n_chls) -> bool), ``scale`` (1/16:
-channel capacity multiplier; smaller = GC and free-space effects within fewer windows, coarser
-capacity; no effect on speed), ``warmup`` (3), ``tick_ms`` (100: the SSD model's time step;
+capacity multiplier, flash backend: blocks per plane; smaller = GC and free-space effects within
+fewer windows, coarser capacity, little effect on speed), ``warmup`` (3), ``tick_ms`` (100: the SSD model's time step;
 50 doubles the cost of a window and resolves bursts and GC onsets twice as finely),
 ``backend`` ("fluid": the channel-level model, default; "flash": the transaction-level flash SSD
 model of :mod:`hss_gym.backends.flash` via :mod:`hss_gym.envs.fleetio_flash`, ~3x slower),
