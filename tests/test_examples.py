@@ -158,3 +158,18 @@ def test_sb3_placement_dqn_tiny_budget():
                                               "--quiet"])
     assert out["algo"] == "dqn"
     assert all(math.isfinite(r["mean_latency_us"]) for r in out["results"].values())
+
+
+# ---------------------------------------------------------------- RLlib on FleetIO
+def test_rllib_fleetio_adapter_and_one_iteration():
+    pytest.importorskip("ray.rllib")
+    rl = load_example("rllib_fleetio")
+    env = rl.FleetIOMultiAgentEnv({"windows": 3, "mixes": ["train2a"]})
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"vssd_0", "vssd_1"}
+    while env.agents:
+        obs, rew, terms, truncs, _ = env.step({a: env.action_spaces[a].sample() for a in env.agents})
+    assert truncs["__all__"]
+    out = rl.main(["--iterations", "1", "--windows", "4", "--batch-size", "64", "--minibatch-size", "32",
+                   "--epochs", "1", "--quiet"])
+    assert len(out["history"]) == 1

@@ -1,0 +1,14 @@
+"""FleetIO's reference agent (PPO per vSSD) and the baselines of its §4.1.
+
+A policy is created fresh per episode: ``policy.env_options`` are the keyword arguments its
+environment needs (the baselines are sharing schemes: ``isolation=`` ...), ``policy.act(obs)``
+maps the env's per-agent observations to per-agent actions.
+"""
+
+from hss_gym.agents.fleetio.baselines import (POLICIES, Adaptive, FleetIOPolicy, HardwareIsolation,
+                                              SoftwareIsolation, SSDKeeper, make_policy)
+from hss_gym.agents.fleetio.policy import PPOPolicy
+
+
+__all__ = ["POLICIES", "Adaptive", "FleetIOPolicy", "HardwareIsolation", "PPOPolicy",
+           "SSDKeeper", "SoftwareIsolation", "make_policy"]

@@ -1,0 +1,99 @@
+"""The baselines of FleetIO §4.1, as policies over ``hss/FleetIO-v0``.
+
+* Hardware Isolation — each vSSD keeps its equal share of channels (``isolation="hardware"``).
+* Software Isolation — every vSSD may use all channels; token-bucket rate limits
+  (``token_rate`` x its guaranteed bandwidth) and stride scheduling with equal tickets (weighted
+  max-min sharing of each channel) in the env (``isolation="software"``).
+* Adaptive — channels re-partitioned each window in proportion to the last window's bandwidth
+  (``isolation="adaptive"``).
+* SSDKeeper — a static hardware-isolated partition chosen to minimise the mean request latency.
+  SSDKeeper learns that choice with a DNN; here it is searched directly on the model: start from
+  one channel per vSSD, give each remaining channel to the vSSD whose extra channel lowers the
+  mean latency of a profiling run (other seed, ``profile_windows``) most.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio_model import FluidParams
+from hss_gym.workloads.fleetio import mix_workloads
+
+
+class FleetIOPolicy:
+    """A policy for every vSSD of one episode. ``env_options``: keywords its env needs."""
+
+    name = "policy"
+    env_options: dict[str, Any] = {}
+
+    def prepare(self, mix: Any, env_kwargs: dict[str, Any]) -> None:
+        """Called before the env is built (SSDKeeper plans its partition here)."""
+
+    def act(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {a: np.array([0, 0, 1]) for a in obs}
+
+
+class HardwareIsolation(FleetIOPolicy):
+    name = "hardware_isolation"
+    env_options = {"isolation": "hardware"}
+
+
+class SoftwareIsolation(FleetIOPolicy):
+    name = "software_isolation"
+    env_options = {"isolation": "software"}
+
+
+class Adaptive(FleetIOPolicy):
+    name = "adaptive"
+    env_options = {"isolation": "adaptive"}
+
+
+class SSDKeeper(FleetIOPolicy):
+    name = "ssdkeeper"
+
+    def __init__(self, profile_windows: int = 8, profile_seed: int = 10_007) -> None:
+        self.profile_windows, self.profile_seed = profile_windows, profile_seed
+        self.env_options = {"isolation": "static"}
+
+    def _mean_latency(self, mix: Any, counts: list[int], kw: dict[str, Any]) -> float:
+        env = FleetIOEnv(mix, **{**kw, "isolation": "static", "channels": counts,
+                                 "windows": self.profile_windows, "slo_us": [1.0] * len(counts),
+                                 "alpha": 0.0})
+        env.reset(seed=self.profile_seed)
+        while env.agents:
+            env.step({a: np.array([0, 0, 1]) for a in env.agents})
+        return env.episode_metrics()["mean_lat_us"]
+
+    def prepare(self, mix: Any, env_kwargs: dict[str, Any]) -> None:
+        kw = {k: v for k, v in env_kwargs.items()
+              if k not in ("isolation", "channels", "windows", "slo_us", "alpha")}
+        n = len(mix_workloads(mix))
+        counts = [1] * n
+        for _ in range(FluidParams().n_channels - n):
+            best, best_lat = 0, float("inf")
+            for i in range(n):
+                trial = counts.copy()
+                trial[i] += 1
+                lat = self._mean_latency(mix, trial, kw)
+                if lat < best_lat:
+                    best, best_lat = i, lat
+            counts[best] += 1
+        self.env_options = {"isolation": "static", "channels": counts}
+
+
+def _ppo() -> FleetIOPolicy:
+    from hss_gym.agents.fleetio.policy import PPOPolicy
+    return PPOPolicy.load_default()
+
+
+POLICIES = {"hardware_isolation": HardwareIsolation, "software_isolation": SoftwareIsolation,
+            "adaptive": Adaptive, "ssdkeeper": SSDKeeper, "fleetio_ppo": _ppo}
+
+
+def make_policy(name: str) -> FleetIOPolicy:
+    if name not in POLICIES:
+        raise ValueError(f"unknown FleetIO policy {name!r}; valid: {', '.join(POLICIES)}")
+    return POLICIES[name]()

@@ -1,0 +1,50 @@
+"""Speed of ``hss/FleetIO-v0``: decision windows per second, per mix, against the >= 20 windows/s
+requirement for mix4 at the default scale (FleetIO issue), measured with random actions (all
+agents act every window), and the same on the transaction-level flash model (``backend="flash"``).
+
+Usage: python benchmarks/perf/bench_fleetio.py [--windows 200]; exits 1 if mix4 < 20 windows/s.
+``scale`` (capacity) changes the cost of a window little; it grows with the number of vSSDs
+(mix5 = 8), with ``window_s``, and (flash backend) with the offered load in page transactions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from hss_gym import fleetio_v0
+
+
+def windows_per_s(mix: str, n: int, isolation: str = "fleetio", backend: str = "fluid") -> float:
+    env = fleetio_v0.parallel_env(mix=mix, windows=n, isolation=isolation, backend=backend)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    t = time.perf_counter()
+    while env.agents:
+        env.step({a: rng.integers([0, 0, 0], [17, 17, 3]) for a in env.agents})
+    return n / (time.perf_counter() - t)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--windows", type=int, default=200)
+    a = ap.parse_args()
+    res = {}
+    for mix in ("mix1", "mix4", "mix5"):
+        res[mix] = windows_per_s(mix, a.windows)
+        print(f"{mix} (fleetio, random actions)  {res[mix]:7.1f} windows/s  "
+              f"({res[mix] * 2:.0f}x real time at 2 s windows)")
+    for iso in ("hardware", "software"):
+        print(f"mix4 ({iso})                  {windows_per_s('mix4', a.windows, iso):7.1f} windows/s")
+    fl = windows_per_s("mix4", max(10, a.windows // 4), backend="flash")
+    print(f"mix4 (fleetio, backend=flash)    {fl:7.1f} windows/s  ({res['mix4'] / fl:.1f}x slower than fluid)")
+    ok = res["mix4"] >= 20
+    print(f"mix4 requirement >= 20 windows/s: {'PASS' if ok else 'FAIL'} ({res['mix4'] / 20:.1f}x)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
