@@ -286,15 +286,18 @@ class CacheSim:
                 rate = adm / dt
                 wait = self.hq / rate if rate > 0 else math.inf
                 keep = self.bypass_us * rate
-                byp = min(self.hq - keep, max(0.0, (wait - self.backlog - self.byp_lat) / self.byp_cost))
+                # (closed-loop host: the tier's queue counts against its outstanding bytes)
+                byp = min(self.hq - keep, max(0.0, (wait - self.backlog - self.byp_lat) / self.byp_cost),
+                          max(0.0, host_queue_b - self.backlog / self.byp_cost))
                 if byp > 0:
                     self._pop_back(byp, slot, self.backlog + self.byp_lat, wr_io)
                     self.backlog += byp * self.byp_cost
                     if gc_extra > 0:
                         self.debt += byp * self.byp_cost * gc_extra
-            if self.hq > host_queue_b:  # closed-loop host: what the queue cannot hold is never issued
-                st.throttled += self.hq - host_queue_b
-                self._pop_back(self.hq - host_queue_b, slot, 0.0, 0.0)
+            limit = host_queue_b - (self.backlog / self.byp_cost if self.bypass_us is not None else 0.0)
+            if self.hq > max(limit, 0.0):  # closed-loop host: what it cannot hold is never issued
+                st.throttled += self.hq - max(limit, 0.0)
+                self._pop_back(self.hq - max(limit, 0.0), slot, 0.0, 0.0)
             st.admitted += adm
             st.flush_cap += cap
             st.flushed += flushed
