@@ -318,13 +318,18 @@ class CacheSim:
         self.n_req += count
 
     def _pop_front(self, amount: float, slot: int, service_us: float, io: float) -> None:
+        """Admit ``amount`` bytes FIFO in ``slot``: admissions are spread evenly over the slot,
+        arrivals sit at their slot's middle, so a batch waits (departure - arrival)."""
         q, dt = self.queue, self.dt
         self.hq -= amount
         h = self.q_head
+        total, done = amount, 0.0
         while amount > 1e-9 and h < len(q):
             b = q[h]
             take = b[0] if b[0] < amount else amount
-            self._rec((slot - b[1]) * dt + service_us, take / io)
+            wait = (slot - b[1] - 0.5 + (done + 0.5 * take) / total) * dt
+            self._rec((wait if wait > 0 else 0.0) + service_us, take / io)
+            done += take
             b[0] -= take
             amount -= take
             if b[0] <= 1e-9:
