@@ -1,5 +1,7 @@
 """The hss-gym leaderboard harness (``hss_gym.benchmarks``; the repository's ``benchmarks/``).
 
+* :mod:`~hss_gym.benchmarks.problems` — the registry of problems (HSS, FleetIO, RLAlloc,
+  L-QoCo, ...): what a job runs, its metrics, references and the papers' claims; one module each;
 * :mod:`~hss_gym.benchmarks.suites` — suite definitions (JSON data in ``suites/``): ``quick``,
   ``hss-bench-v1``, ``real``; loading, validation, command-line overrides;
 * :mod:`~hss_gym.benchmarks.runner` — jobs (one fresh policy + one episode each), run in a local
@@ -7,7 +9,8 @@
 * :mod:`~hss_gym.benchmarks.results` — the results file: one atomic JSON line per run, with
   provenance; resume;
 * :mod:`~hss_gym.benchmarks.report` — Markdown leaderboard and self-contained HTML page with
-  figures, the papers' published numbers (``published/``) beside ours;
+  figures, 95% confidence intervals (:mod:`~hss_gym.benchmarks.stats`) and the papers'
+  published numbers beside ours with an agree/disagree mark;
 * :mod:`~hss_gym.benchmarks.validate` — replay validation of a results file.
 
 The command line is ``hss-gym bench | report | validate | list`` (:mod:`hss_gym.cli`); how to

@@ -1,15 +1,21 @@
 """Leaderboards from results files: a Markdown table and a self-contained HTML page.
 
-For every (suite, track) of the results, each policy's runs are compared with the ``fast_only``
-run of the same (workload, configuration, seed) — *normalised* latency, 1.0 = as fast as an HSS
-whose fast device holds everything, lower is better — and with the ``oracle`` run: *% of Oracle*
-= Oracle's mean latency / the policy's, in percent (higher is better). Track-level numbers are
-arithmetic means over the track's (workload, configuration, seed) cells, as the papers average.
-A missing reference shows ``n/a``; failed runs are listed with their error.
+The report is the same for every problem (:mod:`hss_gym.benchmarks.problems`); the problem says
+which metrics to show (the first ranks), how to derive them from the runs of one cell (e.g. the
+HSS problem normalises latency to Fast-Only), which policies are references, and which published
+claims to evaluate. For every (suite, track):
 
-The HTML page embeds everything (CSS inline, matplotlib figures as base64 PNG): normalised mean
-latency per workload family, normalised throughput, p99/p99.99, write amplification and latency
-CDFs, plus the papers' published numbers (``published/harmonia.json``) beside ours.
+* the **leaderboard**: each policy's mean of every metric over the track's (workload,
+  configuration, seed) cells with its 95% confidence interval over seeds (:mod:`.stats`); a
+  ranked policy whose primary metric does not differ significantly from the leader's (paired by
+  seed) is marked ``≈``. References (idealised or clairvoyant policies) are listed apart, below
+  the ranking;
+* the primary metric per workload (mean ± CI over seeds; ``*`` the best, ``≈`` not significantly
+  different from it);
+* learning curves when runs record them (``curves``), and the problem's own figures;
+* the papers' claims beside ours with an agree/disagree mark, and a line saying how many hold.
+
+The HTML page embeds everything (CSS inline, matplotlib figures as base64 PNG).
 """
 
 from __future__ import annotations
@@ -17,50 +23,71 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable
 
+from hss_gym.benchmarks.problems import Problem, get_problem
 from hss_gym.benchmarks.results import latest_by_key
-from hss_gym.benchmarks.suites import ORACLE, REFERENCE
+from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant
 
-PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 NA = "n/a"
+Cell = tuple[str, str, int]  # (workload, config, seed)
 
 
 # --------------------------------------------------------------------------------------- model
 @dataclass
 class TrackData:
-    """The runs of one (suite, track)."""
+    """The runs of one (suite, track) and their derived metrics."""
 
     suite: str
     track: str
+    problem: Problem
     workloads: list[str] = field(default_factory=list)
     configs: list[str] = field(default_factory=list)
     policies: list[str] = field(default_factory=list)
     ok: dict[tuple[str, str, int, str], dict[str, Any]] = field(default_factory=dict)
     failed: dict[tuple[str, str, int, str], dict[str, Any]] = field(default_factory=dict)
+    _derived: dict[Cell, dict[str, dict[str, Any]]] = field(default_factory=dict, repr=False)
 
-    def cells(self) -> list[tuple[str, str, int]]:
+    def cells(self) -> list[Cell]:
         """The (workload, config, seed) cells that have at least one run."""
-        seen = dict.fromkeys((w, c, s) for (w, c, s, _) in list(self.ok) + list(self.failed))
-        return list(seen)
+        return list(dict.fromkeys((w, c, s) for (w, c, s, _) in list(self.ok) + list(self.failed)))
+
+    def seeds(self) -> list[int]:
+        return sorted({s for (_, _, s) in self.cells()})
+
+    def values(self, policy: str, cell: Cell) -> dict[str, Any] | None:
+        """The derived metrics of ``policy``'s run in ``cell`` (None without an ok run)."""
+        if cell not in self._derived:
+            raw = {p: r["metrics"] for (w, c, s, p), r in self.ok.items() if (w, c, s) == cell}
+            self._derived[cell] = self.problem.derive(raw) if self.problem.derive else raw
+        return self._derived[cell].get(policy)
+
+    @property
+    def ranked(self) -> list[str]:
+        return [p for p in self.policies if p not in self.problem.references]
+
+    @property
+    def references(self) -> list[str]:
+        return [p for p in self.policies if p in self.problem.references]
 
 
 def collect(records: Iterable[dict[str, Any]]) -> list[TrackData]:
     """Group records by (suite, track): the latest ``ok`` run of each job, else its failure."""
     tracks: dict[tuple[str, str], TrackData] = {}
     for r in latest_by_key(records).values():
-        td = tracks.setdefault((r["suite"], r["track"]), TrackData(r["suite"], r["track"]))
+        td = tracks.get((r["suite"], r["track"]))
+        if td is None:
+            td = tracks[(r["suite"], r["track"])] = TrackData(r["suite"], r["track"], get_problem(r.get("problem")))
         for lst, v in ((td.workloads, r["workload"]), (td.configs, r["config"]), (td.policies, r["policy"])):
             if v not in lst:
                 lst.append(v)
         key = (r["workload"], r["config"], r["seed"], r["policy"])
         (td.ok if r.get("status") == "ok" else td.failed)[key] = r
-    for td in tracks.values():  # references first
-        td.policies.sort(key=lambda p: (p != REFERENCE, p != ORACLE))
+    for td in tracks.values():  # references last, in the problem's order
+        refs = td.problem.references
+        td.policies.sort(key=lambda p: (p in refs, refs.index(p) if p in refs else 0))
     return list(tracks.values())
 
 
@@ -69,175 +96,168 @@ def short_name(workload: str) -> str:
     return workload.rsplit("/", 1)[-1]
 
 
-def family(workload: str) -> str:
-    """The workload family: vdi, rocksdb, ycsb, mlperf, mix, or trace (a file)."""
-    try:
-        from hss_gym.workloads.registry import canonical_name
-        from hss_gym.workloads.synthetic import FAMILIES
-    except ImportError:  # pragma: no cover
-        return "other"
-    key = canonical_name(workload) if "/" not in workload else None
-    if key is None:
-        return "trace"
-    if key.startswith("mix"):
-        return "mix"
-    return FAMILIES.get(key, "other")
-
-
-def _mean(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None and math.isfinite(x)]
-    return sum(xs) / len(xs) if xs else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)) or b == 0:
-        return None
-    return a / b
-
-
 @dataclass
 class PolicyStats:
-    """One policy's track-level numbers (``None`` = not available)."""
+    """One policy's numbers over a set of a track's cells."""
 
     policy: str
     runs: int
     failed: int
-    norm_mean: float | None
-    norm_p99: float | None
-    norm_p9999: float | None
-    norm_throughput: float | None
-    write_amplification: float | None
-    fast_hit_ratio: float | None
-    pct_oracle: float | None
-    mean_latency_us: float | None
-    error: str | None = None
+    error: str | None
+    #: metric -> seed -> mean over that seed's cells
+    per_seed: dict[str, dict[int, float]]
+
+    def estimate(self, key: str) -> Estimate:
+        return mean_ci(list(self.per_seed.get(key, {}).values()))
+
+    def mean(self, key: str) -> float | None:
+        return self.estimate(key).mean
+
+    def differs(self, other: "PolicyStats", key: str) -> bool | None:
+        """Whether this policy's ``key`` differs significantly from ``other``'s (paired by seed)."""
+        return paired_significant(self.per_seed.get(key, {}), other.per_seed.get(key, {}))
 
 
-def cell_values(td: TrackData, policy: str, cell: tuple[str, str, int]) -> dict[str, float | None] | None:
-    """The normalised numbers of one run (None if the policy has no ok run in the cell)."""
-    r = td.ok.get((*cell, policy))
-    if r is None:
-        return None
-    m = r["metrics"]
-    ref = td.ok.get((*cell, REFERENCE))
-    orc = td.ok.get((*cell, ORACLE))
-    fm = ref["metrics"] if ref else {}
-    om = orc["metrics"] if orc else {}
-    wa = m.get("write_amplification")
-    return {
-        "mean": _ratio(m["mean_latency_us"], fm.get("mean_latency_us")),
-        "p99": _ratio(m["p99_latency_us"], fm.get("p99_latency_us")),
-        "p9999": _ratio(m["p9999_latency_us"], fm.get("p9999_latency_us")),
-        "throughput": _ratio(m["throughput_rps"], fm.get("throughput_rps")),
-        "wa": wa if wa is not None and math.isfinite(wa) else None,
-        "hit": m.get("fast_hit_ratio"),
-        "oracle": None if not om else 100.0 * om["mean_latency_us"] / m["mean_latency_us"],
-        "abs_mean": m["mean_latency_us"],
-    }
+def _finite(v: Any) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def policy_stats(td: TrackData, policy: str, cells: list[tuple[str, str, int]] | None = None) -> PolicyStats:
-    """Track-level numbers of ``policy`` over ``cells`` (default: all of the track's)."""
+def policy_stats(td: TrackData, policy: str, cells: list[Cell] | None = None) -> PolicyStats:
+    """``policy``'s numbers over ``cells`` (default: all of the track's)."""
     cells = td.cells() if cells is None else cells
-    vals = [v for c in cells if (v := cell_values(td, policy, c)) is not None]
+    by_seed: dict[str, dict[int, list[float]]] = {}
+    runs = 0
+    for c in cells:
+        v = td.values(policy, c)
+        if v is None:
+            continue
+        runs += 1
+        for k, x in v.items():
+            if _finite(x):
+                by_seed.setdefault(k, {}).setdefault(c[2], []).append(float(x))
     fails = [td.failed[(*c, policy)] for c in cells if (*c, policy) in td.failed and (*c, policy) not in td.ok]
+    per_seed = {k: {s: sum(xs) / len(xs) for s, xs in d.items()} for k, d in by_seed.items()}
+    return PolicyStats(policy, runs, len(fails), fails[0].get("error") if fails else None, per_seed)
 
-    def agg(k: str) -> float | None:
-        return _mean([v[k] for v in vals if v[k] is not None])
 
-    return PolicyStats(policy, len(vals), len(fails), agg("mean"), agg("p99"), agg("p9999"),
-                       agg("throughput"), agg("wa"), agg("hit"), agg("oracle"), agg("abs_mean"),
-                       fails[0].get("error") if fails else None)
+def _order(td: TrackData, stats: list[PolicyStats]) -> list[PolicyStats]:
+    m = td.problem.primary
+    sign = -1.0 if m.higher_is_better else 1.0
+    return sorted(stats, key=lambda s: (s.mean(m.key) is None, sign * (s.mean(m.key) or 0.0)))
 
 
 def leaderboard(td: TrackData) -> list[PolicyStats]:
-    """Every policy's stats, best normalised mean latency first (n/a last)."""
-    stats = [policy_stats(td, p) for p in td.policies]
-    return sorted(stats, key=lambda s: (s.norm_mean is None, s.norm_mean if s.norm_mean is not None else 0.0))
+    """The ranked policies' stats, best primary metric first (n/a last); references excluded."""
+    return _order(td, [policy_stats(td, p) for p in td.ranked])
 
 
-# ------------------------------------------------------------------------------ published claims
-def load_published(path: str | Path | None = None) -> dict[str, Any]:
-    """The published numbers (default ``published/harmonia.json``)."""
-    p = Path(path) if path else PUBLISHED_DIR / "harmonia.json"
-    return json.loads(p.read_text())
-
-
-def _track_for_config(tracks: list[TrackData], config: str) -> TrackData | None:
-    """The track that runs only ``config`` (hss-bench-v1's first, then one named after it)."""
-    tracks = sorted(tracks, key=lambda td: td.suite != "hss-bench-v1")
-    for td in tracks:
-        if td.configs == [config] and td.track == config:
-            return td
-    for td in tracks:
-        if td.configs == [config]:
-            return td
-    return None
-
-
-def evaluate_claims(tracks: list[TrackData], published: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each published claim with ``ours`` (None when the runs it needs are missing)."""
-    out = []
-    for c in published.get("claims", []):
-        td = _track_for_config(tracks, c["config"])
-        ours: float | None = None
-        where = td.track if td else None
-        if td is not None:
-            a = policy_stats(td, c["policy"])
-            b = policy_stats(td, c["baseline"]) if c.get("baseline") else None
-            kind = c["kind"]
-            if kind == "faster_pct" and b is not None and a.norm_mean and b.norm_mean:
-                ours = (b.norm_mean / a.norm_mean - 1.0) * 100.0
-            elif kind == "reduction_pct" and b is not None:
-                k = "norm_p99" if c.get("metric") == "p99" else "norm_p9999"
-                va, vb = getattr(a, k), getattr(b, k)
-                ours = (1.0 - va / vb) * 100.0 if va is not None and vb else None
-            elif kind == "percent_of_oracle":
-                ours = a.pct_oracle
-            elif kind == "write_amplification":
-                ours = a.write_amplification
-        out.append({**c, "ours": ours, "track": where})
-    return out
+def reference_stats(td: TrackData) -> list[PolicyStats]:
+    return [policy_stats(td, p) for p in td.references]
 
 
 # ---------------------------------------------------------------------------------- formatting
 def fmt(v: float | None, digits: int = 2, pct: bool = False) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+    if not _finite(v):
         return NA
     return f"{v:.1f}%" if pct else f"{v:.{digits}f}"
 
 
-SUMMARY_HEAD = ["#", "policy", "mean lat. / Fast-Only", "p99 / FO", "p99.99 / FO", "throughput / FO",
-                "write ampl.", "fast hit", "% of Oracle", "runs"]
+def fmt_est(e: Estimate, digits: int = 2, pct: bool = False) -> str:
+    """``mean ± half-width`` (just the mean with one seed)."""
+    if e.mean is None:
+        return NA
+    d = 1 if pct else digits
+    s = f"{e.mean:.{d}f}" + (f" ± {e.half_width:.{d}f}" if e.half_width is not None else "")
+    return s + ("%" if pct else "")
+
+
+def summary_head(td: TrackData) -> list[str]:
+    return ["#", "policy"] + [m.label for m in td.problem.metrics] + ["runs"]
 
 
 def summary_rows(td: TrackData) -> list[list[str]]:
+    """The ranking (with ``≈`` for a policy not significantly different from #1), then the
+    references (rank ``ref``)."""
+    key = td.problem.primary.key
+    board = leaderboard(td)
+    best = board[0] if board and board[0].mean(key) is not None else None
     rows = []
-    for i, s in enumerate(leaderboard(td), 1):
+
+    def row(rank: str, s: PolicyStats) -> list[str]:
         runs = f"{s.runs}" + (f" ({s.failed} failed)" if s.failed else "")
-        rows.append([str(i) if s.norm_mean is not None else "-", s.policy, fmt(s.norm_mean), fmt(s.norm_p99),
-                     fmt(s.norm_p9999), fmt(s.norm_throughput), fmt(s.write_amplification),
-                     fmt(s.fast_hit_ratio), fmt(s.pct_oracle, pct=True), runs])
+        return [rank, s.policy] + [fmt_est(s.estimate(m.key), m.digits, m.pct) for m in td.problem.metrics] + [runs]
+
+    for i, s in enumerate(board, 1):
+        rank = "-" if s.mean(key) is None else str(i)
+        if best is not None and s is not best and s.mean(key) is not None and s.differs(best, key) is False:
+            rank += " ≈"
+        rows.append(row(rank, s))
+    rows += [row("ref", s) for s in reference_stats(td)]
     return rows
 
 
 def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
-    """Normalised mean latency per policy (rows) and workload/config (columns, seeds averaged)."""
-    cols = [(w, c) for w in td.workloads for c in td.configs
-            if any((w, c, s, p) in td.ok or (w, c, s, p) in td.failed for (_, _, s) in td.cells() for p in td.policies)]
+    """The primary metric per policy (rows) and workload/config (columns): mean ± CI over seeds,
+    ``*`` the best ranked policy of the column, ``≈`` not significantly different from it."""
+    m = td.problem.primary
+    cells = td.cells()
+    cols = [(w, c) for w in td.workloads for c in td.configs if any(x[:2] == (w, c) for x in cells)]
     multi = len(td.configs) > 1
     head = ["policy"] + [short_name(w) + (f" / {c}" if multi else "") for w, c in cols]
+    order = [s.policy for s in leaderboard(td)] + td.references
+    grid: dict[tuple[str, tuple[str, str]], PolicyStats] = {}
+    for w, c in cols:
+        cc = [x for x in cells if x[:2] == (w, c)]
+        for p in order:
+            grid[(p, (w, c))] = policy_stats(td, p, cc)
+    marks: dict[tuple[str, tuple[str, str]], str] = {}
+    for col in cols:
+        ranked = _order(td, [grid[(p, col)] for p in td.ranked])
+        if ranked and ranked[0].mean(m.key) is not None:
+            marks[(ranked[0].policy, col)] = " *"
+            for s in ranked[1:]:
+                if s.mean(m.key) is not None and s.differs(ranked[0], m.key) is False:
+                    marks[(s.policy, col)] = " ≈"
     rows = []
-    cells = td.cells()
-    for p in [s.policy for s in leaderboard(td)]:
-        row = [p]
-        for w, c in cols:
-            vs = [v["mean"] for (cw, cc, s) in cells if cw == w and cc == c
-                  and (v := cell_values(td, p, (cw, cc, s))) is not None and v["mean"] is not None]
-            failed = any((w, c, s, p) in td.failed and (w, c, s, p) not in td.ok for (_, _, s) in cells)
-            row.append(fmt(_mean(vs)) if vs else ("failed" if failed else NA))
+    for p in order:
+        row = [p + (" (ref)" if p in td.references else "")]
+        for col in cols:
+            s = grid[(p, col)]
+            if s.mean(m.key) is None:
+                row.append("failed" if s.failed else NA)
+            else:
+                row.append(fmt_est(s.estimate(m.key), m.digits, m.pct) + marks.get((p, col), ""))
         rows.append(row)
     return head, rows
+
+
+def curve_table(td: TrackData, points: int = 8) -> tuple[list[str], list[list[str]]] | None:
+    """The learning curves of the track's runs (mean over cells per window), sampled at up to
+    ``points`` windows; None when no run recorded one."""
+    curves = _mean_curves(td)
+    if not curves:
+        return None
+    name, by_policy = next(iter(curves.items()))
+    n = max(len(v) for v in by_policy.values())
+    idx = sorted({round(i * (n - 1) / max(1, points - 1)) for i in range(points)}) if n > 1 else [0]
+    head = [f"policy ({name}, window)"] + [str(i + 1) for i in idx]
+    rows = [[p] + [fmt(v[i]) if i < len(v) else NA for i in idx] for p, v in by_policy.items()]
+    return head, rows
+
+
+def _mean_curves(td: TrackData) -> dict[str, dict[str, list[float]]]:
+    """curve name -> policy -> mean curve over the track's ok runs (element-wise, truncated to
+    the shortest run)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for p in [s.policy for s in leaderboard(td)] + td.references:
+        runs = [r.get("curves") or {} for (w, c, s, q), r in td.ok.items() if q == p]
+        for name in dict.fromkeys(k for r in runs for k in r):
+            cs = [r[name] for r in runs if r.get(name)]
+            if not cs:
+                continue
+            n = min(len(c) for c in cs)
+            out.setdefault(name, {})[p] = [sum(c[i] for c in cs) / len(cs) for i in range(n)]
+    return out
 
 
 def md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -263,18 +283,44 @@ def provenance_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The published claims of every problem in ``records``, evaluated on its ok runs."""
+    ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
+    out = []
+    for name in dict.fromkeys(r.get("problem") or "hss" for r in ok):
+        prob = get_problem(name)
+        if prob.claims is not None:
+            out += [{**c, "problem": prob.name} for c in prob.claims([r for r in ok if (r.get("problem") or "hss") == name])]
+    return out
+
+
+AGREE = {True: "agrees", False: "disagrees", None: "n/a"}
+
+
 def claims_rows(claims: list[dict[str, Any]]) -> list[list[str]]:
-    rows = []
-    for c in claims:
-        pct = c["kind"] != "write_amplification"
-        pub = NA if c.get("value") is None else (f"{c['value']:.1f}%" if pct else f"{c['value']:.2f}")
-        ours = fmt(c["ours"], pct=pct)
-        rows.append([c["text"], c["kind"], pub, ours, c.get("track") or NA])
-    return rows
+    return [[c["claim"], str(c.get("paper", NA)), str(c.get("ours", NA)), AGREE[c.get("agree")],
+             str(c.get("where", ""))] for c in claims]
+
+
+def claims_verdict(claims: list[dict[str, Any]]) -> str:
+    judged = [c for c in claims if c.get("agree") is not None]
+    held = sum(bool(c["agree"]) for c in judged)
+    return (f"Reproduced: {held} of {len(judged)} claims that these results can judge agree in direction "
+            f"(or, for values, within a factor of 1.5); {len(claims) - len(judged)} not judged (runs missing).")
+
+
+CLAIMS_HEAD = ["claim", "paper", "hss-gym", "agreement", "where"]
+
+
+def _intro(td: TrackData) -> str:
+    n = len(td.seeds())
+    ci = ("± = 95% confidence interval over seeds; ≈ = not significantly different from #1 "
+          "(paired by seed)." if n > 1 else "One seed: no confidence intervals (run ≥ 3 seeds for them).")
+    return f"{td.problem.description} {ci}".strip()
 
 
 def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard",
-                    command: str | None = None, published: dict[str, Any] | None = None) -> str:
+                    command: str | None = None) -> str:
     """The Markdown leaderboard of ``records``."""
     tracks = collect(records)
     pv = provenance_summary(records)
@@ -283,59 +329,54 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
                f"of {pv['runs']}; last finished {pv['finished']}.")
     if command:
         out += ["", f"Generated by `{command}`."]
-    out += ["", "Latency and throughput are normalised to Fast-Only (all data on the fast device) on the "
-            "same workload, configuration and seed, then averaged over the track (lower latency is better; "
-            "1.00 = ideal). % of Oracle = Oracle's mean latency / the policy's (higher is better).", ""]
     for td in tracks:
         wl = ", ".join(short_name(w) for w in td.workloads)
-        out += [f"## {td.suite} / {td.track}", "",
-                f"configurations {', '.join(td.configs)}; {len(td.workloads)} workloads ({wl})", "",
-                md_table(SUMMARY_HEAD, summary_rows(td)), ""]
+        out += ["", f"## {td.suite} / {td.track}", "",
+                f"{td.problem.title}: configurations {', '.join(td.configs)}; {len(td.workloads)} workloads "
+                f"({wl}); seeds {', '.join(map(str, td.seeds()))}.", "", _intro(td), "",
+                md_table(summary_head(td), summary_rows(td)), ""]
         head, rows = detail_table(td)
-        out += ["<details><summary>Normalised mean latency per workload</summary>", "",
-                md_table(head, rows), "", "</details>", ""]
-    if published is not None:
-        claims = evaluate_claims(tracks, published)
-        if claims:
-            out += ["## Published numbers (SPEC §9) beside ours", "",
-                    md_table(["claim", "kind", "paper", "hss-gym", "track"], claims_rows(claims)), ""]
+        out += [f"<details><summary>{td.problem.primary.label} per workload</summary>", "",
+                md_table(head, rows), "", "</details>"]
+        ct = curve_table(td)
+        if ct is not None:
+            out += ["", "<details><summary>Learning curves</summary>", "", md_table(*ct), "", "</details>"]
+    claims = evaluate_claims(records)
+    if claims:
+        out += ["", "## Published numbers beside ours", "", md_table(CLAIMS_HEAD, claims_rows(claims)), "",
+                claims_verdict(claims)]
     fails = [r for td in tracks for k, r in td.failed.items() if k not in td.ok]
     if fails:
-        out += ["## Failed runs", ""] + [f"* {e}" for e in failure_lines(fails)] + [""]
-    return "\n".join(out)
+        out += ["", "## Failed runs", ""] + [f"* {e}" for e in failure_lines(fails)]
+    return "\n".join(out) + "\n"
 
 
 def failure_lines(fails: list[dict[str, Any]]) -> list[str]:
-    """One line per failing policy: how many runs and the first error."""
-    by: dict[str, list[dict[str, Any]]] = {}
+    """One line per failing (policy, workload): how many runs and the first error."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in fails:
-        by.setdefault(r["policy"], []).append(r)
-    return [f"{p}: {len(rs)} run(s) failed, e.g. {short_name(rs[0]['workload'])} / {rs[0]['config']}: "
-            f"{rs[0].get('error')}" for p, rs in by.items()]
+        by.setdefault((r["policy"], r["workload"]), []).append(r)
+    return [f"{p} on {short_name(w)} / {rs[0]['config']}: {len(rs)} run(s) failed: {rs[0].get('error')}"
+            for (p, w), rs in by.items()]
 
 
 def print_table(records: list[dict[str, Any]]) -> str:
     """The summary tables only (what ``hss-gym bench`` prints at the end)."""
     out = []
     for td in collect(records):
-        out += [f"{td.suite} / {td.track} ({', '.join(td.configs)}, {len(td.workloads)} workloads)",
-                md_table(SUMMARY_HEAD, summary_rows(td)), ""]
+        out += [f"{td.suite} / {td.track} ({', '.join(td.configs)}, {len(td.workloads)} workloads, "
+                f"seeds {', '.join(map(str, td.seeds()))})", md_table(summary_head(td), summary_rows(td)), ""]
     return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------- figures
-def _png(fig: Any) -> str:
+def png(fig: Any) -> str:
+    """A matplotlib figure as a data URI (the figure is closed)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     import matplotlib.pyplot as plt
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _colors(policies: list[str]) -> dict[str, Any]:
-    import matplotlib
-    cmap = matplotlib.colormaps["tab20"]
-    return {p: cmap(i % 20) for i, p in enumerate(policies)}
 
 
 def figures(tracks: list[TrackData]) -> list[tuple[tuple[str, str], str, str]]:
@@ -346,72 +387,48 @@ def figures(tracks: list[TrackData]) -> list[tuple[tuple[str, str], str, str]]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    import numpy as np
     out: list[tuple[tuple[str, str], str, str]] = []
-    allp = list(dict.fromkeys(p for td in tracks for p in td.policies))
-    col = _colors(allp)
     for td in tracks:
-        pols = [s.policy for s in leaderboard(td) if s.norm_mean is not None]
-        if not pols:
+        m = td.problem.primary
+        stats = [s for s in leaderboard(td) + reference_stats(td) if s.mean(m.key) is not None]
+        if not stats:
             continue
-        cells = td.cells()
-        fams = list(dict.fromkeys(family(w) for w in td.workloads))
-        # 1. normalised mean latency per workload family
-        fig, ax = plt.subplots(figsize=(min(13, max(6, 0.25 * len(fams) * len(pols))), 3.6))
-        width = 0.8 / len(pols)
-        for i, p in enumerate(pols):
-            ys = []
-            for f in fams:
-                fc = [c for c in cells if family(c[0]) == f]
-                ys.append(policy_stats(td, p, fc).norm_mean or np.nan)
-            ax.bar(np.arange(len(fams)) + i * width - 0.4 + width / 2, ys, width, label=p, color=col[p])
-        ax.set_xticks(range(len(fams)), fams)
-        ax.set_yscale("log")
-        ax.axhline(1.0, color="k", lw=0.6)
-        ax.set_ylabel("mean latency / Fast-Only")
-        ax.set_title(f"{td.suite} / {td.track}: normalised mean latency per workload family")
-        ax.legend(fontsize=7, ncol=min(8, len(pols)), loc="upper center", bbox_to_anchor=(0.5, -0.1))
         key = (td.suite, td.track)
-        out.append((key, f"{td.track}: normalised mean latency per workload family (log scale, lower is better)", _png(fig)))
-        stats = [policy_stats(td, p) for p in pols]
-        # 2. throughput, 3. tail latency, 4. write amplification
-        fig, axes = plt.subplots(1, 3, figsize=(13, max(2.5, 0.28 * len(pols) + 1)))
-        y = np.arange(len(pols))
-        axes[0].barh(y, [s.norm_throughput or np.nan for s in stats], color=[col[p] for p in pols])
-        axes[0].set_xlabel("throughput / Fast-Only (higher is better)")
-        axes[0].set_yticks(y, pols)
-        axes[0].invert_yaxis()
-        axes[1].barh(y - 0.2, [s.norm_p99 or np.nan for s in stats], 0.4, label="p99", color="#4477aa")
-        axes[1].barh(y + 0.2, [s.norm_p9999 or np.nan for s in stats], 0.4, label="p99.99", color="#ee6677")
-        axes[1].set_xscale("log")
-        axes[1].set_xlabel("tail latency / Fast-Only")
-        axes[1].set_yticks(y, [])
-        axes[1].invert_yaxis()
-        axes[1].legend(fontsize=7)
-        axes[2].barh(y, [s.write_amplification or np.nan for s in stats], color=[col[p] for p in pols])
-        axes[2].set_xlabel("write amplification")
-        axes[2].set_yticks(y, [])
-        axes[2].invert_yaxis()
-        fig.suptitle(f"{td.suite} / {td.track}: throughput, tail latency, write amplification")
-        out.append((key, f"{td.track}: throughput, p99/p99.99 latency (normalised to Fast-Only) and write amplification", _png(fig)))
-        # 5. latency CDF of up to four workloads (first seed, first config)
-        cdf_cells = [c for c in cells if c[2] == cells[0][2] and c[1] == td.configs[0]][:4]
-        if cdf_cells:
-            fig, axes = plt.subplots(1, len(cdf_cells), figsize=(3.4 * len(cdf_cells), 3), squeeze=False)
-            for ax, c in zip(axes[0], cdf_cells):
-                for p in pols:
-                    r = td.ok.get((*c, p))
-                    q = r.get("latency_quantiles") if r else None
-                    if q:
-                        ax.plot(q["us"], np.asarray(q["q"]) / 100.0, label=p, color=col[p], lw=1.2)
-                ax.set_xscale("log")
-                ax.set_xlabel("latency (µs)")
-                ax.set_title(f"{short_name(c[0])} / {c[1]}", fontsize=9)
-                ax.grid(alpha=0.3)
-            axes[0][0].set_ylabel("fraction of requests")
-            axes[0][-1].legend(fontsize=6, loc="lower right")
-            fig.suptitle(f"{td.suite} / {td.track}: latency CDF", y=1.04)
-            out.append((key, f"{td.track}: latency CDF (seed {cells[0][2]})", _png(fig)))
+        # the primary metric with its 95% CI, linear scale (a reference at 1.0 stays visible)
+        fig, ax = plt.subplots(figsize=(7, 0.32 * len(stats) + 1.2))
+        ys = range(len(stats))
+        ests = [s.estimate(m.key) for s in stats]
+        refs = [s.policy in td.references for s in stats]
+        ax.barh(list(ys), [e.mean for e in ests], xerr=[e.half_width or 0.0 for e in ests], capsize=2,
+                color=["#bbbbbb" if r else "#4477aa" for r in refs], hatch=None)
+        ax.set_yticks(list(ys), [s.policy + (" (ref)" if r else "") for s, r in zip(stats, refs)])
+        ax.invert_yaxis()
+        ax.set_xlabel(m.label + (" (higher is better)" if m.higher_is_better else " (lower is better)"))
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(f"{td.suite} / {td.track}", fontsize=10)
+        out.append((key, f"{td.track}: {m.label}, mean and 95% CI over seeds; references in grey", png(fig)))
+        # learning curves: the five best policies and the references
+        curves = _mean_curves(td)
+        if curves:
+            name, by_policy = next(iter(curves.items()))
+            show = [s.policy for s in leaderboard(td)][:5] + td.references
+            fig, ax = plt.subplots(figsize=(7, 3.2))
+            for i, p in enumerate(q for q in show if q in by_policy):
+                ref = p in td.references
+                j = td.references.index(p) if ref else i
+                ax.plot(range(1, len(by_policy[p]) + 1), by_policy[p], label=p + (" (ref)" if ref else ""),
+                        lw=1.1 if ref else 1.6,
+                        ls=[":", (0, (2, 2))][j % 2] if ref else ["-", "--", "-.", (0, (5, 1)), (0, (1, 1))][i % 5],
+                        color=["0.15", "0.55"][j % 2] if ref else plt.get_cmap("tab10")(i))
+            ax.set_xlabel("window")
+            ax.set_ylabel(name)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+            ax.set_title(f"{td.suite} / {td.track}: learning curves (mean over workloads and seeds)", fontsize=10)
+            out.append((key, f"{td.track}: learning curves ({name} per window; top 5 + references)", png(fig)))
+    for prob in dict.fromkeys(td.problem for td in tracks):
+        if prob.figures is not None:
+            out += prob.figures([td for td in tracks if td.problem is prob])
     return out
 
 
@@ -433,8 +450,7 @@ def html_table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard",
-                command: str | None = None, published: dict[str, Any] | None = None,
-                with_figures: bool = True) -> str:
+                command: str | None = None, with_figures: bool = True) -> str:
     """A self-contained HTML page: no external scripts, styles, fonts or images."""
     tracks = collect(records)
     pv = provenance_summary(records)
@@ -446,32 +462,26 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
              f"last finished {e(pv['finished'])}.</p>"]
     if command:
         parts.append(f"<p>Generated by <code>{e(command)}</code>.</p>")
-    parts.append("<p>Latency and throughput are normalised to Fast-Only (all data on the fast device) on the "
-                 "same workload, configuration and seed, then averaged over the track (lower latency is "
-                 "better; 1.00 = ideal). % of Oracle = Oracle's mean latency / the policy's.</p>")
     figs = figures(tracks) if with_figures else []
     if with_figures and not figs and tracks:
         parts.append("<p><em>Figures need matplotlib (pip install 'hss-gym[agents]').</em></p>")
     for td in tracks:
         parts.append(f"<h2>{e(td.suite)} / {e(td.track)}</h2>")
-        parts.append(f"<p>configurations {e(', '.join(td.configs))}; {len(td.workloads)} workloads: "
-                     f"{e(', '.join(short_name(w) for w in td.workloads))}</p>")
-        parts.append(html_table(SUMMARY_HEAD, summary_rows(td)))
+        parts.append(f"<p>{e(td.problem.title)}: configurations {e(', '.join(td.configs))}; "
+                     f"{len(td.workloads)} workloads: {e(', '.join(short_name(w) for w in td.workloads))}; "
+                     f"seeds {e(', '.join(map(str, td.seeds())))}.</p><p>{e(_intro(td))}</p>")
+        parts.append(html_table(summary_head(td), summary_rows(td)))
         head, rows = detail_table(td)
-        parts.append("<details><summary>Normalised mean latency per workload</summary>"
+        parts.append(f"<details><summary>{e(td.problem.primary.label)} per workload</summary>"
                      + html_table(head, rows) + "</details>")
         for key, cap, uri in figs:
             if key == (td.suite, td.track):
                 parts.append(f'<figure><img alt="{e(cap)}" src="{uri}"><figcaption>{e(cap)}</figcaption></figure>')
-    if published is not None:
-        claims = evaluate_claims(tracks, published)
-        if claims:
-            parts.append("<h2>Published numbers beside ours</h2>")
-            parts.append(f"<p>{e(published.get('source', ''))} {e(published.get('note', ''))}</p>")
-            parts.append(html_table(["claim", "kind", "paper", "hss-gym", "track"], claims_rows(claims)))
-            defs = published.get("definitions", {})
-            if defs:
-                parts.append("<ul>" + "".join(f"<li><code>{e(k)}</code>: {e(v)}</li>" for k, v in defs.items()) + "</ul>")
+    claims = evaluate_claims(records)
+    if claims:
+        parts.append("<h2>Published numbers beside ours</h2>")
+        parts.append(html_table(CLAIMS_HEAD, claims_rows(claims)))
+        parts.append(f"<p>{e(claims_verdict(claims))}</p>")
     fails = [r for td in tracks for k, r in td.failed.items() if k not in td.ok]
     if fails:
         parts.append("<h2>Failed runs</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in failure_lines(fails)) + "</ul>")
@@ -479,14 +489,13 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
     return "\n".join(parts)
 
 
-def write_reports(records: list[dict[str, Any]], out_dir: str | Path, title: str = "hss-gym leaderboard",
-                  command: str | None = None, with_figures: bool = True,
-                  published: dict[str, Any] | None = None) -> tuple[Path, Path]:
+def write_reports(records: list[dict[str, Any]], out_dir: str | Any, title: str = "hss-gym leaderboard",
+                  command: str | None = None, with_figures: bool = True) -> tuple[Any, Any]:
     """Write ``report.md`` and ``report.html`` into ``out_dir``; return their paths."""
+    from pathlib import Path
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    pub = published if published is not None else load_published()
     md, page = out / "report.md", out / "report.html"
-    md.write_text(markdown_report(records, title, command, pub))
-    page.write_text(html_report(records, title, command, pub, with_figures))
+    md.write_text(markdown_report(records, title, command))
+    page.write_text(html_report(records, title, command, with_figures))
     return md, page

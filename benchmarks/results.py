@@ -45,8 +45,8 @@ QUANTILES: tuple[float, ...] = tuple([0.0, 1.0, 5.0] + [float(q) for q in range(
 
 
 def job_key(rec: dict[str, Any]) -> tuple[Any, ...]:
-    """The identity of a run (a job or its record)."""
-    return tuple(rec.get(k) for k in KEY_FIELDS)
+    """The identity of a run (a job or its record): its cell, policy, length and options."""
+    return tuple(rec.get(k) for k in KEY_FIELDS) + (json.dumps(rec.get("options") or {}, sort_keys=True),)
 
 
 def trace_sha256(trace: Any) -> str:

@@ -1,7 +1,8 @@
 """Run a suite: expand it into jobs, run them in parallel, append one result record per job.
 
 One job = one fresh policy instance + one episode (learning policies learn online during the
-episode) on one (track, workload, configuration, seed). :func:`run_job` is a plain function of a
+episode) on one (track, workload, configuration, seed), run by the suite's problem
+(:mod:`hss_gym.benchmarks.problems`). :func:`run_job` is a plain function of a
 JSON-able job dict, so the same jobs run
 
 * locally in a process pool (default; ``workers`` processes, one thread each), or
@@ -27,40 +28,29 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from hss_gym.benchmarks.results import (append_record, base_provenance, completed_keys, job_key,
-                                        latency_quantiles, now_utc, open_for_append, SCHEMA,
-                                        trace_sha256)
+from hss_gym.benchmarks.problems import get_problem
+from hss_gym.benchmarks.results import (append_record, base_provenance, completed_keys, job_key, now_utc,
+                                        open_for_append, SCHEMA)
 from hss_gym.benchmarks.suites import Suite
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def make_jobs(suite: Suite) -> list[dict[str, Any]]:
-    """Every job of a suite, grouped by trace (workload, seed) so workers reuse what they can."""
+    """Every job of a suite, grouped by (workload, seed) so workers reuse what they can."""
     jobs = []
     for t in suite.tracks:
         for w in t.workloads:
             for seed in t.seeds:
                 for c in t.configs:
                     for p in suite.policies:
-                        jobs.append({"suite": suite.name, "track": t.name, "workload": w, "config": c,
-                                     "policy": p, "seed": int(seed), "n_requests": int(t.n_requests),
-                                     "suite_digest": suite.digest()})
+                        job = {"suite": suite.name, "problem": suite.problem, "track": t.name, "workload": w,
+                               "config": c, "policy": p, "seed": int(seed), "n_requests": t.n_requests,
+                               "suite_digest": suite.digest()}
+                        if t.options:
+                            job["options"] = t.options
+                        jobs.append(job)
     return jobs
-
-
-def load_job_trace(job: dict[str, Any]) -> Any:
-    """The trace a job runs: a registered workload generated with the job's seed, or the first
-    ``n_requests`` of a trace file."""
-    from hss_gym.workloads.registry import get_trace
-    return get_trace(job["workload"], n=job["n_requests"], seed=job["seed"])
-
-
-def trace_provenance(trace: Any) -> dict[str, Any]:
-    """What identifies a trace: its name, length, column hash and source (generator parameters,
-    or file path and file sha256)."""
-    return {"name": trace.name, "requests": len(trace), "sha256": trace_sha256(trace),
-            "source": trace.source}
 
 
 def _single_thread() -> None:
@@ -90,44 +80,24 @@ def _worker_init(parent: int) -> None:
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one job; always returns a record (``status`` "ok" or "failed" with ``error``)."""
+    """Run one job with its problem's ``run_job``; always returns a record (``status`` "ok", or
+    "failed" with ``error``)."""
     _single_thread()
-    from hss_gym.config import make_config
     rec: dict[str, Any] = {"schema": SCHEMA, "status": "failed", **{k: v for k, v in job.items()
                                                                    if k != "provenance"}}
     prov = {**base_provenance(), **{k: v for k, v in (job.get("provenance") or {}).items()
                                     if k == "git_revision" and v}}
     rec["provenance"] = prov
     start = time.perf_counter()
-    stage = "loading the trace"
     try:
-        trace = load_job_trace(job)
-        prov["trace"] = trace_provenance(trace)
-        prov["config_hash"] = make_config(job["config"]).digest()
-        stage = "making the policy"
-        from hss_gym.agents.base import make_env, make_policy, run_episode
-        policy = make_policy(job["policy"])
-        _single_thread()  # the policy may just have imported torch
-        prov["policy_name"] = policy.name
-        prov["env_options"] = dict(policy.env_options)
-        stage = "making the environment"
-        env = make_env(policy, job["config"], trace, n_requests=len(trace))
-        prov["env_config_hash"] = env.cfg.digest()
-        stage = "running the episode"
-        res = run_episode(policy, env, seed=job["seed"])
-        lat = env.latencies()
-        rec.update(status="ok", metrics=res.metrics.to_dict(), steps=res.steps,
-                   wall_s=round(res.wall_s, 4), error=None)
-        if len(lat):
-            rec["latency_quantiles"] = latency_quantiles(lat)
-        try:
-            policy.close()
-            env.close()
-        except Exception:  # pragma: no cover - a close failure does not spoil the result
-            pass
-    except Exception as e:  # one broken policy must not stop a leaderboard
+        out = get_problem(job.get("problem")).run_job(job)
+        prov.update(out.get("provenance") or {})
+        rec.update(status="ok", metrics=out["metrics"], steps=out.get("steps"),
+                   wall_s=round(time.perf_counter() - start, 4), error=None)
+        rec.update({k: out[k] for k in ("curves", "latency_quantiles") if out.get(k)})
+    except Exception as e:  # one broken policy or trace must not stop a leaderboard
         tb = traceback.format_exc(limit=-4)
-        rec.update(status="failed", error=f"{stage}: {type(e).__name__}: {e}", traceback=tb,
+        rec.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=tb,
                    wall_s=round(time.perf_counter() - start, 4))
     prov["finished_at"] = now_utc()
     return rec

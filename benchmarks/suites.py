@@ -5,16 +5,24 @@ Suites are data, JSON files in ``benchmarks/suites/`` (installed as package data
 
     {
       "name": "quick", "version": 1, "description": "...",
+      "problem": "hss",                                        # optional, default "hss"
       "policies": ["fast_only", "random", "mymodule:make_policy"],
-      "seeds": [0],
+      "seeds": [0, 1, 2],
       "n_requests": 20000,
       "workload_sets": {"table5": ["mix1", "mix2"]},          # optional, referenced as "@table5"
       "tracks": [
         {"name": "perf_opt", "configs": ["perf_opt"], "workloads": ["ycsb-b", "@table5"]},
         {"name": "real", "configs": ["cost_opt"], "traces_dir": null,   # null: given by --traces
-         "n_requests": 50000}
+         "n_requests": 50000, "options": {"skip_bad": true,
+                                          "trace_options": {"*.blk": {"format": "blkparse"}}}}
       ]
     }
+
+The ``problem`` (:mod:`hss_gym.benchmarks.problems`) says what a job runs and which names are
+valid; a track's ``options`` are handed to the problem's jobs (for the HSS problem: trace reader
+options, for all trace files or per file-name pattern in ``trace_options``). Every policy the
+problem calls *learned* must run at least ``min_seeds`` seeds (default 3): their results vary with
+the seed, and the report gives 95% confidence intervals over seeds.
 
 A *track* is a set of (workload, configuration) pairs whose results are compared together;
 ``n_requests`` and ``seeds`` may be set per track. Workloads are registered names
@@ -23,7 +31,8 @@ in a directory (hidden files and ``README*`` skipped). ``fast_only`` (the normal
 reference) is always part of the policy list.
 
 Built-in suites: ``quick`` (the README's main command), ``hss-bench-v1`` (the standard
-leaderboard) and ``real`` (a track over a directory of real traces).
+leaderboard), ``real`` (a track over a directory of real traces), and one ``<problem>-v1`` suite
+per other problem (``hss-gym list suites``).
 """
 
 from __future__ import annotations
@@ -37,9 +46,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from hss_gym.benchmarks.problems import DEFAULT_PROBLEM, Problem, get_problem
+
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
-REFERENCE = "fast_only"
-ORACLE = "oracle"
+MIN_SEEDS = 3
 
 
 class SuiteError(ValueError):
@@ -53,10 +63,11 @@ class Track:
     name: str
     configs: tuple[str, ...]
     workloads: tuple[str, ...]
-    n_requests: int
+    n_requests: int | None
     seeds: tuple[int, ...]
     traces_dir: str | None = None
     description: str = ""
+    options: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,12 @@ class Suite:
     tracks: tuple[Track, ...]
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    problem: str = DEFAULT_PROBLEM
+
+    @property
+    def spec(self) -> Problem:
+        """The suite's :class:`~hss_gym.benchmarks.problems.Problem`."""
+        return get_problem(self.problem)
 
     def digest(self) -> str:
         """A stable hash of the definition (recorded with every run)."""
@@ -155,8 +172,8 @@ def parse_suite(raw: dict[str, Any], source: str = "<dict>", traces_dir: str | o
     """Validate a suite definition (a dict as in the JSON files) and return a :class:`Suite`."""
     if not isinstance(raw, dict):
         raise SuiteError(f"{source}: a suite is a JSON object")
-    unknown = set(raw) - {"name", "version", "description", "policies", "seeds", "n_requests",
-                          "workload_sets", "tracks"}
+    unknown = set(raw) - {"name", "version", "description", "problem", "policies", "seeds", "n_requests",
+                          "workload_sets", "tracks", "min_seeds"}
     if unknown:
         raise SuiteError(f"{source}: unknown suite key(s) {sorted(unknown)}")
     name = raw.get("name")
@@ -165,10 +182,18 @@ def parse_suite(raw: dict[str, Any], source: str = "<dict>", traces_dir: str | o
     policies = list(raw.get("policies") or [])
     if not all(isinstance(p, str) and p for p in policies):
         raise SuiteError(f"{source}: 'policies' must be a list of policy names or 'module:factory'")
-    if REFERENCE not in policies:
-        policies.insert(0, REFERENCE)
-    seeds = raw.get("seeds", [0])
-    n = raw.get("n_requests", 100_000)
+    try:
+        problem = get_problem(raw.get("problem") or DEFAULT_PROBLEM)
+    except ValueError as e:
+        raise SuiteError(f"{source}: {e}") from None
+    for p in reversed(problem.required):
+        if p not in policies:
+            policies.insert(0, p)
+    seeds = raw.get("seeds", [0, 1, 2])
+    n = raw.get("n_requests", 100_000 if problem.name == DEFAULT_PROBLEM else None)
+    min_seeds = raw.get("min_seeds", MIN_SEEDS)
+    if not isinstance(min_seeds, int) or min_seeds < 1:
+        raise SuiteError(f"{source}: min_seeds must be a positive integer, got {min_seeds!r}")
     sets = raw.get("workload_sets") or {}
     tracks_raw = raw.get("tracks")
     if not isinstance(tracks_raw, list) or not tracks_raw:
@@ -178,7 +203,8 @@ def parse_suite(raw: dict[str, Any], source: str = "<dict>", traces_dir: str | o
         where = f"{source}: track {t.get('name', i) if isinstance(t, dict) else i}"
         if not isinstance(t, dict):
             raise SuiteError(f"{where}: a track is a JSON object")
-        bad = set(t) - {"name", "configs", "workloads", "traces_dir", "n_requests", "seeds", "description"}
+        bad = set(t) - {"name", "configs", "workloads", "traces_dir", "n_requests", "seeds", "description",
+                        "options"}
         if bad:
             raise SuiteError(f"{where}: unknown key(s) {sorted(bad)}")
         tname = t.get("name") or f"track{i}"
@@ -194,23 +220,31 @@ def parse_suite(raw: dict[str, Any], source: str = "<dict>", traces_dir: str | o
             workloads = trace_files(directory) if check else [os.fspath(directory)]
             tdir = os.fspath(directory)
         else:
-            workloads = [_key(w) for w in _expand(t.get("workloads") or [], sets, where)]
+            workloads = [_key(w, problem) for w in _expand(t.get("workloads") or [], sets, where)]
         if not workloads:
             raise SuiteError(f"{where}: no workloads")
         tn = t.get("n_requests", n)
         ts = t.get("seeds", seeds)
-        if not isinstance(tn, int) or tn < 1:
+        if tn is not None and (not isinstance(tn, int) or tn < 1):
             raise SuiteError(f"{where}: n_requests must be a positive integer, got {tn!r}")
-        if not isinstance(ts, list) or not ts or not all(isinstance(s, int) for s in ts):
-            raise SuiteError(f"{where}: seeds must be a non-empty list of integers, got {ts!r}")
+        if not isinstance(ts, list) or not ts or not all(isinstance(s, int) and s >= 0 for s in ts):
+            raise SuiteError(f"{where}: seeds must be a non-empty list of non-negative integers, got {ts!r}")
+        learned = sorted(p for p in policies if p in problem.learned)
+        if learned and len(set(ts)) < min_seeds:
+            raise SuiteError(f"{where}: the learned policies {', '.join(learned)} need at least {min_seeds} "
+                             f"seeds (their results vary with the seed), got {ts}; set \"min_seeds\" to "
+                             f"allow fewer")
         if len(set(workloads)) != len(workloads):
             raise SuiteError(f"{where}: duplicate workloads")
+        opts = t.get("options") or {}
+        if not isinstance(opts, dict):
+            raise SuiteError(f"{where}: options must be a JSON object, got {opts!r}")
         tracks.append(Track(tname, tuple(configs), tuple(workloads), tn, tuple(ts), tdir,
-                            t.get("description", "")))
+                            t.get("description", ""), opts))
     if len({t.name for t in tracks}) != len(tracks):
         raise SuiteError(f"{source}: duplicate track names")
     suite = Suite(name, int(raw.get("version", 1)), raw.get("description", ""), tuple(policies),
-                  tuple(tracks), source, raw)
+                  tuple(tracks), source, raw, raw.get("problem") or DEFAULT_PROBLEM)
     if check:
         check_names(suite)
     return suite
@@ -220,59 +254,34 @@ def check_names(suite: Suite) -> None:
     """Raise :class:`SuiteError` if a workload, configuration or policy name is unknown."""
     for t in suite.tracks:
         for c in t.configs:
-            check_config(c)
+            check_config(c, suite.spec)
         for w in t.workloads:
-            check_workload(w)
+            check_workload(w, suite.spec)
     for p in suite.policies:
-        check_policy(p)
+        check_policy(p, suite.spec)
 
 
-def check_config(name: str) -> None:
+def _check(fn: Any, name: str) -> None:
+    if fn is not None:
+        try:
+            fn(name)
+        except ValueError as e:
+            raise SuiteError(str(e)) from None
+
+
+def check_config(name: str, problem: Problem | None = None) -> None:
     """Raise :class:`SuiteError` (listing the valid names) for an unknown configuration."""
-    from hss_gym.config import CONFIGURATIONS
-    if name not in CONFIGURATIONS:
-        near = difflib.get_close_matches(name, CONFIGURATIONS, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near else ""
-        raise SuiteError(f"unknown configuration {name!r}{hint}; valid: {', '.join(CONFIGURATIONS)}")
+    _check((problem or get_problem()).check_config, name)
 
 
-def check_workload(name: str) -> None:
+def check_workload(name: str, problem: Problem | None = None) -> None:
     """Raise :class:`SuiteError` (listing the valid names) for an unknown workload / missing file."""
-    from hss_gym.workloads.registry import canonical_name, list_workloads
-    if canonical_name(name) is not None or os.path.isfile(name):
-        return
-    near = difflib.get_close_matches(name.lower(), list_workloads(), n=2, cutoff=0.5)
-    hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
-    raise SuiteError(f"unknown workload {name!r}{hint}; valid: {', '.join(list_workloads())}, "
-                     f"or the path of a trace file")
+    _check((problem or get_problem()).check_workload, name)
 
 
-def check_policy(spec: str) -> None:
-    """Raise :class:`SuiteError` (listing the valid names) for an unknown policy name.
-
-    ``module:factory`` specs are not imported here: a policy that fails to import is a failed
-    run, recorded with its error, so one broken policy never stops a leaderboard.
-    """
-    from hss_gym.agents.base import POLICIES
-    if ":" in spec or spec in POLICIES:
-        return
-    near = difflib.get_close_matches(spec, POLICIES, n=1)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
-    raise SuiteError(f"unknown policy {spec!r}{hint}; valid: {', '.join(POLICIES)}, "
-                     f"or 'module:factory'")
-
-
-def oracle_available() -> bool:
-    """True if the Oracle policy's module can be found (it is optional for a run)."""
-    import importlib.util
-    from hss_gym.agents.base import POLICIES
-    spec = POLICIES.get(ORACLE)
-    if spec is None:
-        return False
-    try:
-        return importlib.util.find_spec(spec.partition(":")[0]) is not None
-    except (ImportError, ValueError):
-        return False
+def check_policy(spec: str, problem: Problem | None = None) -> None:
+    """Raise :class:`SuiteError` (listing the valid names) for an unknown policy name."""
+    _check((problem or get_problem()).check_policy, spec)
 
 
 def with_overrides(suite: Suite, *, policies: list[str] | None = None, tracks: list[str] | None = None,
@@ -281,51 +290,59 @@ def with_overrides(suite: Suite, *, policies: list[str] | None = None, tracks: l
                    oracle: bool = True) -> Suite:
     """The suite restricted or changed by command-line options.
 
-    ``policies`` replaces the policy list; ``fast_only`` and (when available and ``oracle``)
-    ``oracle`` are added as references; ``oracle=False`` also drops the suite's Oracle.
+    ``policies`` replaces the policy list; the problem's references are added (the required
+    ones always, the others unless ``oracle=False``, which also drops them from the suite: the
+    HSS Oracle).
     ``tracks``/``workloads``/``configs`` keep only those; ``seeds`` and ``n_requests`` replace
     every track's. Unknown names raise :class:`SuiteError`.
     """
+    prob = suite.spec
+    optional = [r for r in prob.references if r not in prob.required]
     pols = list(suite.policies)
     if policies:
         for p in policies:
-            check_policy(p)
+            check_policy(p, prob)
         pols = list(dict.fromkeys(policies))
-        if ORACLE not in pols and oracle and oracle_available():
-            pols.append(ORACLE)
-        if REFERENCE not in pols:
-            pols.insert(0, REFERENCE)
+        pols += [r for r in optional if r not in pols and oracle]
+        for r in reversed(prob.required):
+            if r not in pols:
+                pols.insert(0, r)
     if not oracle:
-        pols = [p for p in pols if p != ORACLE]
+        pols = [p for p in pols if p not in optional]
     ts = list(suite.tracks)
     if tracks:
         ts = [suite.track(t) for t in tracks]
     if configs:
         for c in configs:
-            check_config(c)
+            check_config(c, prob)
     if workloads:
         for w in workloads:
-            check_workload(w)
+            check_workload(w, prob)
     out: list[Track] = []
     for t in ts:
         cs = tuple(c for c in t.configs if not configs or c in configs)
         ws = t.workloads
         if workloads:
-            keep = [_key(w) for w in workloads]
+            keep = [_key(w, prob) for w in workloads]
             # a named-workload track runs exactly the requested workloads (even ones not in it);
             # a traces_dir track keeps the requested files it has
             ws = tuple(keep) if t.traces_dir is None else tuple(w for w in ws if w in keep)
         if not cs or not ws:
             continue
         out.append(Track(t.name, cs, ws, n_requests or t.n_requests,
-                         tuple(seeds) if seeds else t.seeds, t.traces_dir, t.description))
+                         tuple(seeds) if seeds else t.seeds, t.traces_dir, t.description, t.options))
     if not out:
         raise SuiteError(f"suite {suite.name!r}: the options leave no runs (configs {configs}, "
                          f"workloads {workloads}, tracks {tracks})")
-    return Suite(suite.name, suite.version, suite.description, tuple(pols), tuple(out), suite.source, suite.raw)
+    return Suite(suite.name, suite.version, suite.description, tuple(pols), tuple(out), suite.source, suite.raw,
+                 suite.problem)
 
 
-def _key(w: str) -> str:
-    """The canonical registered name of a workload, or the absolute path of a trace file."""
+def _key(w: str, problem: Problem | None = None) -> str:
+    """The canonical registered name of an HSS workload, or the absolute path of a trace file."""
+    if os.path.isfile(w):
+        return os.path.abspath(w)
+    if problem is not None and problem.name != DEFAULT_PROBLEM:
+        return w
     from hss_gym.workloads.registry import canonical_name
-    return canonical_name(w) or (os.path.abspath(w) if os.path.isfile(w) else w)
+    return canonical_name(w) or w

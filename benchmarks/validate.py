@@ -9,9 +9,12 @@ given for policies with nondeterministic numerics (e.g. multi-threaded GPU train
 Before re-running anything it refuses, with the reason:
 
 * records from another hss-gym version than the one installed (the simulator may differ);
-* a record whose configuration hash differs from this version's configuration of that name;
-* a record whose trace hash (sha256 of the trace's columns) differs from the trace this
-  installation generates or reads for it (a changed generator, or a different trace file).
+* records whose inputs the problem's ``precheck`` finds changed (HSS: a configuration hash that
+  differs from this version's configuration of that name, or a trace hash — sha256 of the
+  trace's columns — that differs from the trace this installation generates or reads for it).
+
+After the re-run, the provenance that identifies the inputs (trace, configuration, profile, ...)
+must be identical too.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from hss_gym.benchmarks.results import latest_by_key
 
 #: metrics compared (every RunMetrics field)
 IGNORED = {"wall_s"}
+#: provenance that may differ between a run and its re-run (everything else identifies inputs)
+VOLATILE = {"hss_gym_version", "git_revision", "python", "platform", "host", "finished_at"}
 
 
 @dataclass
@@ -98,29 +103,16 @@ def compare_metrics(recorded: dict[str, Any], rerun: dict[str, Any], rtol: float
 def precheck(rec: dict[str, Any]) -> str | None:
     """Why a record cannot be validated by this installation (None if it can)."""
     from hss_gym import __version__
-    from hss_gym.benchmarks.runner import load_job_trace
-    from hss_gym.benchmarks.results import trace_sha256
-    from hss_gym.config import make_config
+    from hss_gym.benchmarks.problems import get_problem
     prov = rec.get("provenance") or {}
     if prov.get("hss_gym_version") != __version__:
         return (f"recorded with hss-gym {prov.get('hss_gym_version')}, this is hss-gym {__version__}: "
                 f"validate with the version that produced the results")
     try:
-        digest = make_config(rec["config"]).digest()
+        problem = get_problem(rec.get("problem"))
     except ValueError as e:
-        return f"configuration: {e}"
-    if prov.get("config_hash") != digest:
-        return (f"configuration hash mismatch for {rec['config']!r}: recorded {prov.get('config_hash')}, "
-                f"this installation's is {digest}")
-    want = (prov.get("trace") or {}).get("sha256")
-    try:
-        got = trace_sha256(load_job_trace(rec))
-    except (OSError, ValueError) as e:
-        return f"cannot load the trace {rec['workload']!r}: {e}"
-    if want != got:
-        return (f"trace hash mismatch for {rec['workload']!r}: recorded {want}, the trace here hashes to "
-                f"{got} (a different trace file or generator)")
-    return None
+        return str(e)
+    return problem.precheck(rec) if problem.precheck is not None else None
 
 
 def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0,
@@ -148,17 +140,16 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
         if why is not None:
             chk = Check(rec, "refused", why)
         else:
-            job = {k: rec[k] for k in ("suite", "track", "workload", "config", "policy", "seed",
-                                       "n_requests", "suite_digest") if k in rec}
+            job = {k: rec[k] for k in ("suite", "problem", "track", "workload", "config", "policy", "seed",
+                                       "n_requests", "options", "suite_digest") if k in rec}
             new = run_job(job)
             if new["status"] != "ok":
                 chk = Check(rec, "mismatch", diffs=[("status", "ok", f"failed: {new.get('error')}")])
             else:
                 diffs = compare_metrics(rec["metrics"], new["metrics"], rtol)
-                tr_old = rec["provenance"]["trace"]["sha256"]
-                tr_new = new["provenance"]["trace"]["sha256"]
-                if tr_old != tr_new:  # pragma: no cover - precheck already compared
-                    diffs.append(("trace sha256", tr_old, tr_new))
+                for k, v in new["provenance"].items():  # the inputs as the problem identifies them
+                    if k not in VOLATILE and rec["provenance"].get(k) != v:
+                        diffs.append((f"provenance {k}", rec["provenance"].get(k), v))
                 chk = Check(rec, "ok" if not diffs else "mismatch", diffs=diffs)
         rep.checks.append(chk)
         if progress is not None:

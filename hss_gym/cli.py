@@ -44,7 +44,7 @@ def _ints(s: str | None) -> list[int] | None:
 
 # ------------------------------------------------------------------------------------ bench
 def cmd_bench(args: argparse.Namespace) -> int:
-    from hss_gym.benchmarks.report import load_published, print_table, write_reports
+    from hss_gym.benchmarks.report import print_table, write_reports
     from hss_gym.benchmarks.results import read_results, results_path
     from hss_gym.benchmarks.runner import describe_failures, make_jobs, pending_jobs, run_jobs
     from hss_gym.benchmarks.suites import load_suite, with_overrides
@@ -82,8 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(print_table(records))
     if not args.no_report:
         md, page = write_reports(records, out, title=f"hss-gym leaderboard: {suite.name}",
-                                 command=args.command_line, with_figures=not args.no_figures,
-                                 published=load_published())
+                                 command=args.command_line, with_figures=not args.no_figures)
         print(f"report: {md}  {page}\nresults: {rpath}")
     if summary.failed:
         print(f"\n{len(summary.failed)} run(s) failed (recorded in {rpath.name}; `--resume` retries them):\n"
@@ -107,14 +106,13 @@ def _gather(paths: list[str]) -> tuple[list[dict[str, Any]], list[Path]]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from hss_gym.benchmarks.report import load_published, print_table, write_reports
+    from hss_gym.benchmarks.report import print_table, write_reports
     records, files = _gather(args.results)
     if not records:
         raise ValueError(f"no result records in {', '.join(map(str, files))}")
     out = Path(args.out) if args.out else files[0].parent
     md, page = write_reports(records, out, title=args.title, command=args.command_line,
-                             with_figures=not args.no_figures,
-                             published=load_published(args.published) if args.published else None)
+                             with_figures=not args.no_figures)
     if not args.quiet:
         print(print_table(records))
     print(f"report: {md}  {page}")
@@ -183,13 +181,22 @@ def cmd_list(args: argparse.Namespace) -> int:
             except (ImportError, ValueError):
                 found = False
             print(f"  {name:15s} {spec}" + ("" if found else "   (not available: module not found)"))
+        from hss_gym.benchmarks.problems import get_problem, list_problems
+        for prob in list_problems():
+            if prob != "hss":
+                print(f"  {prob} problem: {', '.join(get_problem(prob).policies())}")
+    if what in ("all", "problems"):
+        from hss_gym.benchmarks.problems import get_problem, list_problems
+        print("problems (a suite's \"problem\"):")
+        for prob in list_problems():
+            print(f"  {prob:9s} {get_problem(prob).title}")
     if what in ("all", "suites"):
         print("suites:")
         for s in list_suites():
             try:
                 su = load_suite(s, check=False, traces_dir="DIR")
                 desc = su.description
-                runs = ", ".join(f"{t.name}" for t in su.tracks)
+                runs = ", ".join(f"{t.name}" for t in su.tracks) + f"; problem {su.problem}"
             except ValueError as e:  # pragma: no cover
                 desc, runs = str(e), ""
             print(f"  {s:13s} {desc}\n  {'':13s} tracks: {runs}")
@@ -375,8 +382,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("results", nargs="+", help="results.jsonl files or bench output directories")
     r.add_argument("--out", metavar="DIR", help="where to write the reports (default: next to the first file)")
     r.add_argument("--title", default="hss-gym leaderboard")
-    r.add_argument("--published", metavar="JSON", help="published numbers to show beside ours "
-                   "(default: the Harmonia paper's, benchmarks/published/harmonia.json)")
     r.add_argument("--no-figures", action="store_true", help="HTML without figures")
     r.add_argument("--quiet", "-q", action="store_true", help="do not print the tables")
     r.set_defaults(func=cmd_report)
@@ -400,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     li = sub.add_parser("list", help="list workloads, configurations, devices, policies and suites")
     li.add_argument("what", nargs="?", default="all",
-                    choices=["all", "workloads", "configs", "configurations", "devices", "policies", "suites"])
+                    choices=["all", "workloads", "configs", "configurations", "devices", "policies", "problems",
+                             "suites"])
     li.set_defaults(func=cmd_list)
 
     c = sub.add_parser("convert", help="convert a trace file (any supported format) to the columnar cache format")

@@ -16,7 +16,7 @@ from hss_gym import cli
 from hss_gym.benchmarks.results import read_results
 
 TINY = ["--suite", "quick", "--policies", "random", "--no-oracle", "--workloads", "ycsb-b,lun2",
-        "--configs", "perf_opt", "--n", "2000", "--jobs", "2", "--quiet"]
+        "--configs", "perf_opt", "--n", "2000", "--jobs", "2", "--seeds", "0", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_bench_refuses_to_mix_with_earlier_results_unless_resume(bench_dir, caps
     assert cli.main(["bench", *TINY, "--out", str(bench_dir), "--resume", "--no-report"]) == 0
     assert len(read_results(bench_dir / "results.jsonl")) == 4  # nothing re-run
     out = capsys.readouterr().out
-    assert "| 1 | fast_only | 1.00 |" in out
+    assert "| ref | fast_only | 1.00 |" in out
 
 
 def test_bench_dry_run_lists_jobs(capsys, tmp_path):
@@ -63,7 +63,7 @@ def test_bench_dry_run_lists_jobs(capsys, tmp_path):
 
 def test_failed_runs_are_reported_with_exit_status_3(tmp_path, capsys):
     rc = cli.main(["bench", "--suite", "quick", "--policies", "no_such_mod_abc:make", "--no-oracle",
-                   "--workloads", "ycsb-b", "--configs", "perf_opt", "--n", "1000", "--jobs", "1",
+                   "--workloads", "ycsb-b", "--configs", "perf_opt", "--n", "1000", "--jobs", "1", "--seeds", "0",
                    "--quiet", "--no-figures", "--out", str(tmp_path)])
     assert rc == 3
     err = capsys.readouterr().err

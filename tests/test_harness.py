@@ -21,7 +21,10 @@ import pytest
 from hss_gym.agents.base import POLICIES, Policy
 from hss_gym.benchmarks import report as rep
 from hss_gym.benchmarks.results import (KEY_FIELDS, SCHEMA, job_key, read_results, trace_sha256)
-from hss_gym.benchmarks.runner import load_job_trace, make_jobs, pending_jobs, run_job, run_jobs
+from hss_gym.benchmarks.problems import Metric, Problem, get_problem, list_problems
+from hss_gym.benchmarks.problems.hss import load_job_trace
+from hss_gym.benchmarks.runner import make_jobs, pending_jobs, run_job, run_jobs
+from hss_gym.benchmarks.stats import mean_ci, paired_significant
 from hss_gym.benchmarks.suites import (SuiteError, list_suites, load_suite, parse_suite,
                                        with_overrides)
 from hss_gym.benchmarks.validate import validate_results
@@ -56,6 +59,7 @@ TINY = f"{__name__}:make_half_fast"
 
 def tiny_suite(policies=("fast_only", TINY), workloads=("ycsb-b", "lun2"), n=2000, seeds=(0,), name="tiny"):
     return parse_suite({"name": name, "policies": list(policies), "seeds": list(seeds), "n_requests": n,
+                        "min_seeds": 1,
                         "tracks": [{"name": "perf_opt", "configs": ["perf_opt"], "workloads": list(workloads)}]})
 
 
@@ -294,47 +298,124 @@ def test_html_report_is_well_formed_and_self_contained(tiny_results, tmp_path):
     pytest.importorskip("matplotlib")
     assert sum(u.startswith("data:image/png;base64,") for u in chk.urls) >= 3  # figures embedded
     mdt = md.read_text()
-    assert "| fast_only | 1.00 | 1.00 | 1.00 | 1.00 |" in mdt.replace("| 1 | fast_only", "| fast_only")
+    assert "| ref | fast_only | 1.00 | 1.00 | 1.00 | 1.00 |" in mdt  # a reference, apart from the ranking
     assert "% of Oracle" in mdt and "n/a" in mdt  # no Oracle runs: n/a, not a crash
-    assert "Published numbers" in mdt and "49.5%" in mdt
+    assert "Published numbers" in mdt and "49.5%" in mdt and "Reproduced:" in mdt
+    assert "Learning curves" in mdt  # every HSS run records its mean latency per 1,000 requests
 
 
 def test_report_without_reference_shows_na(tiny_results):
     recs = [r for r in read_results(tiny_results) if r["policy"] != "fast_only"]
-    text = rep.markdown_report(recs, published=rep.load_published())
+    text = rep.markdown_report(recs)
     row = next(line for line in text.splitlines() if line.startswith("| - | random"))
     assert row.count("n/a") >= 5
     html = rep.html_report(recs, with_figures=True)
     assert "</html>" in html
 
 
-def _fake(policy, workload, mean, p99=None, wa=1.0, config="perf_opt", track="perf_opt"):
+def _fake(policy, workload, mean, p99=None, wa=1.0, config="perf_opt", track="perf_opt", seed=0):
     m = dict(requests=10, mean_latency_us=mean, p99_latency_us=p99 or 2 * mean, p9999_latency_us=3 * mean,
              throughput_rps=1e6 / mean, makespan_us=1.0, write_amplification=wa, fast_hit_ratio=0.5,
              evictions=0, migrations=0, migrated_pages_in=[0, 0], migrated_pages_out=[0, 0], migration_bytes=0)
     return {"schema": SCHEMA, "status": "ok", "suite": "s", "track": track, "workload": workload,
-            "config": config, "policy": policy, "seed": 0, "n_requests": 10, "metrics": m,
+            "config": config, "policy": policy, "seed": seed, "n_requests": 10, "metrics": m,
             "provenance": {"hss_gym_version": "x"}}
 
 
-def test_normalisation_oracle_and_published_claims():
+def test_normalisation_oracle_references_and_published_claims():
     recs = []
     for w, base in (("ycsb-b", 10.0), ("lun2", 20.0)):
         recs += [_fake("fast_only", w, base), _fake("oracle", w, 1.5 * base),
                  _fake("sibyl", w, 3.0 * base, wa=1.5), _fake("harmonia", w, 2.0 * base, wa=1.6)]
     (td,) = rep.collect(recs)
-    board = rep.leaderboard(td)
-    assert [s.policy for s in board] == ["fast_only", "oracle", "harmonia", "sibyl"]
+    assert [s.policy for s in rep.leaderboard(td)] == ["harmonia", "sibyl"]  # references apart
+    assert [s.policy for s in rep.reference_stats(td)] == ["fast_only", "oracle"]
     sib = rep.policy_stats(td, "sibyl")
-    assert sib.norm_mean == pytest.approx(3.0) and sib.pct_oracle == pytest.approx(50.0)
-    assert sib.norm_throughput == pytest.approx(1 / 3)
-    claims = {c["id"]: c for c in rep.evaluate_claims([td], rep.load_published())}
-    assert claims["harmonia-vs-sibyl-perf"]["ours"] == pytest.approx(50.0)  # 3.0 / 2.0 - 1
-    assert claims["harmonia-p99-perf"]["ours"] == pytest.approx(100 / 3)
-    assert claims["sibyl-oracle-perf"]["ours"] == pytest.approx(50.0)
-    assert claims["wa-harmonia"]["ours"] == pytest.approx(1.6)
-    assert claims["harmonia-vs-sibyl-cost"]["ours"] is None  # no cost_opt track
-    assert rep.family("ycsb-b") == "ycsb" and rep.family("mix3") == "mix" and rep.family("/x/y.csv") == "trace"
+    assert sib.mean("norm_mean") == pytest.approx(3.0) and sib.mean("pct_oracle") == pytest.approx(50.0)
+    assert sib.mean("norm_throughput") == pytest.approx(1 / 3)
+    claims = {c["id"]: c for c in rep.evaluate_claims(recs)}
+    assert claims["harmonia-vs-sibyl-perf"]["value"] == pytest.approx(50.0)  # 3.0 / 2.0 - 1
+    assert claims["harmonia-vs-sibyl-perf"]["agree"] is True
+    assert claims["harmonia-p99-perf"]["value"] == pytest.approx(100 / 3)
+    assert claims["sibyl-oracle-perf"]["value"] == pytest.approx(50.0) and claims["sibyl-oracle-perf"]["agree"]
+    assert claims["wa-harmonia"]["value"] == pytest.approx(1.6)
+    assert claims["harmonia-vs-sibyl-cost"]["value"] is None  # no cost_opt track
+    assert claims["harmonia-vs-sibyl-cost"]["agree"] is None
+    # the opposite order disagrees with the paper
+    flipped = [dict(r, policy={"sibyl": "harmonia", "harmonia": "sibyl"}.get(r["policy"], r["policy"])) for r in recs]
+    assert {c["id"]: c for c in rep.evaluate_claims(flipped)}["harmonia-vs-sibyl-perf"]["agree"] is False
+
+
+def test_confidence_intervals_and_significance_marks():
+    e = mean_ci([1.0, 2.0, 3.0])
+    assert e.mean == pytest.approx(2.0) and e.half_width == pytest.approx(4.303 * 1.0 / 3 ** 0.5, rel=1e-3)
+    assert mean_ci([5.0]).half_width is None and mean_ci([]).mean is None
+    assert paired_significant({0: 1.0, 1: 2.0, 2: 3.0}, {0: 2.0, 1: 3.0, 2: 4.0}) is True  # always 1 apart
+    assert paired_significant({0: 1.0, 1: 5.0, 2: 3.0}, {0: 2.0, 1: 3.0, 2: 3.5}) is False
+    assert paired_significant({0: 1.0}, {0: 2.0}) is None
+    recs = []
+    for seed, (h, s, r) in enumerate([(2.0, 2.1, 5.0), (2.2, 2.0, 6.0), (2.1, 2.3, 5.5)]):
+        for w in ("ycsb-b", "lun2"):
+            recs += [_fake("fast_only", w, 10.0, seed=seed), _fake("harmonia", w, 10 * h, seed=seed),
+                     _fake("sibyl", w, 10 * s, seed=seed), _fake("random", w, 10 * r, seed=seed)]
+    (td,) = rep.collect(recs)
+    rows = {r[1]: r for r in rep.summary_rows(td)}
+    assert rows["harmonia"][0] == "1" and rows["sibyl"][0] == "2 ≈" and rows["random"][0] == "3"
+    assert rows["fast_only"][0] == "ref" and "±" in rows["harmonia"][2]
+    head, detail = rep.detail_table(td)
+    assert detail[0][1].endswith(" *") and detail[1][1].endswith(" ≈")
+
+
+def test_learned_policies_need_three_seeds_and_track_options_reach_the_reader(tmp_path):
+    raw = {"name": "s", "policies": ["harmonia"], "seeds": [0],
+           "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": ["ycsb-b"]}]}
+    with pytest.raises(SuiteError, match="at least 3 seeds"):
+        parse_suite(raw)
+    assert parse_suite({**raw, "min_seeds": 1}).tracks[0].seeds == (0,)
+    bad = tmp_path / "t.csv"
+    bad.write_text("0,h,0,Read,0,4096,1\n1,h,0,Write,4096,4096,1\nnot a line\n2,h,0,Read,0,4096,1\n")
+    suite = parse_suite({"name": "r", "policies": ["slow_only"], "seeds": [0], "n_requests": 100,
+                         "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": [str(bad)],
+                                     "options": {"format": "msr", "trace_options": {"*.csv": {"skip_bad": True}}}}]})
+    recs = [run_job(j) for j in make_jobs(suite)]
+    assert all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
+    assert recs[0]["metrics"]["requests"] == 3
+    strict = parse_suite({**suite.raw, "tracks": [{**suite.raw["tracks"][0], "options": {"format": "msr"}}]})
+    failed = run_job(make_jobs(strict)[0])
+    assert failed["status"] == "failed" and "t.csv" in failed["error"] and "line 3" in failed["error"]
+
+
+# ---------------------------------------------------------------- the problem registry
+def _toy_run(job):
+    rng = np.random.default_rng(job["seed"])
+    skill = {"good": 1.0, "bad": 0.5}[job["policy"]]
+    score = skill * job["options"].get("scale", 1.0) + 0.01 * rng.standard_normal()
+    return {"metrics": {"score": score}, "steps": 1, "provenance": {"toy": job["workload"]},
+            "curves": {"score": [score / 2, score]}}
+
+
+TOY = Problem(name="toy", title="a toy problem", run_job=_toy_run, policies=lambda: ["good", "bad"],
+              metrics=(Metric("score", "score", higher_is_better=True),), learned=frozenset({"good"}),
+              description="Higher is better.")
+
+
+def test_a_problem_outside_the_harness_runs_reports_and_validates(tmp_path):
+    assert {"hss"} <= set(list_problems()) and get_problem() is get_problem("hss")
+    with pytest.raises(ValueError, match="unknown problem"):
+        get_problem("no-such-problem")
+    suite = parse_suite({"name": "toy-v1", "problem": f"{__name__}:TOY", "policies": ["bad", "good"],
+                         "tracks": [{"name": "t", "configs": ["c"], "workloads": ["w1", "w2"],
+                                     "options": {"scale": 2.0}}]})
+    with pytest.raises(SuiteError, match="unknown toy policy"):
+        parse_suite({**suite.raw, "policies": ["best"]})
+    out = tmp_path / "results.jsonl"
+    summary = run_jobs(make_jobs(suite), out, workers=1, progress=False)
+    assert summary.ok == 12 and not summary.failed
+    recs = read_results(out)
+    text = rep.markdown_report(recs)
+    rows = [line for line in text.splitlines() if line.startswith("| 1 | good") or line.startswith("| 2 | bad")]
+    assert len(rows) == 2 and "| 2.00" in rows[0] and "±" in rows[0]  # ranked by score, higher first, with CIs
+    assert validate_results(recs, sample=3).passed
 
 
 def test_trace_hash_depends_on_every_column():

@@ -1,0 +1,121 @@
+"""The problems the leaderboard harness knows, through one small registry (SPEC §14).
+
+hss-gym holds five RL problems of storage systems (HSS placement/migration, FleetIO, RLAlloc,
+L-QoCo, ...). The harness (``hss-gym bench | report | validate``) is the same for all of them: it
+expands a suite into jobs, runs them in parallel with incremental, provenance-stamped results,
+and writes reports with confidence intervals. What differs per problem is described by one
+:class:`Problem` object, defined as ``PROBLEM`` in one module of this package
+(``benchmarks/problems/<name>.py``); a suite names it with ``"problem": "<name>"``. A problem
+outside hss-gym is ``"problem": "mypkg.mod:PROBLEM"``. Adding a problem adds a file here (plus its
+env, agents and suite); it never edits the harness.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+#: the problem of suites that do not name one (the Harmonia/Sibyl HSS problem)
+DEFAULT_PROBLEM = "hss"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A number a problem's runs report (``record["metrics"][key]``, after :attr:`Problem.derive`)."""
+
+    key: str
+    label: str
+    higher_is_better: bool
+    digits: int = 3
+    pct: bool = False  #: printed as a percentage (the value is already in percent)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What the harness needs to know about one problem.
+
+    * ``run_job(job) -> {"metrics": {...}, "steps": int, "provenance": {...}}`` runs one fresh
+      policy for one episode; a job has ``suite, problem, track, workload, config, policy, seed,
+      options`` (and ``n_requests`` for the HSS problem). Optional extra keys of the result are
+      stored on the record: ``curves`` (name -> list of floats, e.g. a learning curve) and
+      ``latency_quantiles``. It raises with a clear message on error and is deterministic.
+    * ``metrics[0]`` ranks the leaderboard; ``references`` are idealised or clairvoyant policies
+      shown apart from the ranking; ``required`` policies are part of every suite of the problem
+      (e.g. the normalisation reference); ``learned`` policies must run several seeds.
+    * ``derive(cell)`` turns the raw metrics of the runs of one (workload, config, seed) cell,
+      ``{policy: metrics}``, into the metrics the report shows (e.g. normalised to a reference).
+    * ``claims(records)`` evaluates the papers' published claims against ok result records:
+      ``[{"claim", "paper", "ours", "agree": True | False | None, ...}]``.
+    * ``figures(tracks)`` adds problem-specific figures to the HTML report.
+    * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
+      trace or configuration hashes differently), or returns None; ``validate`` uses it.
+    """
+
+    name: str
+    title: str
+    run_job: Callable[[dict[str, Any]], dict[str, Any]]
+    policies: Callable[[], Sequence[str]]
+    metrics: tuple[Metric, ...]
+    learned: frozenset[str] = frozenset()
+    references: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    check_workload: Callable[[str], None] | None = None
+    check_config: Callable[[str], None] | None = None
+    derive: Callable[[dict[str, dict[str, Any]]], dict[str, dict[str, Any]]] | None = None
+    claims: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
+    figures: Callable[[list[Any]], list[tuple[tuple[str, str], str, str]]] | None = None
+    precheck: Callable[[dict[str, Any]], str | None] | None = None
+    description: str = ""
+
+    @property
+    def primary(self) -> Metric:
+        """The metric the leaderboard ranks on."""
+        return self.metrics[0]
+
+    def metric(self, key: str) -> Metric:
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        raise KeyError(f"problem {self.name!r} has no metric {key!r}; it has {[m.key for m in self.metrics]}")
+
+    def check_policy(self, spec: str) -> None:
+        """Raise ValueError (listing the valid names) for an unknown policy. ``module:factory``
+        specs are not imported here: one that fails to import is a failed run, recorded."""
+        names = list(self.policies())
+        if ":" in spec or spec in names:
+            return
+        near = difflib.get_close_matches(spec, names, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"unknown {self.name} policy {spec!r}{hint}; valid: {', '.join(names)}, "
+                         f"or 'module:factory'")
+
+
+def list_problems() -> list[str]:
+    """The problems of this installation (the modules of this package)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+@functools.lru_cache(maxsize=None)
+def get_problem(name: str | None = None) -> Problem:
+    """The problem called ``name`` (default ``hss``), or ``module:attribute`` for one outside."""
+    name = name or DEFAULT_PROBLEM
+    if ":" in name:
+        mod, _, attr = name.partition(":")
+        try:
+            obj = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as e:
+            raise ValueError(f"cannot load problem {name!r}: {e}") from None
+    elif name in list_problems():
+        obj = importlib.import_module(f"{__name__}.{name}").PROBLEM
+    else:
+        near = difflib.get_close_matches(name, list_problems(), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"unknown problem {name!r}{hint}; valid: {', '.join(list_problems())}, "
+                         f"or 'module:PROBLEM'")
+    if not isinstance(obj, Problem):
+        raise ValueError(f"problem {name!r} is a {type(obj).__name__}, not a hss_gym.benchmarks.problems.Problem")
+    return obj

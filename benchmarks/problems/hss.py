@@ -1,0 +1,295 @@
+"""The HSS problem: data placement and migration in a hybrid storage system (Harmonia, Sibyl).
+
+Runs one policy of :mod:`hss_gym.agents` for one episode of ``hss/Harmonia-v0`` over a workload
+(a registered generator or a trace file) on a device configuration. Every run is compared with
+the ``fast_only`` run of the same (workload, configuration, seed) — *normalised* latency, 1.0 = as
+fast as an HSS whose fast device holds everything, lower is better — and with the ``oracle``
+run: *% of Oracle* = Oracle's mean latency / the policy's (higher is better). Fast-Only (an
+idealised device) and the Oracle (clairvoyant) are references, shown apart from the ranking.
+Each run also records its learning curve: mean latency per 1,000-request window.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hss_gym.benchmarks.problems import Metric, Problem
+
+REFERENCE = "fast_only"
+ORACLE = "oracle"
+PUBLISHED = Path(__file__).resolve().parents[1] / "published" / "harmonia.json"
+CURVE_WINDOW = 1000
+CURVE = "mean latency (µs) per 1,000 requests"
+LEARNED = frozenset({"harmonia", "sibyl", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
+                     "archivist", "k_svm", "rnn_hss", "random"})
+#: reader options a track may give for trace files (all of them, or per file name pattern)
+TRACE_OPTIONS = ("format", "skip_bad", "page_size", "time_unit")
+
+
+def policies() -> list[str]:
+    from hss_gym.agents.base import POLICIES
+    return list(POLICIES)
+
+
+def check_config(name: str) -> None:
+    from hss_gym.config import CONFIGURATIONS
+    if name not in CONFIGURATIONS:
+        near = difflib.get_close_matches(name, CONFIGURATIONS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"unknown configuration {name!r}{hint}; valid: {', '.join(CONFIGURATIONS)}")
+
+
+def check_workload(name: str) -> None:
+    from hss_gym.workloads.registry import canonical_name, list_workloads
+    if canonical_name(name) is not None or os.path.isfile(name):
+        return
+    if os.sep in name or os.path.splitext(name)[1]:
+        raise ValueError(f"trace file {name!r} does not exist")
+    near = difflib.get_close_matches(name.lower(), list_workloads(), n=2, cutoff=0.5)
+    hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+    raise ValueError(f"unknown workload {name!r}{hint}; valid: {', '.join(list_workloads())}, "
+                     f"or the path of a trace file")
+
+
+def trace_options(job: dict[str, Any]) -> dict[str, Any]:
+    """Reader options of a job's trace file: the track's ``options`` restricted to reader keys,
+    then its ``trace_options`` entries whose pattern matches the file's name."""
+    opts = job.get("options") or {}
+    out = {k: v for k, v in opts.items() if k in TRACE_OPTIONS}
+    name = os.path.basename(job["workload"])
+    for pattern, o in (opts.get("trace_options") or {}).items():
+        if fnmatch.fnmatch(name, pattern):
+            out.update({k: v for k, v in o.items() if k in TRACE_OPTIONS})
+    return out
+
+
+def load_job_trace(job: dict[str, Any]) -> Any:
+    """The trace a job runs: a registered workload generated with the job's seed, or the first
+    ``n_requests`` of a trace file (read with the track's reader options)."""
+    from hss_gym.workloads.registry import canonical_name, get_trace
+    w = job["workload"]
+    extra = trace_options(job) if canonical_name(w) is None else {}
+    return get_trace(w, n=job["n_requests"], seed=job["seed"], **extra)
+
+
+def precheck(rec: dict[str, Any]) -> str | None:
+    """Why a recorded run cannot be re-run identically here: its configuration or trace hashes
+    differently (another trace file or generator version)."""
+    from hss_gym.benchmarks.results import trace_sha256
+    from hss_gym.config import make_config
+    prov = rec.get("provenance") or {}
+    try:
+        digest = make_config(rec["config"]).digest()
+    except ValueError as e:
+        return f"configuration: {e}"
+    if prov.get("config_hash") != digest:
+        return (f"configuration hash mismatch for {rec['config']!r}: recorded {prov.get('config_hash')}, "
+                f"this installation's is {digest}")
+    want = (prov.get("trace") or {}).get("sha256")
+    try:
+        got = trace_sha256(load_job_trace(rec))
+    except (OSError, ValueError) as e:
+        return f"cannot load the trace {rec['workload']!r}: {e}"
+    if want != got:
+        return (f"trace hash mismatch for {rec['workload']!r}: recorded {want}, the trace here hashes to "
+                f"{got} (a different trace file or generator)")
+    return None
+
+
+def learning_curve(latencies: np.ndarray, window: int = CURVE_WINDOW) -> list[float]:
+    """Mean latency (µs) of each full ``window``-request window, in trace order."""
+    k = len(latencies) // window
+    if k == 0:
+        return []
+    return [round(float(x), 3) for x in latencies[:k * window].reshape(k, window).mean(axis=1)]
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """One fresh policy, one episode of the two-agent env on the job's trace and configuration."""
+    from hss_gym.agents.base import make_env, make_policy, run_episode
+    from hss_gym.benchmarks.results import latency_quantiles, trace_sha256
+    from hss_gym.config import make_config
+    trace = load_job_trace(job)
+    prov: dict[str, Any] = {"trace": {"name": trace.name, "requests": len(trace), "sha256": trace_sha256(trace),
+                                      "source": trace.source},
+                            "config_hash": make_config(job["config"]).digest()}
+    policy = make_policy(job["policy"])
+    prov["policy_name"] = policy.name
+    prov["env_options"] = dict(policy.env_options)
+    env = make_env(policy, job["config"], trace, n_requests=len(trace))
+    prov["env_config_hash"] = env.cfg.digest()
+    try:
+        res = run_episode(policy, env, seed=job["seed"])
+        lat = env.latencies()
+    finally:
+        policy.close()
+        env.close()
+    out: dict[str, Any] = {"metrics": res.metrics.to_dict(), "steps": res.steps, "provenance": prov,
+                           "curves": {CURVE: learning_curve(lat)}}
+    if len(lat):
+        out["latency_quantiles"] = latency_quantiles(lat)
+    return out
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)) or b == 0:
+        return None
+    return float(a) / float(b)
+
+
+def derive(cell: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Normalise each run of a (workload, config, seed) cell to its Fast-Only and Oracle runs."""
+    fm = cell.get(REFERENCE) or {}
+    om = cell.get(ORACLE) or {}
+    out = {}
+    for p, m in cell.items():
+        wa = m.get("write_amplification")
+        out[p] = {
+            "norm_mean": _ratio(m.get("mean_latency_us"), fm.get("mean_latency_us")),
+            "norm_p99": _ratio(m.get("p99_latency_us"), fm.get("p99_latency_us")),
+            "norm_p9999": _ratio(m.get("p9999_latency_us"), fm.get("p9999_latency_us")),
+            "norm_throughput": _ratio(m.get("throughput_rps"), fm.get("throughput_rps")),
+            "write_amplification": wa if wa is not None and math.isfinite(wa) else None,
+            "fast_hit_ratio": m.get("fast_hit_ratio"),
+            "pct_oracle": None if not om else
+            (lambda r: None if r is None else 100.0 * r)(_ratio(om.get("mean_latency_us"), m.get("mean_latency_us"))),
+            "mean_latency_us": m.get("mean_latency_us"),
+        }
+    return out
+
+
+METRICS = (
+    Metric("norm_mean", "mean lat. / Fast-Only", higher_is_better=False, digits=2),
+    Metric("norm_p99", "p99 / FO", higher_is_better=False, digits=2),
+    Metric("norm_p9999", "p99.99 / FO", higher_is_better=False, digits=2),
+    Metric("norm_throughput", "throughput / FO", higher_is_better=True, digits=2),
+    Metric("write_amplification", "write ampl.", higher_is_better=False, digits=2),
+    Metric("fast_hit_ratio", "fast hit", higher_is_better=True, digits=2),
+    Metric("pct_oracle", "% of Oracle", higher_is_better=True, digits=1, pct=True),
+)
+
+
+# ------------------------------------------------------------------------------ published claims
+def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The papers' claims (``published/harmonia.json``, SPEC §9) against our runs.
+
+    A claim is evaluated on the track that runs only its configuration. *Agree* means the same
+    direction: a "A beats B by x%" claim agrees when A is faster than B here (whatever the size,
+    which the simulator is not expected to match); a value claim (% of Oracle, write
+    amplification) agrees within a factor of 1.5 of the paper's value. With several seeds, a
+    difference that is not significant (95%, paired by seed) does not agree with a claimed one.
+    """
+    from hss_gym.benchmarks.report import collect, policy_stats
+    pub = json.loads(PUBLISHED.read_text())
+    tracks = [td for td in collect(records) if td.problem.name == "hss"]
+    out = []
+    for c in pub.get("claims", []):
+        cands = sorted((td for td in tracks if td.configs == [c["config"]]),
+                       key=lambda td: (td.track != c["config"], not td.suite.startswith("hss-bench")))
+        td = cands[0] if cands else None
+        ours: float | None = None
+        significant: bool | None = None
+        if td is not None:
+            a = policy_stats(td, c["policy"])
+            b = policy_stats(td, c["baseline"]) if c.get("baseline") else None
+            kind = c["kind"]
+            if kind == "faster_pct" and b is not None:
+                la, lb = a.mean("norm_mean"), b.mean("norm_mean")
+                ours = (lb / la - 1.0) * 100.0 if la and lb else None
+                significant = a.differs(b, "norm_mean")
+            elif kind == "reduction_pct" and b is not None:
+                k = "norm_p99" if c.get("metric") == "p99" else "norm_p9999"
+                va, vb = a.mean(k), b.mean(k)
+                ours = (1.0 - va / vb) * 100.0 if va is not None and vb else None
+                significant = a.differs(b, k)
+            elif kind == "percent_of_oracle":
+                ours = a.mean("pct_oracle")
+            elif kind == "write_amplification":
+                ours = a.mean("write_amplification")
+        pct = c["kind"] != "write_amplification"
+        agree: bool | None = None
+        if ours is not None and c.get("value") is not None:
+            if c["kind"] in ("faster_pct", "reduction_pct"):  # same direction, and significant
+                agree = (ours > 0) == (c["value"] > 0) and significant is not False
+            else:
+                agree = 1 / 1.5 <= ours / c["value"] <= 1.5 if c["value"] else None
+        note = "" if significant is not False else " (not significant)"
+        out.append({"id": c["id"], "claim": c["text"], "value": ours,
+                    "paper": "n/a" if c.get("value") is None else (f"{c['value']:.1f}%" if pct else f"{c['value']:.2f}"),
+                    "ours": "n/a" if ours is None else (f"{ours:.1f}%" if pct else f"{ours:.2f}") + note,
+                    "agree": agree, "where": f"{td.suite} / {td.track}" if td else "n/a"})
+    return out
+
+
+# ---------------------------------------------------------------------------------------- figures
+def figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
+    """Latency CDFs of up to four workloads per track: the five best policies and the references,
+    distinct line styles, one legend outside the panels."""
+    from hss_gym.benchmarks.report import leaderboard, png, short_name
+    import matplotlib.pyplot as plt
+    out = []
+    styles = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
+    for td in tracks:
+        ranked = [s.policy for s in leaderboard(td) if s.mean(td.problem.primary.key) is not None]
+        pols = ranked[:5] + [p for p in (REFERENCE, ORACLE) if p in td.policies]
+        cells = td.cells()
+        if not cells:
+            continue
+        seed = cells[0][2]
+        cdf_cells = [c for c in cells if c[2] == seed and c[1] == td.configs[0]][:4]
+        have = [c for c in cdf_cells if any((td.ok.get((*c, p)) or {}).get("latency_quantiles") for p in pols)]
+        if not have:
+            continue
+        fig, axes = plt.subplots(1, len(have), figsize=(3.3 * len(have), 3.0), squeeze=False)
+        cmap = plt.get_cmap("tab10")
+        for ax, c in zip(axes[0], have):
+            for i, p in enumerate(pols):
+                q = (td.ok.get((*c, p)) or {}).get("latency_quantiles")
+                if q:
+                    ref = {REFERENCE: ("0.15", ":"), ORACLE: ("0.55", (0, (2, 2)))}.get(p)
+                    ax.plot(q["us"], np.asarray(q["q"]) / 100.0, label=p + (" (ref)" if ref else ""),
+                            lw=1.1 if ref else 1.5, color=ref[0] if ref else cmap(i),
+                            ls=ref[1] if ref else styles[i % len(styles)])
+            ax.set_xscale("log")
+            ax.set_xlabel("latency (µs)")
+            ax.set_title(f"{short_name(c[0])} / {c[1]}", fontsize=9)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("fraction of requests")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.tight_layout()
+        fig.legend(handles, labels, loc="upper center", ncol=min(4, len(labels)), fontsize=8,
+                   bbox_to_anchor=(0.5, 0.0))
+        fig.suptitle(f"{td.suite} / {td.track}: latency CDF (seed {seed}; top 5 + references)", y=1.03)
+        out.append(((td.suite, td.track), f"{td.track}: latency CDF of the five best policies and the "
+                    f"references (seed {seed})", png(fig)))
+    return out
+
+
+PROBLEM = Problem(
+    name="hss",
+    title="HSS data placement and migration (Harmonia, Sibyl)",
+    run_job=run_job,
+    policies=policies,
+    metrics=METRICS,
+    learned=LEARNED,
+    references=(REFERENCE, ORACLE),
+    required=(REFERENCE,),
+    check_workload=check_workload,
+    check_config=check_config,
+    derive=derive,
+    claims=claims,
+    figures=figures,
+    precheck=precheck,
+    description=("Mean latency normalised to Fast-Only (an HSS whose fast device holds everything) on "
+                 "the same workload, configuration and seed, averaged over the track; lower is better, "
+                 "1.00 = ideal. % of Oracle = Oracle's mean latency / the policy's. Fast-Only (idealised) "
+                 "and the Oracle (reads the future) are references, not ranked."),
+)
