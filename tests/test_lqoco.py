@@ -216,8 +216,9 @@ def _agent(cls=LQoCo, **kw):
     return env, agent, info
 
 
-def test_safe_actions_in_extreme_states_are_not_learned():
-    env, agent, info = _agent(epsilon=0.0, epsilon_min=0.0)
+@pytest.mark.parametrize("extreme", ["and", "or"])
+def test_safe_actions_in_extreme_states_are_not_learned(extreme):
+    env, agent, info = _agent(epsilon=0.0, epsilon_min=0.0, extreme=extreme)
     high = state_index(3, 2, 0)   # (High, High, Overuse)
     low = state_index(0, 0, 2)    # (ExtremelyLow, Low, Underuse)
     before = agent.q.copy()
@@ -226,6 +227,9 @@ def test_safe_actions_in_extreme_states_are_not_learned():
     assert agent.act(low, {**info, "W": 0.0}) == FAST_INC
     agent.observe(low, -1.0, info)
     assert np.array_equal(agent.q, before)
+    # Table 3 as printed ("∨"): one extreme level is enough; as a conjunction it is not
+    one = agent.act(state_index(3, 1, 1), {**info, "W": 0.8})
+    assert (one == FAST_DEC) == (extreme == "or")
     _, dk, info = _agent(LQoCoDK, epsilon=0.0, epsilon_min=0.0)
     a = dk.act(high, {**info, "W": 0.95})
     dk.observe(high, -1.0, info)
@@ -260,7 +264,7 @@ def test_adaptive_bound_algorithm1():
 
 def test_agent_does_not_execute_or_learn_outside_the_bound():
     env, agent, info = _agent(epsilon=0.0, epsilon_min=0.0, bound=(0.999, 1.001))
-    s = state_index(1, 0, 2)  # a General state
+    s = state_index(1, 1, 1)  # (Low, Mid, Fulluse): General, not extreme in either reading
     agent.q[s] = [0, 0, 0, 0, 1.0]                       # greedy: FastIncrease (+3%) > ub
     agent.q_list = agent.q.tolist()
     assert agent.act(s, info) == KEEP and agent.pending is None

@@ -5,8 +5,11 @@ Online from scratch: a 36 x 5 Q table over the env's discrete states (``observat
 
 * safe actions (Table 3): in the two extreme states (High, High, Overuse) and (ExtremelyLow, Low,
   Underuse) the agent takes FastDecrease / FastIncrease instead of its policy and does not learn
-  from that step. Table 3 prints "∨" between the conditions; with "∨" the two "extreme states"
-  would overlap and cover most of the 36 states, so the conjunction (one state each) is used;
+  from that step. Table 3 prints "∨" between the conditions, while the text speaks of two extreme
+  *states*. ``extreme="or"`` (default) follows the table as printed: any of High/High/Overuse
+  decreases, else any of ExtremelyLow/Low/Underuse increases, which leaves few states to learning
+  (those with W in {Low, Mid}, P = Mid, B = Fulluse); ``extreme="and"`` reads the conjunction (one
+  state each), leaving 34 states to learning. docs/lqoco.md compares the two;
 * fine tuning in Better states: the rate moves by ``fine`` (0.1%) against the watermark's trend
   (W fell: +, W rose: -); the step is learned as Keep.
 
@@ -75,7 +78,10 @@ class LQoCo(ControlPolicy):
     def __init__(self, lr: float = 0.1, gamma: float = 0.9, epsilon: float = 0.1,
                  epsilon_min: float = 0.01, epsilon_decay: float = 0.995, fine: float = 0.001,
                  bound: tuple[float, float] = (0.5, 2.0), n_better: int = 20, v: float = 0.9,
-                 sigma: float = 0.1, delta: float = 0.5) -> None:
+                 sigma: float = 0.1, delta: float = 0.5, extreme: str = "or") -> None:
+        if extreme not in ("and", "or"):
+            raise ValueError(f"extreme must be 'and' or 'or' (Table 3's reading), got {extreme!r}")
+        self.extreme = extreme
         if not (0 < lr <= 1 and 0 <= gamma < 1 and 0 <= epsilon_min <= epsilon <= 1):
             raise ValueError(f"need 0 < lr <= 1, 0 <= gamma < 1, 0 <= epsilon_min <= epsilon <= 1; "
                              f"got lr={lr}, gamma={gamma}, epsilon={epsilon}, epsilon_min={epsilon_min}")
@@ -114,9 +120,11 @@ class LQoCo(ControlPolicy):
             lo_hi, n, v, sigma, delta = self.bound_opts
             self.bound = AdaptiveBound(rate, lo_hi, n, v, sigma, delta)
         if self.domain_knowledge:
-            if w == 3 and p == 2 and b == 0:
+            hi, lo = (w == 3, p == 2, b == 0), (w == 0, p == 0, b == 2)
+            join = all if self.extreme == "and" else any
+            if join(hi):
                 return FAST_DEC
-            if w == 0 and p == 0 and b == 2:
+            if join(lo):
                 return FAST_INC
         better = category(w, p, b) == "better"
         if self.domain_knowledge and better and prev_w is not None:

@@ -44,17 +44,20 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     out = run_episode(policy, env, seed=int(job["seed"]), keep_history=True)
     metrics = {k: out.metrics[k] for k in ("throughput_mbps", "jitter", "mean_latency_ms",
                                            "p999_latency_ms", "cache_full_s", "bypassed_frac")}
-    metrics["decision_us"] = out.decision_us
     q = getattr(policy, "q_table_bytes", None)
-    metrics["q_table_kb"] = q / 1024 if q is not None else None
     h = out.history
+    full = h["full_s"]
+    slot = max(1, len(full) // 10)  # Fig. 4: cache-full seconds in each tenth of the episode
     return {"metrics": metrics, "steps": out.steps,
+            # timings vary run to run: provenance, not metrics (validate compares metrics)
             "provenance": {"env": "hss/LQoCo-v0", "cache": repr(env.cache_spec),
                            "tier": repr(env.tier_spec), "tier_profile": env.tier.profile.name,
-                           "phases": env.phase_marks(), "env_options": opts},
+                           "phases": env.phase_marks(), "env_options": opts,
+                           "decision_us": out.decision_us,
+                           "q_table_kb": q / 1024 if q is not None else None},
             "curves": {"watermark": h["W"][::CURVE_EVERY],
                        "throughput_mbps": h["throughput_mbps"][::CURVE_EVERY],
-                       "rate_mbps": [min(r, 1e9) for r in h["rate_mbps"][::CURVE_EVERY]]}}
+                       "full_s_per_tenth": [sum(full[i:i + slot]) for i in range(0, slot * 10, slot)]}}
 
 
 # ------------------------------------------------------------------------------------ claims
@@ -64,7 +67,8 @@ def _means(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
     for r in records:
         m = r.get("metrics") or {}
         key = (r.get("track", ""), r["workload"], r["policy"])
-        for k, v in m.items():
+        prov = r.get("provenance") or {}
+        for k, v in [*m.items(), *((k, prov.get(k)) for k in ("decision_us", "q_table_kb"))]:
             if isinstance(v, (int, float)):
                 acc[key][k].append(float(v))
         acc[key]["_config"] = [0.0 if r.get("config") == "linux" else 1.0]
@@ -146,6 +150,55 @@ def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+# ------------------------------------------------------------------------------------ figures
+def fig4(runs: dict[str, dict[str, Any]], title: str):
+    """A Fig.-4-like figure from ``{policy: record}`` of one (workload, config, seed): the
+    watermark over time (left) and the cache-full seconds in each tenth of the episode (right)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [3, 2]})
+    styles = ["-", "--", "-.", ":", (0, (5, 1)), (0, (1, 1))]
+    pols = [p for p in POLICIES if p in runs]
+    width = 0.8 / max(len(pols), 1)
+    for i, p in enumerate(pols):
+        cur = runs[p].get("curves") or {}
+        w = cur.get("watermark") or []
+        ax.plot(np.arange(len(w)) * CURVE_EVERY, w, ls=styles[i % len(styles)], lw=1.1, label=p)
+        full = cur.get("full_s_per_tenth") or []
+        bx.bar(np.arange(len(full)) + (i - len(pols) / 2 + 0.5) * width, full, width, label=p)
+    ax.set_xlabel("control period (s)")
+    ax.set_ylabel("watermark W_t")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    bx.set_xlabel("tenth of the episode")
+    bx.set_ylabel("cache-full time (s)")
+    bx.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
+    """Fig. 4 per track: watermark over time and cache-full time, first workload, first seed."""
+    from hss_gym.benchmarks.report import png
+    out = []
+    for td in tracks:
+        cells = td.cells()
+        if not cells:
+            continue
+        w, c, s = cells[0]
+        runs = {p: r for (w2, c2, s2, p), r in td.ok.items() if (w2, c2, s2) == (w, c, s)}
+        if runs:
+            title = f"{td.suite} / {td.track}: {w} on {c}, seed {s}"
+            out.append(((td.suite, td.track), f"{td.track}: watermark over time and cache-full "
+                        f"time per tenth (Fig. 4), {w} seed {s}", png(fig4(runs, title))))
+    return out
+
+
 PROBLEM = Problem(
     name="lqoco",
     title="L-QoCo: learning cache-overload control (DAC'22)",
@@ -156,10 +209,10 @@ PROBLEM = Problem(
              Metric("jitter", "throughput jitter (eq. 4)", higher_is_better=False),
              Metric("p999_latency_ms", "p99.9 latency (ms)", higher_is_better=False),
              Metric("mean_latency_ms", "mean latency (ms)", higher_is_better=False),
-             Metric("cache_full_s", "cache-full time (s)", higher_is_better=False),
-             Metric("decision_us", "decision time (us)", higher_is_better=False)),
+             Metric("cache_full_s", "cache-full time (s)", higher_is_better=False)),
     references=(),
     check_workload=check_workload,
     check_config=check_config,
     claims=evaluate_claims,
+    figures=figures,
 )

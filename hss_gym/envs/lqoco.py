@@ -279,7 +279,7 @@ class LQoCoEnv(gym.Env):
             new_rate = min(max(new_rate, lo * self._nominal), hi * self._nominal)
         self.rate = new_rate
         sim, ps = self.sim, self.period_s
-        hq = self.burst.host_queue_s * self._nominal
+        hq = self.burst.depth * sim.io
         if self._trace is not None:
             rb, wb, rs, ws = self._trace
             i = self._trace_i

@@ -27,7 +27,10 @@ batches:
   seeks), on ``sync_share`` of the tier's idle time (the rest keeps flushing in the background):
   admitted bandwidth collapses to that, and each admitted write waits for its destage.
 
-Cache tier: a device with latency, bandwidth and a per-block processing cost; writes enter
+Host: two closed loops (writer and reader threads), each with at most ``host_queue_b`` bytes
+outstanding (writes: host queue, plus the tier queue in bypass mode; reads: the tier queue); what
+they cannot hold is not issued. Cache tier: a device with latency, bandwidth and a per-block
+processing cost; writes enter
 through the token bucket at the controlled rate I_t (bucket depth ``bucket_s`` x I_t); writes
 beyond it wait FIFO in the host queue, or go to the storage tier when their expected wait passes
 ``bypass_us`` (bypass mode). Reads hit the cache with probability ``read_hit``, else go to the
@@ -234,8 +237,15 @@ class CacheSim:
                 queue.append([w, slot])
                 self.hq += w
             r = read_bps * dt_s
-            # storage tier: foreground first (read misses)
+            # storage tier: foreground first (read misses); the host's readers are a closed loop
+            # of their own: their bytes queued at the tier stay within the depth
             miss = r * (1.0 - hit)
+            room = host_queue_b - self.backlog / self.rd_cost
+            if miss > room and miss > 0:
+                scale = max(room, 0.0) / miss
+                st.throttled += r * (1.0 - scale)
+                r *= scale
+                miss *= scale
             if miss > 0:
                 rec(self.backlog + self.rd_lat, miss / rd_io)
                 self.backlog += miss * self.rd_cost

@@ -12,8 +12,9 @@ nominal flush bandwidth for the mix (what the tier can absorb in the background)
 geometric sojourns (mean ``on_s`` / ``off_s`` seconds), times a per-period log-normal wiggle.
 Benchmark tools (S-x) issue at full speed, so by default both levels exceed the nominal bandwidth
 (1.5x / 1.1x); the customers' classes (R-x) come in waves with lulls (:data:`BURSTY`: 2x / 0.5x). The
-host is closed-loop: its queue holds at most ``host_queue_s`` seconds of that bandwidth, arrivals
-beyond it are not issued (the benchmark thread blocks).
+host is closed-loop: its writers and its readers each keep at most ``depth`` requests outstanding
+(waiting in the host queue or at the storage tier); arrivals beyond that are not issued (the
+benchmark threads block).
 
 Real traces (``load_trace`` readers) are binned into periods (read/write bytes and mean sizes per
 period); ``speedup`` compresses time, ``"auto"`` so that the trace's mean write rate equals
@@ -82,10 +83,10 @@ class Burst:
     on_s: float = 40.0
     off_s: float = 30.0
     wiggle: float = 0.1
-    host_queue_s: float = 0.05
+    depth: int = 256
 
     def __post_init__(self) -> None:
-        for f in ("high", "low", "on_s", "off_s", "host_queue_s"):
+        for f in ("high", "low", "on_s", "off_s", "depth"):
             v = getattr(self, f)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ValueError(f"burst option {f!r} must be a finite number > 0, got {v!r}")
