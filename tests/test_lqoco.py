@@ -326,3 +326,21 @@ def test_sb3_example_dqn_tiny_budget():
 def test_sb3_example_ppo_tiny_budget():
     out = _sb3_example().main(["--algo", "ppo", "--timesteps", "128", "--periods", "64", "--quiet"])
     _check_example(out)
+
+
+# ------------------------------------------------------------------ learning (slow)
+@pytest.mark.slow
+@pytest.mark.parametrize("config,workload", [("linux", "S-18"), ("oceanstor", "S-17")])
+def test_lqoco_beats_no_control_on_p999_held_out(config, workload):
+    """On workloads outside Table 5's cases (S-17/S-18 appear only in §4.3's sequence) and seeds
+    the suite does not run, L-QoCo learning from scratch has a lower p99.9 than no control, and
+    keeps the cache from filling. Measured (seeds 100-102): linux/S-18 ~0.5 s vs 2.0 s,
+    oceanstor/S-17 0.9 ms vs 3.5 ms."""
+    for seed in (100, 101, 102):
+        res = {}
+        for name in ("no_control", "lqoco"):
+            pol = make_policy(name)
+            res[name] = run_episode(pol, LQoCoEnv(config=config, workload=workload, **pol.env_options),
+                                    seed=seed).metrics
+        assert res["lqoco"]["p999_latency_ms"] < 0.75 * res["no_control"]["p999_latency_ms"], seed
+        assert res["lqoco"]["cache_full_s"] < 0.2 * res["no_control"]["cache_full_s"], seed

@@ -166,7 +166,7 @@ class CacheSim:
         self.bucket_s, self.bypass_us = bucket_s, bypass_us
         self.dirty = 0.0
         self.tokens = 0.0
-        self.queue: list[list[float]] = []  # FIFO batches [bytes, slot index]
+        self.queue: list[list[float]] = []  # FIFO batches [bytes, first, last arrival (us)]
         self.q_head = 0
         self.hq = 0.0
         self.backlog = 0.0   # tier foreground work queued (us)
@@ -234,7 +234,7 @@ class CacheSim:
             # arrivals (closed-loop host: no more than the host queue holds)
             w = write_bps * dt_s
             if w > 0:
-                queue.append([w, slot])
+                queue.append([w, slot * dt, (slot + 1) * dt])
                 self.hq += w
             r = read_bps * dt_s
             # storage tier: foreground first (read misses); the host's readers are a closed loop
@@ -287,27 +287,34 @@ class CacheSim:
                 if self.debt > gc_burst:
                     self.gc_on = True
             lat = self.cache_lat + (wr_io * self.sync_cost * t.n + self.sync_lat if full else 0.0)
-            if adm > 0:
-                self._pop_front(adm, slot, lat, wr_io)
+            # what stays queued after this slot's admissions; bypass and the closed-loop limit
+            # take the newest writes out (thinning: they were spread over the slot), then the
+            # admissions leave FIFO from the front
+            left = self.hq - adm
             byp = 0.0
-            if self.bypass_us is not None and self.hq > 0:
-                # the newest writes would wait hq / rate; bypass those whose wait passes the
+            if self.bypass_us is not None and left > 0:
+                # the newest writes would wait left / rate; bypass those whose wait passes the
                 # threshold, as long as the storage tier serves them sooner
                 rate = adm / dt
-                wait = self.hq / rate if rate > 0 else math.inf
+                wait = left / rate if rate > 0 else math.inf
                 keep = self.bypass_us * rate
                 # (closed-loop host: the tier's queue counts against its outstanding bytes)
-                byp = min(self.hq - keep, max(0.0, (wait - self.backlog - self.byp_lat) / self.byp_cost),
+                byp = min(left - keep, max(0.0, (wait - self.backlog - self.byp_lat) / self.byp_cost),
                           max(0.0, host_queue_b - self.backlog / self.byp_cost))
                 if byp > 0:
-                    self._pop_back(byp, slot, self.backlog + self.byp_lat, wr_io)
+                    self._pop_back(byp, self.backlog + self.byp_lat, wr_io)
                     self.backlog += byp * self.byp_cost
+                    left -= byp
                     if gc_extra > 0:
                         self.debt += byp * self.byp_cost * gc_extra
-            limit = host_queue_b - (self.backlog / self.byp_cost if self.bypass_us is not None else 0.0)
-            if self.hq > max(limit, 0.0):  # closed-loop host: what it cannot hold is never issued
-                st.throttled += self.hq - max(limit, 0.0)
-                self._pop_back(self.hq - max(limit, 0.0), slot, 0.0, 0.0)
+                else:
+                    byp = 0.0
+            limit = max(0.0, host_queue_b - (self.backlog / self.byp_cost if self.bypass_us is not None else 0.0))
+            if left > limit:  # closed-loop host: what it cannot hold is never issued
+                st.throttled += left - limit
+                self._pop_back(left - limit, 0.0, 0.0)
+            if adm > 0:
+                self._pop_front(adm, slot, lat, wr_io)
             st.admitted += adm
             st.flush_cap += cap
             st.flushed += flushed
@@ -328,19 +335,22 @@ class CacheSim:
         self.n_req += count
 
     def _pop_front(self, amount: float, slot: int, service_us: float, io: float) -> None:
-        """Admit ``amount`` bytes FIFO in ``slot``: admissions are spread evenly over the slot,
-        arrivals sit at their slot's middle, so a batch waits (departure - arrival)."""
+        """Admit ``amount`` bytes FIFO in ``slot``. A batch's requests arrived evenly between its
+        first and last arrival time; admissions are spread evenly over the slot; each admitted
+        part waits (its mean departure - its mean arrival)."""
         q, dt = self.queue, self.dt
         self.hq -= amount
         h = self.q_head
-        total, done = amount, 0.0
+        total, done, base = amount, 0.0, slot * dt
         while amount > 1e-9 and h < len(q):
             b = q[h]
             take = b[0] if b[0] < amount else amount
-            wait = (slot - b[1] - 0.5 + (done + 0.5 * take) / total) * dt
+            span = (b[2] - b[1]) * take / b[0]
+            wait = base + (done + 0.5 * take) / total * dt - (b[1] + 0.5 * span)
             self._rec((wait if wait > 0 else 0.0) + service_us, take / io)
             done += take
             b[0] -= take
+            b[1] += span
             amount -= take
             if b[0] <= 1e-9:
                 h += 1
@@ -351,14 +361,17 @@ class CacheSim:
         if self.hq < 1e-6:
             self.hq = 0.0
 
-    def _pop_back(self, amount: float, slot: int, service_us: float, io: float) -> None:
-        q, dt = self.queue, self.dt
+    def _pop_back(self, amount: float, service_us: float, io: float) -> None:
+        """Take ``amount`` bytes out of the newest batches, thinning them (their arrival span is
+        kept): bypassed when issued (they wait ``service_us`` at the tier; ``io`` > 0 records
+        them) or never issued (``io`` = 0)."""
+        q = self.queue
         self.hq -= amount
         while amount > 1e-9 and len(q) > self.q_head:
             b = q[-1]
             take = b[0] if b[0] < amount else amount
             if io > 0:
-                self._rec((slot - b[1]) * dt + service_us, take / io)
+                self._rec(service_us, take / io)
             b[0] -= take
             amount -= take
             if b[0] <= 1e-9:
