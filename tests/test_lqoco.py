@@ -285,7 +285,7 @@ def test_coto_eq10():
     assert c.act(0, {**base, "W": 0.9}) == pytest.approx(95.0)    # High: -r
 
 
-@pytest.mark.parametrize("name", ["no_control", "bypass", "coto", "lqoco", "lqoco_dk", "lqoco_ab"])
+@pytest.mark.parametrize("name", ["no_control", "bypass", "coto", "lqoco", "lqoco_dk", "lqoco_ab", "lqoco_and"])
 def test_policies_run_an_episode(name):
     pol = make_policy(name)
     env = gym.make("hss/LQoCo-v0", workload="S-11", config="linux", periods=200, **pol.env_options)

@@ -1,7 +1,8 @@
 """Agents of the L-QoCo problem (DAC'22): the reference agent and the paper's baselines.
 
 * ``lqoco`` — tabular Q-learning with safe actions, fine tuning and the adaptive bound
-  (:mod:`.qlearning`); ``lqoco_dk`` without domain knowledge, ``lqoco_ab`` without adaptive bound;
+  (:mod:`.qlearning`); ``lqoco_dk`` without domain knowledge, ``lqoco_ab`` without adaptive bound,
+  ``lqoco_and`` with Table 3's extreme states read as conjunctions;
 * ``no_control`` (no token limit), ``bypass`` (Bcache-style: writes whose wait passes a latency
   threshold go to the storage tier), ``coto`` (OceanStor's state machine, eq. 9-10)
   (:mod:`.baselines`).

@@ -94,6 +94,7 @@ POLICIES: dict[str, str] = {
     "lqoco": "hss_gym.agents.lqoco.qlearning:LQoCo",
     "lqoco_dk": "hss_gym.agents.lqoco.qlearning:LQoCoDK",
     "lqoco_ab": "hss_gym.agents.lqoco.qlearning:LQoCoAB",
+    "lqoco_and": "hss_gym.agents.lqoco.qlearning:LQoCoAnd",
 }
 
 

@@ -18,7 +18,8 @@ learned from. ``lb, ub`` start at ``bound`` x I_0; after ``N`` Better periods th
 mean of the last N recommendations ± σ; repeated violations (V = (V - 1) δ + 1 > v) move the
 violated bound to the previous recommendation.
 
-``LQoCoDK`` drops the domain knowledge (safe actions, fine tuning); ``LQoCoAB`` the adaptive bound.
+``LQoCoDK`` drops the domain knowledge (safe actions, fine tuning); ``LQoCoAB`` the adaptive bound;
+``LQoCoAnd`` reads Table 3 as a conjunction.
 """
 
 from __future__ import annotations
@@ -167,3 +168,12 @@ class LQoCoAB(LQoCo):
 
     name = "lqoco_ab"
     adaptive_bound = False
+
+
+class LQoCoAnd(LQoCo):
+    """L-QoCo with Table 3 read as a conjunction: one extreme state each (34 states learned)."""
+
+    name = "lqoco_and"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{"extreme": "and", **kwargs})

@@ -8,8 +8,10 @@ results beside the paper's Table 5 / §4.2-4.3 claims with agree/disagree marks.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from hss_gym.agents.lqoco.base import POLICIES, make_policy, run_episode
@@ -20,7 +22,7 @@ from hss_gym.benchmarks.problems import Metric, Problem
 
 #: the rule-based method the paper compares against on each platform (Table 5: C/B column)
 RULE = {"linux": "bypass", "oceanstor": "coto"}
-LEARNED = frozenset({"lqoco", "lqoco_dk", "lqoco_ab"})
+LEARNED = frozenset({"lqoco", "lqoco_dk", "lqoco_ab", "lqoco_and"})
 CURVE_EVERY = 5  # periods between points of the watermark / throughput curves
 
 
@@ -148,6 +150,41 @@ def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.append({"claim": "Q table size", "paper": "~100 KB",
                      "ours": f"{qkb[0]:.2f} KB (36 states x 5 actions, float64)", "agree": None})
     return rows
+
+
+# ------------------------------------------------------------------------------ Table 5 beside ours
+PUBLISHED = Path(__file__).resolve().parent.parent / "published" / "lqoco.json"
+
+
+def table5_markdown(records: list[dict[str, Any]]) -> str:
+    """Per case of Table 5, the paper's and our ratios L-QoCo vs the platform's rule-based method
+    (throughput: L-QoCo / rule, higher is L-QoCo better; jitter and p99.9: rule / L-QoCo) with a
+    mark: ✓ when ours points the same way as the paper's (both > 1 or both <= 1), ✗ otherwise."""
+    pub = json.loads(PUBLISHED.read_text())["cases"]
+    mean = _means(records)
+    by_case = {w: v for (t, w, p), v in mean.items() if p == "lqoco"}
+    lines = ["| case | platform | throughput L-QoCo/rule: paper / ours | jitter rule/L-QoCo: paper / ours "
+             "| p99.9 rule/L-QoCo: paper / ours | ours: L-QoCo, rule, no control (MB/s; jitter; p99.9 ms; cache full s) |",
+             "|---|---|---|---|---|---|"]
+    for w, paper in pub.items():
+        track = next((t for (t, w2, p) in mean if w2 == w), None)
+        if w not in by_case or track is None:
+            continue
+        rule = RULE[paper["platform"]]
+        lq, rb, nc = (mean.get((track, w, p)) for p in ("lqoco", rule, "no_control"))
+        if rb is None or nc is None:
+            continue
+        pl, pr = paper["lqoco"], paper["rule"]
+        cells = []
+        for key, inv in (("throughput_mbps", False), ("jitter", True), ("p999_latency_ms", True)):
+            pk = "jitter_pct" if key == "jitter" else key
+            pa = pr[pk] / pl[pk] if inv else pl[pk] / pr[pk]
+            ou = rb[key] / max(lq[key], 1e-12) if inv else lq[key] / max(rb[key], 1e-12)
+            cells.append(f"{pa:.2f} / {ou:.2f} {'✓' if (pa > 1) == (ou > 1) else '✗'}")
+        ours = "; ".join(f"{x['throughput_mbps']:.0f}, {x['jitter']:.2f}, {x['p999_latency_ms']:.0f}, "
+                         f"{x['cache_full_s']:.0f}" for x in (lq, rb, nc))
+        lines.append(f"| {w} | {paper['platform']} ({rule}) | {' | '.join(cells)} | {ours} |")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------ figures
