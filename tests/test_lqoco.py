@@ -344,3 +344,35 @@ def test_lqoco_beats_no_control_on_p999_held_out(config, workload):
                                     seed=seed).metrics
         assert res["lqoco"]["p999_latency_ms"] < 0.75 * res["no_control"]["p999_latency_ms"], seed
         assert res["lqoco"]["cache_full_s"] < 0.2 * res["no_control"]["cache_full_s"], seed
+
+
+# ------------------------------------------------------------------ leaderboard problem
+def test_problem_run_job_claims_and_suite():
+    from hss_gym.benchmarks.problems import get_problem
+    from hss_gym.benchmarks.problems.lqoco import table5_markdown
+    from hss_gym.benchmarks.suites import load_suite
+
+    prob = get_problem("lqoco")
+    suite = load_suite("lqoco-v1")
+    assert suite.problem == "lqoco" and "lqoco" in suite.policies
+    assert {w for t in suite.tracks for w in t.workloads} == {*(f"S-{i}" for i in range(1, 17)),
+                                                               *(f"R-{c}" for c in "ABCDE"), "adapt"}
+    records = []
+    for w in ("S-5", "S-8"):
+        for p in ("no_control", "bypass", "lqoco", "lqoco_dk"):
+            job = {"suite": "t", "problem": "lqoco", "track": "table5-linux", "workload": w,
+                   "config": "linux", "policy": p, "seed": 0, "options": {"periods": 120}}
+            out = prob.run_job(job)
+            if (w, p) == ("S-5", "lqoco"):
+                assert prob.run_job(job)["metrics"] == out["metrics"]  # deterministic for validate
+                assert len(out["curves"]["watermark"]) == 24 and len(out["curves"]["full_s_per_tenth"]) == 10
+                assert out["provenance"]["q_table_kb"] == pytest.approx(36 * 5 * 8 / 1024)
+            records.append({**job, "status": "ok", **out})
+    rows = prob.claims(records)
+    by = {r["claim"]: r for r in rows}
+    assert by["L-QoCo's throughput above no control"]["ours"].endswith("of 2")
+    assert all(r["agree"] in (True, False, None) for r in rows)
+    md = table5_markdown(records)
+    assert "| S-5 | linux (bypass) |" in md and "| S-8 |" in md and "S-9" not in md
+    with pytest.raises(ValueError, match="S-99"):
+        prob.check_workload("S-99")
