@@ -68,6 +68,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_env_step.py
 	$(PY) benchmarks/perf/bench_memory.py
 	$(PY) benchmarks/perf/bench_agents.py
+	$(PY) benchmarks/perf/bench_lqoco.py
 	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
 
 clean:

@@ -49,6 +49,7 @@ from hss_gym.backends.sim import DeviceProfile, load_profile, timing_params
 from hss_gym.envs.lqoco_workloads import Mix
 
 LAT_BINS_PER_DECADE = 20
+_log10 = math.log10
 LAT_BINS = 10 * LAT_BINS_PER_DECADE  # 1 us .. 10^10 us
 
 
@@ -189,6 +190,7 @@ class CacheSim:
         self.byp_cost, self.byp_lat = t.io(True, io, sequential=mix.sequential)
         self.flush_io = float(t.spec.flush_kb * 1024) if (mix.sequential or not t.hdd) else io
         self.flush_seq = mix.sequential
+        self._flush_const = 0.0 if t.hdd else t.io(True, self.flush_io)[0]
         self.sync_io = float(mix.block)
         self.sync_cost, self.sync_lat = t.io(True, self.sync_io)
         per_byte = 1.0 / c.bandwidth_mbps + c.block_us / mix.block
@@ -197,16 +199,11 @@ class CacheSim:
 
     def flush_cost(self, dirty: float) -> float:
         """Tier time per flushed byte with ``dirty`` bytes waiting (HDD elevator distance)."""
+        if self._flush_const:
+            return self._flush_const
         t = self.tier
-        if t.hdd:
-            per_disk = dirty / self.flush_io / t.n
-            return t.io(True, self.flush_io, dist=1.0 / (per_disk + 1.0), sequential=False)[0]
-        return t.io(True, self.flush_io)[0]
-
-    def nominal_bps(self) -> float:
-        """Background flush bandwidth (bytes/s) with the cache half full, GC averaged in: the
-        scale of the offered load."""
-        return 1e6 / (self.flush_cost(0.5 * self.C) * self.tier.gc)
+        per_disk = dirty / self.flush_io / t.n
+        return t.io(True, self.flush_io, dist=1.0 / (per_disk + 1.0), sequential=False)[0]
 
     # ------------------------------------------------------------------ one period
     def period(self, rate_bps: float, read_bps: float, write_bps: float, host_queue_b: float,
@@ -329,7 +326,7 @@ class CacheSim:
     def _rec(self, lat_us: float, count: float) -> None:
         if count <= 0:
             return
-        i = int(math.log10(lat_us) * LAT_BINS_PER_DECADE) if lat_us > 1.0 else 0
+        i = int(_log10(lat_us) * LAT_BINS_PER_DECADE) if lat_us > 1.0 else 0
         self.hist[i if i < LAT_BINS else LAT_BINS - 1] += count
         self.lat_sum += lat_us * count
         self.n_req += count
