@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 import gymnasium as gym
-
-Action = "int | float"
 
 
 class ControlPolicy:
@@ -111,9 +108,3 @@ def make_policy(spec: str, **kwargs: Any) -> ControlPolicy:
         raise TypeError(f"{spec!r} made a {type(policy).__name__}, not a ControlPolicy")
     return policy
 
-
-def finite_rate(x: float) -> float:
-    """``x`` if finite, else a clear error (rates from rules must stay finite)."""
-    if not math.isfinite(x):
-        raise ValueError(f"controller produced a non-finite rate {x!r}")
-    return x

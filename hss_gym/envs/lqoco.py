@@ -199,7 +199,7 @@ class LQoCoEnv(gym.Env):
         super().reset(seed=seed)
         rng = random.Random(int(self.np_random.integers(2**62)))
         self.sim = CacheSim(self.cache_spec, self.tier, self.period_s, self.substeps,
-                            self.bucket_s, self.bypass_us, rng)
+                            self.bucket_s, self.bypass_us)
         self._rng = rng
         self._phase_i, self._phase_left = -1, 0
         self._next_phase()

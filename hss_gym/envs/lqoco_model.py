@@ -40,7 +40,6 @@ storage tier. Watermark: ``dirty <- max(0, dirty + admitted - O)`` per slot (eq.
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,13 +152,13 @@ class CacheSim:
     """Cache tier + storage tier state for one episode; :meth:`period` advances one period."""
 
     def __init__(self, cache: CacheSpec, tier: Tier, period_s: float, substeps: int,
-                 bucket_s: float, bypass_us: float | None, rng: random.Random) -> None:
+                 bucket_s: float, bypass_us: float | None) -> None:
         _check_positive(cache, ("capacity_gb", "latency_us", "bandwidth_mbps", "block_us",
                                 "parallelism", "w_bar"), "cache")
         if not 0 < cache.w_bar <= 1 or not 0 <= cache.read_hit <= 1 or not 0 < cache.sync_share <= 1:
             raise ValueError(f"cache options need w_bar in (0, 1], read_hit in [0, 1] and sync_share "
                              f"in (0, 1], got {cache.w_bar!r}, {cache.read_hit!r}, {cache.sync_share!r}")
-        self.cache, self.tier, self.rng = cache, tier, rng
+        self.cache, self.tier = cache, tier
         self.C = cache.capacity_gb * 1e9
         self.period_us = period_s * 1e6
         self.k = int(substeps)
@@ -189,7 +188,6 @@ class CacheSim:
         self.rd_cost, self.rd_lat = t.io(False, io, sequential=mix.sequential)
         self.byp_cost, self.byp_lat = t.io(True, io, sequential=mix.sequential)
         self.flush_io = float(t.spec.flush_kb * 1024) if (mix.sequential or not t.hdd) else io
-        self.flush_seq = mix.sequential
         self._flush_const = 0.0 if t.hdd else t.io(True, self.flush_io)[0]
         self.sync_io = float(mix.block)
         self.sync_cost, self.sync_lat = t.io(True, self.sync_io)
