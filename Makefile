@@ -36,11 +36,12 @@ test-slow: $(SO_STAMP)
 	$(PY) -m pytest -q -m slow
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
-## model), the real-device engine and the C51 agents' kernel.
-test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan
+## model), the real-device engine, the C51 agents' kernel and the L-QoCo simulator.
+test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan build/test_lqoco_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_uring_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_c51_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_lqoco_asan
 
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
@@ -60,6 +61,12 @@ build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fno-trapping-math -fno-math-errno \
 	  -fsanitize=address,undefined -fno-omit-frame-pointer -Iagents tests/c/test_c51.c agents/c51_kernel.c \
 	  -lm -o $@
+
+# The L-QoCo cache/storage-tier simulator.
+build/test_lqoco_asan: tests/c/test_lqoco.c hss_gym/csrc/lqoco_sim.c hss_gym/csrc/lqoco_sim.h
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -Ihss_gym/csrc tests/c/test_lqoco.c hss_gym/csrc/lqoco_sim.c -lm -o $@
 
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)

@@ -1,6 +1,7 @@
 """Build the C extensions. Plain C99 against the CPython API, no system library needed:
 * hss_gym._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
+* hss_gym._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
 * hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it);
 * hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
 * hss_gym.backends._uring: the real-device backend's io_uring engine (Linux only, optional: the
@@ -14,6 +15,14 @@ core = Extension(
     "hss_gym._core",
     sources=["hss_gym/csrc/module.c", "hss_gym/csrc/hss.c", "backends/simdev.c"],
     include_dirs=["hss_gym/csrc", "backends"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+)
+
+lqoco = Extension(
+    "hss_gym._lqoco",
+    sources=["hss_gym/csrc/lqoco_module.c", "hss_gym/csrc/lqoco_sim.c"],
+    depends=["hss_gym/csrc/lqoco_sim.h"],
+    include_dirs=["hss_gym/csrc"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 
@@ -42,4 +51,4 @@ uring = Extension(
     optional=True,  # raw io_uring syscalls: Linux only
 )
 
-setup(ext_modules=[core, fastparse, c51] + ([uring] if sys.platform.startswith("linux") else []))
+setup(ext_modules=[core, lqoco, fastparse, c51] + ([uring] if sys.platform.startswith("linux") else []))

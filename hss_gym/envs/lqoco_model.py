@@ -2,7 +2,8 @@
 
 Why batches: a control period is one second and the paper's workloads move 10 MB - 4 GB per
 second, i.e. 10^3 - 10^6 requests per period; simulating them one by one cannot reach 10,000
-periods/s. Each period is split into ``substeps`` slots; in a slot, every request class (read
+periods/s. The per-slot queues run in C (``hss_gym/csrc/lqoco_sim.c``, module ``hss_gym._lqoco``);
+this module computes the per-mix costs from the device profiles and describes the model. Each period is split into ``substeps`` slots; in a slot, every request class (read
 hits, read misses, admitted writes, bypassed writes) is one *batch* with a request count and one
 latency, computed from the queues it meets. Latency statistics are request-weighted over batches
 (log-binned histogram, 20 bins per decade), so the p99.9 is that of the simulated requests at
@@ -44,12 +45,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
+from hss_gym import _lqoco
 from hss_gym.backends.sim import DeviceProfile, load_profile, timing_params
 from hss_gym.envs.lqoco_workloads import Mix
-
-LAT_BINS_PER_DECADE = 20
-_log10 = math.log10
-LAT_BINS = 10 * LAT_BINS_PER_DECADE  # 1 us .. 10^10 us
 
 
 @dataclass(frozen=True)
@@ -135,21 +133,24 @@ class Tier:
 
 @dataclass
 class PeriodStats:
-    """What one control period did (bytes, seconds, microseconds)."""
+    """What one control period did (bytes, seconds)."""
 
-    admitted: float = 0.0      # I_t: bytes admitted into the cache
-    flush_cap: float = 0.0     # O_t: bytes the tier could flush (eq. 1 uses it)
-    flushed: float = 0.0       # bytes actually destaged
-    bypassed: float = 0.0
-    reads: float = 0.0
-    throughput: float = 0.0    # bytes completed (admitted + bypassed + reads)
-    full_s: float = 0.0        # time with W >= W̄
-    throttled: float = 0.0     # bytes the closed-loop host could not issue (queue full)
-    gc_s: float = 0.0
+    admitted: float      # I_t: bytes admitted into the cache
+    flush_cap: float     # O_t: bytes the tier could flush (eq. 1 uses it)
+    flushed: float       # bytes actually destaged
+    bypassed: float
+    reads: float
+    throughput: float    # bytes completed (admitted + bypassed + reads)
+    full_s: float        # time with W >= W̄
+    throttled: float     # bytes the closed-loop host could not issue
+    gc_s: float          # tier time spent on GC bursts
 
 
 class CacheSim:
-    """Cache tier + storage tier state for one episode; :meth:`period` advances one period."""
+    """Cache tier + storage tier state for one episode; :meth:`period` advances one period.
+
+    The per-mix costs are computed here from the device profiles; the per-slot queues run in C
+    (``hss_gym/csrc/lqoco_sim.c``, the arithmetic described in this module's docstring)."""
 
     def __init__(self, cache: CacheSpec, tier: Tier, period_s: float, substeps: int,
                  bucket_s: float, bypass_us: float | None) -> None:
@@ -160,233 +161,53 @@ class CacheSim:
                              f"in (0, 1], got {cache.w_bar!r}, {cache.read_hit!r}, {cache.sync_share!r}")
         self.cache, self.tier = cache, tier
         self.C = cache.capacity_gb * 1e9
-        self.period_us = period_s * 1e6
-        self.k = int(substeps)
-        self.dt = self.period_us / self.k
-        self.bucket_s, self.bypass_us = bucket_s, bypass_us
-        self.dirty = 0.0
-        self.tokens = 0.0
-        self.queue: list[list[float]] = []  # FIFO batches [bytes, first, last arrival (us)]
-        self.q_head = 0
-        self.hq = 0.0
-        self.backlog = 0.0   # tier foreground work queued (us)
-        self.debt = 0.0      # GC debt (tier us)
-        self.gc_on = False
-        self.slot = 0
-        self.hist = [0.0] * LAT_BINS
-        self.lat_sum = 0.0
-        self.n_req = 0.0
-        self.mix: Mix | None = None
+        self.dt = period_s * 1e6 / int(substeps)
+        self._sim = _lqoco.Sim(self.C, cache.w_bar * self.C, self.dt, int(substeps), bucket_s,
+                               None if bypass_us is None else float(bypass_us), cache.read_hit,
+                               cache.sync_share, tier.gc - 1.0, tier.spec.gc_burst_s * 1e6,
+                               tier.spec.gc_share)
 
     # ------------------------------------------------------------------ per-mix costs
     def set_mix(self, mix: Mix) -> None:
-        """Precompute the per-byte costs of a request mix."""
+        """Compute the per-byte costs of a request mix and hand them to the simulator."""
         t, c = self.tier, self.cache
-        self.mix = mix
         io = 0.5 * (mix.io + mix.io_max) if mix.io_max else float(mix.io)
         self.io = io
-        self.rd_cost, self.rd_lat = t.io(False, io, sequential=mix.sequential)
-        self.byp_cost, self.byp_lat = t.io(True, io, sequential=mix.sequential)
-        self.flush_io = float(t.spec.flush_kb * 1024) if (mix.sequential or not t.hdd) else io
-        self._flush_const = 0.0 if t.hdd else t.io(True, self.flush_io)[0]
-        self.sync_io = float(mix.block)
-        self.sync_cost, self.sync_lat = t.io(True, self.sync_io)
+        self.rd_cost, rd_lat = t.io(False, io, sequential=mix.sequential)
+        byp_cost, byp_lat = t.io(True, io, sequential=mix.sequential)
+        flush_io = float(t.spec.flush_kb * 1024) if (mix.sequential or not t.hdd) else io
+        flush_const = 0.0 if t.hdd else t.io(True, flush_io)[0]
+        sync_cost, sync_lat = t.io(True, float(mix.block))
         per_byte = 1.0 / c.bandwidth_mbps + c.block_us / mix.block
-        self.cache_cost = per_byte / c.parallelism
-        self.cache_lat = c.latency_us + io * per_byte
+        self._sim.set_mix(io, self.rd_cost, rd_lat, byp_cost, byp_lat, sync_cost, sync_lat,
+                          per_byte / c.parallelism, c.latency_us + io * per_byte, flush_io,
+                          flush_const, t.seek_min, t.seek_max, t.half_rot, t.wbw, t.n)
 
     def flush_cost(self, dirty: float) -> float:
         """Tier time per flushed byte with ``dirty`` bytes waiting (HDD elevator distance)."""
-        if self._flush_const:
-            return self._flush_const
-        t = self.tier
-        per_disk = dirty / self.flush_io / t.n
-        return t.io(True, self.flush_io, dist=1.0 / (per_disk + 1.0), sequential=False)[0]
+        return self._sim.flush_cost(dirty)
 
-    # ------------------------------------------------------------------ one period
     def period(self, rate_bps: float, read_bps: float, write_bps: float, host_queue_b: float,
                read_io: float | None = None, write_io: float | None = None) -> PeriodStats:
-        """Advance one control period with token rate ``rate_bps`` (bytes/s, ``inf`` = no limit)
-        and offered reads/writes (bytes/s)."""
-        st = PeriodStats()
-        dt, c, t = self.dt, self.cache, self.tier
-        dt_s = dt * 1e-6
-        C, w_cap = self.C, self.cache.w_bar * self.C
-        rd_io = read_io or self.io
-        wr_io = write_io or self.io
-        hit = c.read_hit
-        gc_extra = t.gc - 1.0
-        gc_burst = t.spec.gc_burst_s * 1e6
-        gc_share = t.spec.gc_share
-        sync_share = c.sync_share
-        unlimited = math.isinf(rate_bps)
-        tok_add = rate_bps * dt_s
-        tok_max = rate_bps * max(self.bucket_s, dt_s)
-        queue = self.queue
-        rec = self._rec
-        for _ in range(self.k):
-            slot = self.slot
-            # arrivals (closed-loop host: no more than the host queue holds)
-            w = write_bps * dt_s
-            if w > 0:
-                queue.append([w, slot * dt, (slot + 1) * dt])
-                self.hq += w
-            r = read_bps * dt_s
-            # storage tier: foreground first (read misses); the host's readers are a closed loop
-            # of their own: their bytes queued at the tier stay within the depth
-            miss = r * (1.0 - hit)
-            room = host_queue_b - self.backlog / self.rd_cost
-            if miss > room and miss > 0:
-                scale = max(room, 0.0) / miss
-                st.throttled += r * (1.0 - scale)
-                r *= scale
-                miss *= scale
-            if miss > 0:
-                rec(self.backlog + self.rd_lat, miss / rd_io)
-                self.backlog += miss * self.rd_cost
-            served = self.backlog if self.backlog < dt else dt
-            self.backlog -= served
-            idle = dt - served
-            if self.gc_on:
-                g = min(self.debt, idle * gc_share)
-                self.debt -= g
-                idle -= g
-                st.gc_s += g * 1e-6
-                if self.debt <= 0:
-                    self.gc_on = False
-            full = self.dirty >= w_cap
-            cost = self.flush_cost(self.dirty)
-            if full:  # a share of the idle time destages synchronously for the waiting writes
-                sync = idle * sync_share / self.sync_cost
-                cap = idle * (1.0 - sync_share) / cost + sync
-            else:
-                cap = idle / cost
-            # cache: read hits, then writes through the token bucket
-            hits = r - miss
-            cache_time = dt - hits * self.cache_cost
-            if hits > 0:
-                rec(self.cache_lat, hits / rd_io)
-            if unlimited:
-                tokens = math.inf
-            else:
-                tokens = min(self.tokens + tok_add, tok_max)
-            room = sync if full else max(0.0, C - self.dirty) + cap
-            adm = min(tokens, self.hq, max(0.0, cache_time) / self.cache_cost, room)
-            if not unlimited:
-                self.tokens = tokens - adm
-            before = self.dirty
-            self.dirty = max(0.0, before + adm - cap)
-            flushed = before + adm - self.dirty
-            if gc_extra > 0:
-                self.debt += flushed * cost * gc_extra
-                if self.debt > gc_burst:
-                    self.gc_on = True
-            lat = self.cache_lat + (wr_io * self.sync_cost * t.n + self.sync_lat if full else 0.0)
-            # what stays queued after this slot's admissions; bypass and the closed-loop limit
-            # take the newest writes out (thinning: they were spread over the slot), then the
-            # admissions leave FIFO from the front
-            left = self.hq - adm
-            byp = 0.0
-            if self.bypass_us is not None and left > 0:
-                # the newest writes would wait left / rate; bypass those whose wait passes the
-                # threshold, as long as the storage tier serves them sooner
-                rate = adm / dt
-                wait = left / rate if rate > 0 else math.inf
-                keep = self.bypass_us * rate
-                # (closed-loop host: the tier's queue counts against its outstanding bytes)
-                byp = min(left - keep, max(0.0, (wait - self.backlog - self.byp_lat) / self.byp_cost),
-                          max(0.0, host_queue_b - self.backlog / self.byp_cost))
-                if byp > 0:
-                    self._pop_back(byp, self.backlog + self.byp_lat, wr_io)
-                    self.backlog += byp * self.byp_cost
-                    left -= byp
-                    if gc_extra > 0:
-                        self.debt += byp * self.byp_cost * gc_extra
-                else:
-                    byp = 0.0
-            limit = max(0.0, host_queue_b - (self.backlog / self.byp_cost if self.bypass_us is not None else 0.0))
-            if left > limit:  # closed-loop host: what it cannot hold is never issued
-                st.throttled += left - limit
-                self._pop_back(left - limit, 0.0, 0.0)
-            if adm > 0:
-                self._pop_front(adm, slot, lat, wr_io)
-            st.admitted += adm
-            st.flush_cap += cap
-            st.flushed += flushed
-            st.bypassed += byp
-            st.reads += r
-            if full:
-                st.full_s += dt_s
-            self.slot = slot + 1
-        st.throughput = st.admitted + st.bypassed + st.reads
-        return st
+        """Advance one control period with token rate ``rate_bps`` (bytes/s, ``inf`` = no limit),
+        offered reads/writes (bytes/s) and a host that holds at most ``host_queue_b`` bytes."""
+        return PeriodStats(*self._sim.period(rate_bps, read_bps, write_bps, host_queue_b,
+                                             read_io or self.io, write_io or self.io))
 
-    def _rec(self, lat_us: float, count: float) -> None:
-        if count <= 0:
-            return
-        i = int(_log10(lat_us) * LAT_BINS_PER_DECADE) if lat_us > 1.0 else 0
-        self.hist[i if i < LAT_BINS else LAT_BINS - 1] += count
-        self.lat_sum += lat_us * count
-        self.n_req += count
+    @property
+    def dirty(self) -> float:
+        return self._sim.dirty
 
-    def _pop_front(self, amount: float, slot: int, service_us: float, io: float) -> None:
-        """Admit ``amount`` bytes FIFO in ``slot``. A batch's requests arrived evenly between its
-        first and last arrival time; admissions are spread evenly over the slot; each admitted
-        part waits (its mean departure - its mean arrival)."""
-        q, dt = self.queue, self.dt
-        self.hq -= amount
-        h = self.q_head
-        total, done, base = amount, 0.0, slot * dt
-        while amount > 1e-9 and h < len(q):
-            b = q[h]
-            take = b[0] if b[0] < amount else amount
-            span = (b[2] - b[1]) * take / b[0]
-            wait = base + (done + 0.5 * take) / total * dt - (b[1] + 0.5 * span)
-            self._rec((wait if wait > 0 else 0.0) + service_us, take / io)
-            done += take
-            b[0] -= take
-            b[1] += span
-            amount -= take
-            if b[0] <= 1e-9:
-                h += 1
-        if h > 256:
-            del q[:h]
-            h = 0
-        self.q_head = h
-        if self.hq < 1e-6:
-            self.hq = 0.0
+    @property
+    def hist(self) -> list[float]:
+        """Requests per latency bin (20 per decade from 1 us)."""
+        return self._sim.hist
 
-    def _pop_back(self, amount: float, service_us: float, io: float) -> None:
-        """Take ``amount`` bytes out of the newest batches, thinning them (their arrival span is
-        kept): bypassed when issued (they wait ``service_us`` at the tier; ``io`` > 0 records
-        them) or never issued (``io`` = 0)."""
-        q = self.queue
-        self.hq -= amount
-        while amount > 1e-9 and len(q) > self.q_head:
-            b = q[-1]
-            take = b[0] if b[0] < amount else amount
-            if io > 0:
-                self._rec(service_us, take / io)
-            b[0] -= take
-            amount -= take
-            if b[0] <= 1e-9:
-                q.pop()
-        if self.hq < 1e-6:
-            self.hq = 0.0
-
-    # ------------------------------------------------------------------ episode statistics
     def latency_quantile(self, q: float) -> float:
         """The ``q`` quantile of request latency (us), at histogram-bin resolution (upper edge)."""
-        total = sum(self.hist)
-        if total <= 0:
-            return float("nan")
-        need, acc = q * total, 0.0
-        for i, n in enumerate(self.hist):
-            acc += n
-            if acc >= need:
-                return 10 ** ((i + 1) / LAT_BINS_PER_DECADE)
-        return 10 ** (LAT_BINS / LAT_BINS_PER_DECADE)
+        return self._sim.quantile(q)
 
     @property
     def mean_latency_us(self) -> float:
-        return self.lat_sum / self.n_req if self.n_req > 0 else float("nan")
+        n = self._sim.n_req
+        return self._sim.lat_sum / n if n > 0 else float("nan")
