@@ -45,12 +45,13 @@ test-slow: $(SO_STAMP)
 	$(PY) -m pytest -q -m slow
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
-## model), the real-device engine and the C51 agents' kernel.
-test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan
+## model), the real-device engine, the C51 agents' kernel, the flash SSD model and the L-QoCo simulator.
+test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan build/test_lqoco_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_uring_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_c51_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_flash_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_lqoco_asan
 
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
@@ -77,6 +78,12 @@ build/test_flash_asan: tests/c/test_flash.c backends/flash/flash.c backends/flas
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ibackends/flash tests/c/test_flash.c backends/flash/flash.c -lm -o $@
 
+# The L-QoCo cache/storage-tier simulator.
+build/test_lqoco_asan: tests/c/test_lqoco.c hss_gym/csrc/lqoco_sim.c hss_gym/csrc/lqoco_sim.h
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -Ihss_gym/csrc tests/c/test_lqoco.c hss_gym/csrc/lqoco_sim.c -lm -o $@
+
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_replay.py
@@ -84,6 +91,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_env_step.py
 	$(PY) benchmarks/perf/bench_memory.py
 	$(PY) benchmarks/perf/bench_agents.py
+	$(PY) benchmarks/perf/bench_lqoco.py
 	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
 	$(PY) benchmarks/perf/bench_flash.py  # MQSim side by side: skips the speed part without ../shared/anchors/MQSim
 

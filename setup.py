@@ -1,6 +1,7 @@
 """Build the C extensions. Plain C99 against the CPython API, no system library needed:
 * hss_gym._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
+* hss_gym._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
 * hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it);
 * hss_gym.backends._flash: the flash SSD model's simulation core (channels, chips, FTL, GC);
 * hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
@@ -40,6 +41,14 @@ core = Extension(
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 
+lqoco = Extension(
+    "hss_gym._lqoco",
+    sources=["hss_gym/csrc/lqoco_module.c", "hss_gym/csrc/lqoco_sim.c"],
+    depends=["hss_gym/csrc/lqoco_sim.h"],
+    include_dirs=["hss_gym/csrc"],
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+)
+
 fastparse = Extension(
     "hss_gym.workloads._fastparse",
     sources=["hss_gym/workloads/_fastparse.c"],
@@ -74,4 +83,4 @@ flash = Extension(
 )
 
 setup(packages=packages(),
-      ext_modules=[core, fastparse, c51, flash] + ([uring] if sys.platform.startswith("linux") else []))
+      ext_modules=[core, lqoco, fastparse, c51, flash] + ([uring] if sys.platform.startswith("linux") else []))

@@ -5,6 +5,7 @@ storage systems.
 * ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs;
 * ``gymnasium.make("hss/RLAlloc-v0")`` (``hss_gym.rlalloc_v0``) — flash-chip allocation for the
   streams of a multi-streamed SSD;
+* ``gymnasium.make("hss/LQoCo-v0")`` / ``hss_gym.lqoco_v0.env()`` — cache-overload control (L-QoCo);
 * ``hss_gym.HSS`` — the simulated hybrid storage system itself;
 * ``hss_gym.workloads`` — traces and the paper's synthetic workloads.
 """
@@ -29,7 +30,8 @@ def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: st
 def _register() -> None:
     for env_id, entry in (("hss/Placement-v0", "hss_gym.envs.single:placement_env"),
                           ("hss/Migration-v0", "hss_gym.envs.single:migration_env"),
-                          ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc:rlalloc_env")):
+                          ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc:rlalloc_env"),
+                          ("hss/LQoCo-v0", "hss_gym.envs.lqoco:LQoCoEnv")):
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry, disable_env_checker=True)
 

@@ -1,0 +1,374 @@
+"""``hss/LQoCo-v0``: learning cache-overload control (L-QoCo, Zhang et al., DAC'22).
+
+## Description
+
+A caching tier (DRAM or SSD, capacity C) sits in front of a storage tier (``n`` SSDs or HDDs of an
+hss-gym device profile). Writes enter the cache through a token bucket at the admitted bandwidth
+I_t that the agent controls; dirty data is destaged to the storage tier at the flush bandwidth O_t,
+which varies for real reasons: read misses and bypassed writes take the tier's time first, SSD
+garbage collection runs in bursts, an HDD flushes faster the more dirty data its elevator can
+sort. The watermark ``W_t = max(0, W_{t-1} + (I_t - O_t)/C)`` (eq. 1) rises when the cache admits
+more than the tier absorbs; past the threshold W̄ the cache is overloaded (Definition 1): writes
+only enter as blocks are destaged synchronously, so the admitted bandwidth collapses and latency
+soars. Too low an I_t leaves writes waiting in the host queue (or, with ``bypass_us``, sends them
+to the storage tier). Requests (Table 4 mixes or a real trace) are simulated in aggregated batches
+(see :mod:`hss_gym.envs.lqoco_model`); throughput, mean and p99.9 latency, throughput jitter
+(eq. 4) and cache-full time are measured from them (:meth:`LQoCoEnv.metrics`).
+
+## Action Space
+
+``Discrete(5)``: SlowDecrease, FastDecrease, Keep, SlowIncrease, FastIncrease, i.e.
+``I_{t+1} = (1 + a) I_t`` with ``a`` in ``magnitudes`` (default -1%, -3%, 0, +1%, +3%). I_t is kept
+within ``rate_bounds`` x the tier's nominal flush bandwidth. Controllers that set the rate directly
+(CoTo's eq. 9-10, fine tuning, "no control") call :meth:`LQoCoEnv.step_rate` (MB/s; ``inf`` = no
+limit) instead of ``step``.
+
+## Observation Space
+
+``observation="discrete"`` (default): ``Discrete(36)``, index ``(Ŵ*3 + P̂)*3 + B̂`` of the paper's
+discretised state: Ŵ in {ExtremelyLow, Low, Mid, High} (cut at ``w_bins``), P̂ in {Low, Mid, High}
+for ``P_t = (I_t - O_t)/O_t`` (Mid within ±``p_tol``), B̂ in {Overuse, Fulluse, Underuse} for
+``I_t / BtlBw`` against ``b_band``, BtlBw being the BBR bottleneck estimate (max of O_t over
+``bdp_window`` periods). ``observation="raw"``: ``Box(3)`` float32 ``(W_t, P_t, I_t/BtlBw)``
+(P and the ratio clipped to [-1, 10] and [0, 10]).
+
+## Rewards
+
+Eq. 8 over Table 2's values v (Ŵ: 0, 0, 1, -1; P̂: -1, 0, -1; B̂: -1, 1, 0 for Overuse, Fulluse,
+Underuse) with weights ``weights = (f_W, f_P, f_B)`` summing to 1. ``reward="signed"`` (default):
+``R = f_W v_W + f_P v_P + f_B v_B`` (Better states earn the most, Worse states -1). ``reward="eq8"``:
+the printed formula ``Σ f (v²/(n-1)² - 1)``, which squares away the sign, so High scores like Mid
+and Mid like nothing: kept for reference, see docs/lqoco.md.
+
+## Starting State
+
+Empty cache (W = 0), I_0 = ``init_rate`` x the nominal flush bandwidth of the first workload
+phase, idle tier, seeded arrival process.
+
+## Episode End
+
+Never terminates; truncated after ``periods`` control periods (default 1500, the paper's window).
+
+## Arguments
+
+``gymnasium.make("hss/LQoCo-v0", config="oceanstor", workload="S-13", periods=1500, ...)``:
+``config`` ("oceanstor": DRAM cache + 8 TLC SSDs with GC; "linux": Optane-class SSD cache + 8
+HDDs), ``workload`` (a Table-4 name S-1..S-19 / R-A..R-E, ``"adapt"`` = the §4.3 sequence, a list
+of names or (name, periods) pairs, a trace file path or ``Trace``), ``period_s`` (1.0),
+``substeps`` (4 batches per period), ``observation``, ``reward``, ``weights``, ``magnitudes``,
+``bypass_us`` (None = host queue; a number = bypass writes whose wait would exceed it),
+``bucket_s``, ``init_rate``, ``rate_bounds``, ``load`` (scales the offered load), ``burst``
+(dict of :class:`~hss_gym.envs.lqoco_workloads.Burst` fields), ``cache``/``tier`` (dicts of
+:class:`~hss_gym.envs.lqoco_model.CacheSpec` / ``TierSpec`` fields overriding the config),
+``w_bins``, ``p_tol``, ``b_band``, ``bdp_window``, ``trace_speedup`` ("auto" or a factor),
+``render_mode`` ("ansi").
+
+Paper: Ji Zhang et al., "L-QoCo: Learning to Optimize Cache Capacity Overloading in Storage
+Systems", DAC 2022.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import fields, replace
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from hss_gym.envs.lqoco_model import CONFIGS, CacheSim, CacheSpec, Tier, TierSpec
+from hss_gym.envs.lqoco_workloads import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
+
+W_NAMES = ("ExtremelyLow", "Low", "Mid", "High")
+P_NAMES = ("Low", "Mid", "High")
+B_NAMES = ("Overuse", "Fulluse", "Underuse")
+ACTION_NAMES = ("SlowDecrease", "FastDecrease", "Keep", "SlowIncrease", "FastIncrease")
+#: Table 2 values per discrete level
+V_W, V_P, V_B = (0, 0, 1, -1), (-1, 0, -1), (-1, 1, 0)
+N_STATES = 36
+
+
+def state_index(w: int, p: int, b: int) -> int:
+    return (w * 3 + p) * 3 + b
+
+
+def decode_state(s: int) -> tuple[int, int, int]:
+    """(Ŵ, P̂, B̂) of a discrete state index."""
+    return s // 9, (s // 3) % 3, s % 3
+
+
+def category(w: int, p: int, b: int) -> str:
+    """Table 1: "better", "worse" or "general"."""
+    if w == 2 and p == 1 and b == 1:
+        return "better"
+    if w == 3 and p in (0, 2) and b == 0:
+        return "worse"
+    return "general"
+
+
+def reward_of(w: int, p: int, b: int, weights: Sequence[float], kind: str = "signed") -> float:
+    """Eq. 8 reward of the discrete state (w, p, b); see the env docstring for ``kind``."""
+    fw, fp, fb = weights
+    vw, vp, vb = V_W[w], V_P[p], V_B[b]
+    if kind == "eq8":
+        return (vw * vw / 9.0 - 1) * fw + (vp * vp / 4.0 - 1) * fp + (vb * vb / 4.0 - 1) * fb
+    return fw * vw + fp * vp + fb * vb
+
+
+def _override(spec: Any, opts: dict[str, Any] | None, what: str) -> Any:
+    if not opts:
+        return spec
+    names = {f.name for f in fields(spec)}
+    bad = sorted(set(opts) - names)
+    if bad:
+        raise ValueError(f"{what} option {bad[0]!r} is unknown (valid: {', '.join(sorted(names))})")
+    return replace(spec, **opts)
+
+
+class LQoCoEnv(gym.Env):
+    """Cache-overload control; see the module docstring."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, config: str = "oceanstor", workload: Any = "S-13", periods: int = 1500,
+                 period_s: float = 1.0, substeps: int = 4, observation: str = "discrete",
+                 reward: str = "signed", weights: Sequence[float] = (0.5, 0.25, 0.25),
+                 magnitudes: Sequence[float] = (-0.01, -0.03, 0.0, 0.01, 0.03),
+                 bypass_us: float | None = None, bucket_s: float = 0.1, init_rate: float = 1.0,
+                 rate_bounds: Sequence[float] = (0.05, 20.0), load: float = 1.0,
+                 burst: dict[str, Any] | None = None, cache: dict[str, Any] | None = None,
+                 tier: dict[str, Any] | None = None,
+                 w_bins: Sequence[float] = (0.05, 0.3, 0.7), p_tol: float = 0.05,
+                 b_band: Sequence[float] = (0.9, 1.05), bdp_window: int = 10,
+                 trace_speedup: Any = "auto", render_mode: str | None = None) -> None:
+        if config not in CONFIGS:
+            raise ValueError(f"unknown config {config!r}; valid: {', '.join(CONFIGS)}")
+        if observation not in ("discrete", "raw"):
+            raise ValueError(f"observation must be 'discrete' or 'raw', got {observation!r}")
+        if reward not in ("signed", "eq8"):
+            raise ValueError(f"reward must be 'signed' or 'eq8', got {reward!r}")
+        if len(weights) != 3 or abs(sum(weights) - 1) > 1e-9 or min(weights) < 0:
+            raise ValueError(f"weights (f_W, f_P, f_B) must be 3 numbers >= 0 summing to 1, got {weights!r}")
+        if len(magnitudes) != 5 or magnitudes[2] != 0 or min(magnitudes) <= -1:
+            raise ValueError(f"magnitudes must be 5 adjustment rates > -1 with Keep (index 2) = 0, "
+                             f"got {magnitudes!r}")
+        for name, v in (("periods", periods), ("substeps", substeps), ("bdp_window", bdp_window)):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ValueError(f"{name} must be an int > 0, got {v!r}")
+        for name, v in (("period_s", period_s), ("bucket_s", bucket_s), ("init_rate", init_rate),
+                        ("load", load)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        if len(w_bins) != 3 or not 0 < w_bins[0] < w_bins[1] < w_bins[2] <= 1:
+            raise ValueError(f"w_bins must be 3 increasing cut points in (0, 1], got {w_bins!r}")
+        if len(b_band) != 2 or not 0 < b_band[0] <= 1 <= b_band[1]:
+            raise ValueError(f"b_band must be (low <= 1, high >= 1), got {b_band!r}")
+        if len(rate_bounds) != 2 or not 0 < rate_bounds[0] < rate_bounds[1]:
+            raise ValueError(f"rate_bounds must be (low, high) with 0 < low < high, got {rate_bounds!r}")
+        if bypass_us is not None and not bypass_us >= 0:
+            raise ValueError(f"bypass_us must be None or >= 0, got {bypass_us!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.config, self.workload = config, workload
+        self.periods, self.period_s, self.substeps = periods, float(period_s), substeps
+        self.obs_kind, self.reward_kind = observation, reward
+        self.weights = tuple(float(x) for x in weights)
+        self.magnitudes = tuple(float(x) for x in magnitudes)
+        self.bypass_us, self.bucket_s, self.init_rate = bypass_us, float(bucket_s), float(init_rate)
+        self.rate_bounds, self.load = tuple(rate_bounds), float(load)
+        self.burst_opts = dict(burst or {})
+        Burst(**self.burst_opts)  # validate now
+        self.cache_spec: CacheSpec = _override(CONFIGS[config]["cache"], cache, "cache")
+        self.tier_spec: TierSpec = _override(CONFIGS[config]["tier"], tier, "tier")
+        self.tier = Tier(self.tier_spec)
+        self.w_bins, self.p_tol, self.b_band = tuple(w_bins), float(p_tol), tuple(b_band)
+        self.bdp_window, self.trace_speedup = bdp_window, trace_speedup
+        self.render_mode = render_mode
+        self.phases: list[Phase] = parse_workload(workload, periods)
+        self.action_space = gym.spaces.Discrete(5)
+        if observation == "discrete":
+            self.observation_space = gym.spaces.Discrete(N_STATES)
+        else:
+            self.observation_space = gym.spaces.Box(np.array([0, -1, 0], np.float32),
+                                                    np.array([1, 10, 10], np.float32), dtype=np.float32)
+        self.sim: CacheSim | None = None
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        rng = random.Random(int(self.np_random.integers(2**62)))
+        self.sim = CacheSim(self.cache_spec, self.tier, self.period_s, self.substeps,
+                            self.bucket_s, self.bypass_us)
+        self._rng = rng
+        self._phase_i, self._phase_left = -1, 0
+        self._next_phase()
+        self.rate = self.init_rate * self._nominal
+        self.t = 0
+        self._flush_hist: list[float] = []
+        self.W = self.P = 0.0
+        self.B = 1.0
+        self.btlbw = self._nominal
+        self._state = (0, 1, 1)
+        self._hist: dict[str, list[float]] = {k: [] for k in (
+            "W", "rate_mbps", "admitted_mbps", "flush_mbps", "throughput_mbps", "full_s",
+            "bypassed_mbps", "reward")}
+        self._phase_marks: list[tuple[int, str]] = [(0, self._mix_name())]
+        return self._obs(), self._info(None)
+
+    def step(self, action: Any):
+        a = int(action)
+        if not 0 <= a < 5:
+            raise ValueError(f"action must be in 0..4 ({', '.join(ACTION_NAMES)}), got {action!r}")
+        return self._advance(self.rate * (1.0 + self.magnitudes[a]))
+
+    def step_rate(self, rate_mbps: float):
+        """Step with I_{t+1} = ``rate_mbps`` (MB/s, clipped to ``rate_bounds``; ``inf`` = no
+        token limit at all, the "no control" system)."""
+        r = float(rate_mbps)
+        if math.isnan(r) or r <= 0:
+            raise ValueError(f"rate_mbps must be > 0 (or inf), got {rate_mbps!r}")
+        return self._advance(r * 1e6)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.sim is None:
+            return None
+        w, p, b = self._state
+        return (f"t={self.t} W={self.W:.3f} ({W_NAMES[w]}) P={self.P:+.3f} ({P_NAMES[p]}) "
+                f"B={self.B:.2f} ({B_NAMES[b]}) I={self.rate / 1e6:.1f} MB/s")
+
+    # ------------------------------------------------------------------ dynamics
+    def _mix_name(self) -> str:
+        return self.phases[self._phase_i].mix.name
+
+    def _next_phase(self) -> None:
+        self._phase_i = (self._phase_i + 1) % len(self.phases)
+        ph = self.phases[self._phase_i]
+        sim = self.sim
+        assert sim is not None
+        sim.set_mix(ph.mix)
+        r = ph.mix.read
+        ratio = r / (1 - r) if r < 1 else 0.0
+        t = sim.tier
+        self._nominal = 1e6 / (sim.flush_cost(0.5 * sim.C) * t.gc
+                               + ratio * (1 - self.cache_spec.read_hit) * sim.rd_cost)
+        self._read_ratio = ratio
+        base = BURSTY if ph.mix.name.startswith("R-") else {}
+        self.burst = Burst(**{**base, **self.burst_opts})
+        self.arrivals = Arrivals(self.burst, self._rng)
+        self._trace = None
+        if ph.trace_bins is not None:
+            wb_mean = float(ph.trace_bins[1].mean())
+            if self.trace_speedup == "auto":
+                f = self.load * self._nominal / max(wb_mean, 1.0)
+            elif isinstance(self.trace_speedup, (int, float)) and self.trace_speedup > 0:
+                f = float(self.trace_speedup)
+            else:
+                raise ValueError(f"trace_speedup must be 'auto' or a number > 0, got {self.trace_speedup!r}")
+            self._trace = scale_trace(ph, f * self.period_s).trace_bins
+            self._phase_left = len(self._trace[0])
+        else:
+            self._phase_left = ph.periods
+        self._trace_i = 0
+
+    def _advance(self, new_rate: float):
+        if self.sim is None:
+            raise RuntimeError("call reset() before step()")
+        lo, hi = self.rate_bounds
+        if not math.isinf(new_rate):
+            new_rate = min(max(new_rate, lo * self._nominal), hi * self._nominal)
+        self.rate = new_rate
+        sim, ps = self.sim, self.period_s
+        hq = self.burst.depth * sim.io
+        if self._trace is not None:
+            rb, wb, rs, ws = self._trace
+            i = self._trace_i
+            st = sim.period(new_rate, rb[i] / ps, wb[i] / ps, hq, float(rs[i]), float(ws[i]))
+            self._trace_i += 1
+        else:
+            wr = self.load * self.arrivals.demand(self._nominal)
+            st = sim.period(new_rate, wr * self._read_ratio, wr, hq)
+        self.t += 1
+        self._phase_left -= 1
+        # state (W_t, P_t, B_t)
+        C = sim.C
+        self.W = sim.dirty / C
+        I, O = st.admitted / ps, st.flush_cap / ps
+        self.P = (I - O) / max(O, 1.0)
+        fh = self._flush_hist
+        fh.append(O)
+        if len(fh) > self.bdp_window:
+            del fh[0]
+        self.btlbw = max(max(fh), 1.0)
+        self.B = I / self.btlbw
+        self._state = self._discretise()
+        r = reward_of(*self._state, self.weights, self.reward_kind)
+        h = self._hist
+        h["W"].append(self.W)
+        h["rate_mbps"].append(self.rate / 1e6)
+        h["admitted_mbps"].append(I / 1e6)
+        h["flush_mbps"].append(O / 1e6)
+        h["throughput_mbps"].append(st.throughput / ps / 1e6)
+        h["full_s"].append(st.full_s)
+        h["bypassed_mbps"].append(st.bypassed / ps / 1e6)
+        h["reward"].append(r)
+        self._last = st
+        truncated = self.t >= self.periods
+        if self._phase_left <= 0 and not truncated:
+            self._next_phase()
+            self._phase_marks.append((self.t, self._mix_name()))
+        return self._obs(), r, False, truncated, self._info(st)
+
+    def _discretise(self) -> tuple[int, int, int]:
+        wb = self.w_bins
+        w = 0 if self.W < wb[0] else 1 if self.W < wb[1] else 2 if self.W < wb[2] else 3
+        p = 0 if self.P < -self.p_tol else 1 if self.P <= self.p_tol else 2
+        lo, hi = self.b_band
+        b = 0 if self.B > hi else 1 if self.B >= lo else 2
+        return w, p, b
+
+    def _obs(self) -> Any:
+        if self.obs_kind == "discrete":
+            return state_index(*self._state)
+        return np.array([min(self.W, 1.0), min(max(self.P, -1.0), 10.0), min(self.B, 10.0)],
+                        dtype=np.float32)
+
+    def _info(self, st: Any) -> dict[str, Any]:
+        w, p, b = self._state
+        ps = self.period_s
+        info = {"t": self.t, "W": self.W, "P": self.P, "B_use": self.B,
+                "btlbw_mbps": self.btlbw / 1e6, "rate_mbps": self.rate / 1e6,
+                "nominal_mbps": self._nominal / 1e6, "state": state_index(w, p, b),
+                "levels": (W_NAMES[w], P_NAMES[p], B_NAMES[b]), "category": category(w, p, b),
+                "workload": self._mix_name()}
+        if st is not None:
+            info.update(admitted_mbps=st.admitted / ps / 1e6, flush_mbps=st.flush_cap / ps / 1e6,
+                        flushed_mbps=st.flushed / ps / 1e6, bypassed_mbps=st.bypassed / ps / 1e6,
+                        throughput_mbps=st.throughput / ps / 1e6, full_s=st.full_s,
+                        gc_s=st.gc_s, throttled_mb=st.throttled / 1e6)
+        return info
+
+    # ------------------------------------------------------------------ measurements
+    def history(self) -> dict[str, list[float]]:
+        """Per-period series of this episode (copies): W, rate, admitted, flush, throughput, ..."""
+        return {k: list(v) for k, v in self._hist.items()}
+
+    def phase_marks(self) -> list[tuple[int, str]]:
+        """(period, workload) at each workload change."""
+        return list(self._phase_marks)
+
+    def metrics(self) -> dict[str, float]:
+        """The paper's measurements over the episode so far, from the simulated requests."""
+        if self.sim is None:
+            raise RuntimeError("call reset() first")
+        thr = np.asarray(self._hist["throughput_mbps"])
+        mean = float(thr.mean()) if len(thr) else float("nan")
+        jitter = float(thr.std() / mean) if len(thr) and mean > 0 else float("nan")
+        full = float(np.sum(self._hist["full_s"]))
+        return {"throughput_mbps": mean, "jitter": jitter,
+                "mean_latency_ms": self.sim.mean_latency_us / 1e3,
+                "p99_latency_ms": self.sim.latency_quantile(0.99) / 1e3,
+                "p999_latency_ms": self.sim.latency_quantile(0.999) / 1e3,
+                "cache_full_s": full, "cache_full_frac": full / max(self.t * self.period_s, 1e-9),
+                "bypassed_frac": float(np.sum(self._hist["bypassed_mbps"]) / max(thr.sum(), 1e-9)),
+                "periods": float(self.t)}
