@@ -20,7 +20,7 @@ each agent's training loss per gradient step (paper Fig. 7).
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,13 @@ from hss_gym.envs.parallel import HSSParallelEnv
 
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
 #: migration rewards are ~[-penalty, 1] with gamma 0.1.
+#: Deviations (docs/learning-diagnostics.md, with their measured effect): epsilon falls from 1 to
+#: 0.001 over the first ``explore_steps`` (1000) decisions (the paper's agents "make random initial
+#: decisions"; from a random network at 0.001 the replay holds one action only), and a gradient
+#: step every ``train_every`` (8) experiences (the paper trains continuously in a background
+#: thread; one step per 64 moved the network by ~0.06 per weight in 10k requests).
 PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=1e-3, epsilon=0.001, batch_size=128,
-                               buffer_size=1000, v_min=0.0, v_max=10.0)
+                               buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
                                buffer_size=1000, v_min=-1.0, v_max=2.0)
 
@@ -92,14 +97,42 @@ class _C51Policy(Policy):
 
 
 class PlacementAgent(_C51Policy):
-    """Harmonia's data-placement agent (immediate reward)."""
+    """Harmonia's data-placement agent (immediate reward), with per-page credit by default.
+
+    ``credit="page"`` (default): a placement's transition runs along the placed page's own
+    accesses, not along the interleaved request stream. Its reward is the eq.-2 reward of the
+    request it placed plus the discounted eq.-2 rewards of the page's later accesses that no
+    decision of this agent handled (reads served where the placement put the page), and it
+    bootstraps from the page's next placement decision with discount ``gamma ** k`` (k accesses
+    later); a page not decided on again within ``horizon`` requests ends its transition there
+    (terminal). The next request of the stream is usually another page, whose return does not
+    depend on this placement, so with ``credit="request"`` (the plain transition
+    ``(s_t, a_t, r_t, s_{t+1})``) a placement sees only its own request's latency and never the
+    hits it earns later (docs/learning-diagnostics.md).
+    """
 
     name = "harmonia_placement"
     agents = ("placement",)
 
+    def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
+                 train: bool = True, credit: str = "page", horizon: int = 2000) -> None:
+        super().__init__(config, seed, train)
+        if credit not in ("page", "request"):
+            raise ValueError(f"credit must be 'page' or 'request', got {credit!r}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1 request, got {horizon}")
+        self.credit, self.horizon = credit, int(horizon)
+
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int] | None = None
+        self._page = -1
+        self._ref = env.reward_ref_us
+        # page -> [obs, action, return so far, discount of the next term, step decided]
+        self._open: OrderedDict[int, list[Any]] = OrderedDict()
+        if self.credit == "page":
+            cfg = self.agent.cfg
+            self.agent.r_lo, self.agent.r_hi = cfg.v_min, cfg.v_max  # returns of several accesses
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.decide(observations["placement"], infos["placement"])}
@@ -108,6 +141,8 @@ class PlacementAgent(_C51Policy):
         self.learn(observations["placement"], rewards["placement"], infos["placement"])
 
     def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        if self.credit == "page":
+            self._page = self.env.request[2] >> 12
         if not info["acting"]:
             self._last = None
             return 0
@@ -117,10 +152,32 @@ class PlacementAgent(_C51Policy):
 
     def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
         agent = self.agent
-        if self._last is not None:
-            obs, a = self._last
-            agent.remember(obs, a, reward, next_obs)
+        if self.credit == "request":
+            if self._last is not None:
+                obs, a = self._last
+                agent.remember(obs, a, reward, next_obs)
+        else:
+            self._page_credit(reward, info)
         agent.tick()
+
+    def _page_credit(self, reward: float, info: dict[str, Any]) -> None:
+        agent, page, gamma, opened = self.agent, self._page, self.agent.cfg.gamma, self._open
+        step = info["step"]
+        t = opened.pop(page, None) if self._last is not None else opened.get(page)
+        if self._last is not None:  # a decision on this page: it closes the page's open transition
+            obs, a = self._last
+            if t is not None:
+                agent.remember(t[0], t[1], t[2], obs, t[3])
+            opened[page] = [obs, a, reward, gamma, step]
+        elif t is not None and info["latency_us"] > 0:  # an access no decision handled
+            t[2] += t[3] * self._ref / info["latency_us"]
+            t[3] *= gamma
+        while opened:  # pages not decided on again within the horizon: terminal
+            first = next(iter(opened.values()))
+            if step - first[4] < self.horizon:
+                break
+            t = opened.popitem(last=False)[1]
+            agent.remember(t[0], t[1], t[2], t[0], 0.0)
 
 
 class MigrationAgent(_C51Policy):
