@@ -1,0 +1,80 @@
+"""The learned placement agents learn (issue 13): known-answer scenarios and real traces with reuse.
+
+Fast tests check the scenarios' construction and the per-page credit's bookkeeping; the slow
+tests run ``hss_gym.benchmarks.learning`` and assert the issue's requirements.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hss_gym.config import make_config
+from hss_gym.workloads import list_workloads, make_trace
+
+pytest.importorskip("torch")
+
+from hss_gym.benchmarks import learning  # noqa: E402
+
+TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+
+
+@pytest.mark.parametrize("name", learning.SCENARIOS)
+def test_scenarios_are_registered_and_the_hot_set_fits(name: str) -> None:
+    assert name in list_workloads()
+    tr = make_trace(name, n=12_000, seed=3)
+    assert len(tr) == 12_000 and (tr.size == 4096).all()
+    cap = make_config("perf_opt").page_capacities(tr.footprint_pages())[0]
+    pages, counts = np.unique(tr.offset // 4096, return_counts=True)
+    reused = pages[counts > 1]
+    hot_per_phase = len(reused) / (3 if name == "learn-phase" else 1)
+    assert hot_per_phase <= cap  # the reused pages of a phase fit in the fast device
+    assert (counts == 1).sum() > 0.2 * len(tr)  # and a cold stream that is never reused
+    if name == "learn-write-once":
+        once = np.isin(tr.offset // 4096, pages[counts == 1])
+        assert (tr.op[once] == 1).all()  # the stream is writes only
+
+
+def test_unknown_scenario_parameter_is_named() -> None:
+    with pytest.raises(ValueError, match="hot_shar"):
+        make_trace("learn-hot-scan", n=100, hot_shar=0.5)
+
+
+def test_page_credit_closes_a_page_at_its_next_decision_or_horizon() -> None:
+    from hss_gym.agents import make_env, run_episode
+    from hss_gym.agents.sibyl import Sibyl
+
+    pol = Sibyl(seed=0, horizon=500)
+    run_episode(pol, make_env(pol, "perf_opt", "learn-write-once", n_requests=3000), seed=0)
+    # Every decision is pushed once it closes: at most the open pages (< horizon) are pending.
+    assert 0 < len(pol._open) <= 500
+    assert pol.agent.experiences >= pol.agent.decisions - len(pol._open) - 1
+    d = pol.agent.disc_buf[:pol.agent.size]
+    assert (d == 0).any() and (d > 0).any()  # terminal (never reused) and bootstrapped transitions
+
+
+@pytest.mark.slow
+def test_learners_match_the_best_fixed_policy_on_known_answer_scenarios() -> None:
+    rows = learning.learning_suite(seeds=5)
+    learning.print_learning(rows)
+    for name in learning.SCENARIOS:
+        for config in ("perf_opt", "cost_opt"):
+            rs = [r for r in rows if (r["scenario"], r["config"]) == (name, config)]
+            best = np.mean([r[r["best_fixed"]] for r in rs])
+            for pol in learning.LEARNERS:
+                assert np.mean([r[pol] for r in rs]) <= 1.10 * best, (name, config, pol)
+
+
+@pytest.mark.slow
+def test_learners_beat_slow_only_on_real_traces_with_reuse() -> None:
+    if not TRACES.is_dir():
+        pytest.skip(f"real traces not found at {TRACES} (the shared folder beside the checkout)")
+    rows = learning.real_traces(TRACES, seeds=3)
+    learning.print_real(rows)
+    for r in rows:
+        if r["lru_hit"] >= 0.2:
+            for pol in learning.LEARNERS:
+                assert r[pol] <= 0.9 * r["slow_only"], (r["trace"], r["config"], pol)
+            assert r["harmonia"] <= r["sibyl"], (r["trace"], r["config"])
