@@ -20,7 +20,7 @@ each agent's training loss per gradient step (paper Fig. 7).
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ import torch
 
 from hss_gym.agents.base import Combined, Infos, Obs, Policy
 from hss_gym.agents.c51 import C51Agent, C51Config
+from hss_gym.agents.credit import PAGE_SHIFT, PageCredit
 from hss_gym.envs.parallel import HSSParallelEnv
 
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
@@ -128,11 +129,7 @@ class PlacementAgent(_C51Policy):
         self._last: tuple[np.ndarray, int] | None = None
         self._page = -1
         self._ref = env.reward_ref_us
-        # page -> [obs, action, return so far, discount of the next term, step decided]
-        self._open: OrderedDict[int, list[Any]] = OrderedDict()
-        if self.credit == "page":
-            cfg = self.agent.cfg
-            self.agent.r_lo, self.agent.r_hi = cfg.v_min, cfg.v_max  # returns of several accesses
+        self._credit = PageCredit(self.agent, self.horizon) if self.credit == "page" else None
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.decide(observations["placement"], infos["placement"])}
@@ -141,8 +138,8 @@ class PlacementAgent(_C51Policy):
         self.learn(observations["placement"], rewards["placement"], infos["placement"])
 
     def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
-        if self.credit == "page":
-            self._page = self.env.request[2] >> 12
+        if self._credit is not None:
+            self._page = self.env.request[2] >> PAGE_SHIFT
         if not info["acting"]:
             self._last = None
             return 0
@@ -151,37 +148,22 @@ class PlacementAgent(_C51Policy):
         return a
 
     def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
-        agent = self.agent
-        if self.credit == "request":
-            if self._last is not None:
-                obs, a = self._last
-                agent.remember(obs, a, reward, next_obs)
+        agent, credit, last = self.agent, self._credit, self._last
+        if credit is None:
+            if last is not None:
+                agent.remember(last[0], last[1], reward, next_obs)
         else:
-            self._page_credit(reward, info)
+            if last is not None:
+                credit.decision(self._page, last[0], last[1], reward, info["step"])
+            elif info["latency_us"] > 0:
+                credit.access(self._page, self._ref / info["latency_us"])
+            credit.expire(info["step"])
         agent.tick()
-
-    def _page_credit(self, reward: float, info: dict[str, Any]) -> None:
-        agent, page, gamma, opened = self.agent, self._page, self.agent.cfg.gamma, self._open
-        step = info["step"]
-        t = opened.pop(page, None) if self._last is not None else opened.get(page)
-        if self._last is not None:  # a decision on this page: it closes the page's open transition
-            obs, a = self._last
-            if t is not None:
-                agent.remember(t[0], t[1], t[2], obs, t[3])
-            opened[page] = [obs, a, reward, gamma, step]
-        elif t is not None and info["latency_us"] > 0:  # an access no decision handled
-            t[2] += t[3] * self._ref / info["latency_us"]
-            t[3] *= gamma
-        while opened:  # pages not decided on again within the horizon: terminal
-            first = next(iter(opened.values()))
-            if step - first[4] < self.horizon:
-                break
-            t = opened.popitem(last=False)[1]
-            agent.remember(t[0], t[1], t[2], t[0], 0.0)
 
 
 class MigrationAgent(_C51Policy):
-    """Harmonia's data-migration agent (delayed, credited reward)."""
+    """Harmonia's data-migration agent (delayed, credited reward; docs/learning-diagnostics.md says
+    why it does not learn which direction to move: moves and stays share each reward)."""
 
     name = "harmonia_migration"
     agents = ("migration",)

@@ -49,8 +49,8 @@ def test_page_credit_closes_a_page_at_its_next_decision_or_horizon() -> None:
     pol = Sibyl(seed=0, horizon=500)
     run_episode(pol, make_env(pol, "perf_opt", "learn-write-once", n_requests=3000), seed=0)
     # Every decision is pushed once it closes: at most the open pages (< horizon) are pending.
-    assert 0 < len(pol._open) <= 500
-    assert pol.agent.experiences >= pol.agent.decisions - len(pol._open) - 1
+    assert 0 < len(pol._credit.open) <= 500
+    assert pol.agent.experiences >= pol.agent.decisions - len(pol._credit.open) - 1
     d = pol.agent.disc_buf[:pol.agent.size]
     assert (d == 0).any() and (d > 0).any()  # terminal (never reused) and bootstrapped transitions
 
@@ -78,3 +78,34 @@ def test_learners_beat_slow_only_on_real_traces_with_reuse() -> None:
             for pol in learning.LEARNERS:
                 assert r[pol] <= 0.9 * r["slow_only"], (r["trace"], r["config"], pol)
             assert r["harmonia"] <= r["sibyl"], (r["trace"], r["config"])
+
+
+def test_c_kernel_matches_autograd_on_an_episodes_minibatches() -> None:
+    """Real minibatches (page credit: mixed discounts, terminal transitions, scaled and clipped
+    returns) from an episode: the C kernel's loss and gradients equal autograd's."""
+    from dataclasses import replace
+
+    from hss_gym.agents import make_env, run_episode
+    from hss_gym.agents.c51 import C51Agent
+    from hss_gym.agents.sibyl import Sibyl
+
+    pol = Sibyl(seed=1)
+    run_episode(pol, make_env(pol, "perf_opt", "learn-phase", n_requests=4000), seed=1)
+    c = pol.agent
+    ref = C51Agent(c.n_inputs, c.n_actions, replace(c.cfg, trainer="torch", train_every=10**9), seed=1)
+    for i in range(c.size):
+        ref.remember(c.obs_buf[i], int(c.act_buf[i]), float(c.rew_buf[i]), c.next_buf[i], float(c.disc_buf[i]))
+    ref.q.load_state_dict(c.q.state_dict())
+    ref.target.load_state_dict(c.target.state_dict())
+    ref.scale, ref.r_lo, ref.r_hi = c.scale, c.r_lo, c.r_hi
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        idx = rng.integers(0, c.size, c.cfg.batch_size)
+        loss_c, grads = c.c_gradients(idx)
+        loss = ref.loss(idx)
+        ref.q.zero_grad()
+        loss.backward()
+        assert loss_c == pytest.approx(loss.item(), rel=1e-5)
+        for (gw, gb), layer in zip(grads, ref.q.linear_layers()):
+            np.testing.assert_allclose(gw, layer.weight.grad.numpy(), rtol=1e-3, atol=1e-6)
+            np.testing.assert_allclose(gb, layer.bias.grad.numpy(), rtol=1e-3, atol=1e-6)
