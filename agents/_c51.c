@@ -20,6 +20,11 @@
  *                   obs_buf, next_buf, act_buf, rew_buf, batch_size, seed[, disc_buf=])
  *   n = tr.push(obs, action, reward, next_obs[, discount])  # store a transition; returns experiences so far
  *   loss = tr.train(scale, r_lo, r_hi[, indices]) # one minibatch (uniform sample unless given)
+ *   tr.invalidate()                               # the target network changed: drop cached targets
+ *
+ * Each transition's projected target distribution depends only on the target network, its next
+ * observation, reward and discount, so it is cached per replay slot (target_cache=True, default)
+ * until the target network is refreshed: a transition is drawn ~16 times between refreshes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -289,6 +294,7 @@ typedef struct {
     long long experiences;
     int64_t *idx;
     uint64_t rng;
+    double cached_scale, cached_lo, cached_hi;  /* the reward scaling the target cache holds */
 } C51Trainer;
 
 static void C51Trainer_dealloc(C51Trainer *self)
@@ -298,6 +304,8 @@ static void C51Trainer_dealloc(C51Trainer *self)
     if (self->ready)
         c51_trainer_free(&self->t);
     PyMem_Free(self->idx);
+    PyMem_Free(self->rb.mcache);
+    PyMem_Free(self->rb.mgen);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -340,9 +348,9 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"sizes", "n_actions", "n_atoms", "v_min", "v_max", "gamma", "lr", "params",
                              "target", "obs_buf", "next_buf", "act_buf", "rew_buf", "batch_size", "seed",
-                             "betas", "eps", "disc_buf", NULL};
+                             "betas", "eps", "disc_buf", "target_cache", NULL};
     PyObject *sizes, *params, *target, *obs, *next, *act, *rew, *disc = Py_None;
-    int n_actions, n_atoms, batch;
+    int n_actions, n_atoms, batch, cache = 1;
     double v_min, v_max, gamma, lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     unsigned long long seed;
     c51_shape shape;
@@ -350,9 +358,9 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "C51Trainer is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiddddOOOOOOiK|(dd)dO", kwlist, &sizes, &n_actions, &n_atoms,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiddddOOOOOOiK|(dd)dOp", kwlist, &sizes, &n_actions, &n_atoms,
                                      &v_min, &v_max, &gamma, &lr, &params, &target, &obs, &next, &act, &rew,
-                                     &batch, &seed, &beta1, &beta2, &eps, &disc)
+                                     &batch, &seed, &beta1, &beta2, &eps, &disc, &cache)
         || make_shape(&shape, sizes, n_actions, n_atoms, v_min, v_max) < 0)
         return -1;
     if (batch < 1 || !(gamma >= 0 && gamma < 1) || !(lr > 0)) {
@@ -385,6 +393,15 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
         || !(self->rb.rew = hold(self, rew, cap, 0, 1, "rew_buf"))
         || (disc != Py_None && !(self->rb.disc = hold(self, disc, cap, 0, 1, "disc_buf"))))
         return -1;
+    if (cache) {
+        self->rb.mcache = PyMem_Calloc((size_t)cap * (size_t)shape.n_atoms, sizeof(float));
+        self->rb.mgen = PyMem_Calloc((size_t)cap, sizeof(int64_t));
+        if (!self->rb.mcache || !self->rb.mgen) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->rb.gen = 1;
+    }
     return 0;
 }
 
@@ -418,6 +435,8 @@ static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssi
         return NULL;
     ((int64_t *)self->rb.act)[i] = a;
     ((float *)self->rb.rew)[i] = (float)r;
+    if (self->rb.mgen)
+        self->rb.mgen[i] = 0;
     if (self->rb.disc)
         ((float *)self->rb.disc)[i] = (float)g;
     self->experiences++;
@@ -459,10 +478,21 @@ static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw
             return NULL;
         }
     }
+    if (self->rb.mcache && (scale != self->cached_scale || r_lo != self->cached_lo || r_hi != self->cached_hi)) {
+        self->rb.gen++;  /* cached targets were projected with another reward scaling */
+        self->cached_scale = scale, self->cached_lo = r_lo, self->cached_hi = r_hi;
+    }
     double loss = c51_gradients(&self->t, &self->rb, self->idx, scale, r_lo, r_hi);
     if (apply)
         c51_adam(&self->t);
     return PyFloat_FromDouble(loss);
+}
+
+static PyObject *C51Trainer_invalidate(C51Trainer *self, PyObject *unused)
+{
+    (void)unused;
+    self->rb.gen++;
+    Py_RETURN_NONE;
 }
 
 static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
@@ -486,7 +516,8 @@ static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
 static PyObject *C51Trainer_nbytes(C51Trainer *self, void *closure)
 {
     (void)closure;
-    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + (size_t)self->t.batch * 8 : 0);
+    size_t cache = self->rb.mcache ? (size_t)self->cap * ((size_t)self->t.shape.n_atoms * sizeof(float) + 8) : 0;
+    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + (size_t)self->t.batch * 8 + cache : 0);
 }
 
 static PyMemberDef C51Trainer_members[] = {
@@ -503,6 +534,8 @@ static PyGetSetDef C51Trainer_getset[] = {
 };
 
 static PyMethodDef C51Trainer_methods[] = {
+    {"invalidate", (PyCFunction)C51Trainer_invalidate, METH_NOARGS,
+     "forget the cached target distributions (call when the target network changes)"},
     {"push", (PyCFunction)(void (*)(void))C51Trainer_push, METH_FASTCALL,
      "push(obs, action, reward, next_obs[, discount]) -> experiences: store a transition in the replay ring "
      "(discount: of the next state, default gamma; 0 = terminal; needs disc_buf)"},

@@ -187,6 +187,7 @@ class C51Agent:
     def sync(self) -> None:
         """Copy the training weights to the inference network (C) and the target network."""
         self.target.load_state_dict(self.q.state_dict())
+        self.trainer.invalidate()
         self.infer.set_weights([(m.weight.detach().numpy(), m.bias.detach().numpy())
                                 for m in self.q.linear_layers()])
 

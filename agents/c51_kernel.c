@@ -276,7 +276,33 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
             t->gd[smp] = rb->disc ? rb->disc[j] : t->gamma;
             cols[smp] = (int)rb->act[j] * K;
         }
-        targets(t, C);
+        if (rb->mcache) {  /* targets only for transitions not cached under this target network */
+            int nm = 0;
+            for (int smp = 0; smp < C; smp++) {
+                int64_t j = idx[c0 + smp];
+                if (rb->mgen[j] == rb->gen)
+                    continue;
+                memcpy(t->xn + (size_t)nm * nin, t->xn + (size_t)smp * nin, (size_t)nin * sizeof(float));
+                t->r[nm] = t->r[smp];
+                t->gd[nm] = t->gd[smp];
+                t->cols[nm] = (int)j;  /* cols is rebuilt below */
+                nm++;
+            }
+            if (nm) {
+                targets(t, nm);
+                for (int k = 0; k < nm; k++) {
+                    memcpy(rb->mcache + (size_t)t->cols[k] * K, t->m + (size_t)k * K, (size_t)K * sizeof(float));
+                    rb->mgen[t->cols[k]] = rb->gen;
+                }
+            }
+            for (int smp = 0; smp < C; smp++) {
+                int64_t j = idx[c0 + smp];
+                memcpy(t->m + (size_t)smp * K, rb->mcache + (size_t)j * K, (size_t)K * sizeof(float));
+                cols[smp] = (int)rb->act[j] * K;
+            }
+        } else {
+            targets(t, C);
+        }
         /* Forward of the training network; its output layer only for the taken actions' atoms. */
         const float *a = t->x;
         for (int l = 0; l + 1 < L; l++) {

@@ -47,6 +47,12 @@ typedef struct c51_replay {
     const float *obs, *next, *rew;
     const int64_t *act;
     const float *disc;            /* per-transition discount of the next state (NULL: gamma) */
+    /* Optional cache of each transition's projected target distribution (cap x n_atoms): valid
+     * while mgen[j] == gen (the owner bumps gen when the target network or the reward scaling
+     * changes and zeroes mgen[j] when slot j is overwritten). NULL: no cache. */
+    float *mcache;
+    int64_t *mgen;
+    int64_t gen;
 } c51_replay;
 
 typedef struct c51_trainer {
