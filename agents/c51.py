@@ -288,6 +288,8 @@ class C51Agent:
                 raise ValueError(f"{source}: weights have {k}={theirs}, this agent has {k}={mine}")
         self.q.load_state_dict(state["weights"])
         self.scale = state.get("reward_scale", self.scale)
+        self._explore_left = 0  # trained weights: no random warm-up, epsilon as configured
+        self.infer.epsilon = self.cfg.epsilon
         self.loss_curve = [tuple(x) for x in state.get("loss_curve", [])]
         self.sync()
 

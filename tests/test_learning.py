@@ -109,3 +109,32 @@ def test_c_kernel_matches_autograd_on_an_episodes_minibatches() -> None:
         for (gw, gb), layer in zip(grads, ref.q.linear_layers()):
             np.testing.assert_allclose(gw, layer.weight.grad.numpy(), rtol=1e-3, atol=1e-6)
             np.testing.assert_allclose(gb, layer.bias.grad.numpy(), rtol=1e-3, atol=1e-6)
+
+
+def test_pretrain_saves_weights_that_make_policy_loads(tmp_path, capsys) -> None:
+    from hss_gym.agents import make_policy
+    from hss_gym.agents.pretrain import main
+
+    out = tmp_path / "h.pt"
+    main(["--config", "perf_opt", "--train-workloads", "learn-hot-scan", "--eval-workloads", "learn-phase",
+          "--requests", "400", "--eval-seeds", "1", "--out", str(out)])
+    assert out.is_file() and "learn-phase" in capsys.readouterr().out
+    h = make_policy("harmonia", weights=str(out))
+    from hss_gym.agents import make_env, run_episode
+    run_episode(h, make_env(h, "perf_opt", "learn-phase", n_requests=300), seed=0)
+    assert h.placement.agent.infer.epsilon == h.placement.agent.cfg.epsilon  # no random warm-up
+    with pytest.raises(SystemExit, match="held out"):
+        main(["--train-workloads", "lun1", "--eval-workloads", "lun1", "--out", str(out)])
+
+
+@pytest.mark.parametrize("config", ["perf_opt", "cost_opt"])
+def test_shipped_weights_load(config: str) -> None:
+    from hss_gym.agents import make_policy
+    from hss_gym.agents.pretrain import shipped_weights
+
+    h = make_policy("harmonia", weights=str(shipped_weights("harmonia", config)))
+    from hss_gym.agents import make_env, run_episode
+    r = run_episode(h, make_env(h, config, "ycsb-b", n_requests=300), seed=0)
+    assert r.metrics.requests == 300
+    with pytest.raises(FileNotFoundError, match="shipped"):
+        shipped_weights("harmonia", "tri")
