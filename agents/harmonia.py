@@ -97,13 +97,6 @@ class _C51Policy(Policy):
         return [] if self.agent is None else self.agent.loss_curve
 
 
-def credit_horizon(env: HSSParallelEnv, horizon: int | None) -> int:
-    """Requests after which an unused page's open transition ends (per-page credit): ``horizon``,
-    or by default the fast device's capacity in pages (at least 64). A page not accessed again
-    within that many requests has, when every request brings a page, left an LRU of that size."""
-    return int(horizon) if horizon is not None else max(64, int(env.hss.capacities[0]))
-
-
 class PlacementAgent(_C51Policy):
     """Harmonia's data-placement agent (immediate reward), with per-page credit by default.
 
@@ -112,9 +105,9 @@ class PlacementAgent(_C51Policy):
     request it placed plus the discounted eq.-2 rewards of the page's later accesses that no
     decision of this agent handled (reads served where the placement put the page), and it
     bootstraps from the page's next placement decision with discount ``gamma ** k`` (k accesses
-    later); a page not decided on again within ``horizon`` requests (default: the fast device's
-    capacity in pages, :func:`credit_horizon`) ends its transition there (terminal). The next
-    request of the stream is usually another page, whose return does not depend on this placement, so with ``credit="request"`` (the plain transition
+    later); a page not decided on again within ``horizon`` requests ends its transition there
+    (terminal). The next request of the stream is usually another page, whose return does not
+    depend on this placement, so with ``credit="request"`` (the plain transition
     ``(s_t, a_t, r_t, s_{t+1})``) a placement sees only its own request's latency and never the
     hits it earns later (docs/learning-diagnostics.md).
     """
@@ -123,20 +116,20 @@ class PlacementAgent(_C51Policy):
     agents = ("placement",)
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, credit: str = "page", horizon: int | None = None) -> None:
+                 train: bool = True, credit: str = "page", horizon: int = 2000) -> None:
         super().__init__(config, seed, train)
         if credit not in ("page", "request"):
             raise ValueError(f"credit must be 'page' or 'request', got {credit!r}")
-        if horizon is not None and horizon < 1:
+        if horizon < 1:
             raise ValueError(f"horizon must be >= 1 request, got {horizon}")
-        self.credit, self.horizon = credit, horizon
+        self.credit, self.horizon = credit, int(horizon)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int] | None = None
         self._page = -1
         self._ref = env.reward_ref_us
-        self._credit = PageCredit(self.agent, credit_horizon(env, self.horizon)) if self.credit == "page" else None
+        self._credit = PageCredit(self.agent, self.horizon) if self.credit == "page" else None
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.decide(observations["placement"], infos["placement"])}

@@ -41,7 +41,7 @@ class Sibyl(PlacementAgent):
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
-                 horizon: int | None = None) -> None:
+                 horizon: int = 2000) -> None:
         super().__init__(config, seed, train, credit, horizon)
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
