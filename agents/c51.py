@@ -151,7 +151,6 @@ class C51Agent:
         self.scale = cfg.reward_scale
         self.r_lo, self.r_hi = cfg.v_min * (1 - cfg.gamma), cfg.v_max * (1 - cfg.gamma)
         self.requests = 0
-        self.decisions = 0
         self._explore_left = cfg.explore_steps
         if cfg.explore_steps:
             self.infer.epsilon = 1.0
@@ -167,7 +166,6 @@ class C51Agent:
             self._explore_left -= 1
             cfg = self.cfg
             self.infer.epsilon = cfg.epsilon + (1.0 - cfg.epsilon) * self._explore_left / cfg.explore_steps
-        self.decisions += 1
         return self.infer.act(obs)
 
     def greedy(self, obs: np.ndarray) -> int:

@@ -10,7 +10,8 @@ page, ``[obs, action, return, discount, step]``:
   one whose return starts with the decision's own reward;
 * an access of ``p`` that no decision handled adds its reward, discounted, to ``p``'s return;
 * a transition still open ``horizon`` requests after its decision ends there: terminal (discount 0;
-  the page was not used again within the horizon).
+  the page was not used again within the horizon). Expiry is checked every ``EXPIRE_EVERY``
+  requests (a transition may stay open up to that many requests longer).
 
 It is a semi-Markov view of the same MDP (rewards are unchanged: the papers' latency rewards), used
 by the placement agents, :class:`hss_gym.agents.harmonia.PlacementAgent` and :class:`~hss_gym.agents.sibyl.Sibyl`
@@ -27,6 +28,7 @@ import numpy as np
 from hss_gym.agents.c51 import C51Agent
 
 PAGE_SHIFT = 12  # 4 KiB pages: page = byte offset >> PAGE_SHIFT
+EXPIRE_EVERY = 64
 
 
 class PageCredit:
@@ -37,6 +39,7 @@ class PageCredit:
             raise ValueError(f"horizon must be >= 1 request, got {horizon}")
         self.agent, self.gamma, self.horizon = agent, agent.cfg.gamma, int(horizon)
         self.open: OrderedDict[int, list[Any]] = OrderedDict()
+        self._next_expiry = 0
         cfg = agent.cfg
         agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
 
@@ -53,6 +56,9 @@ class PageCredit:
             t[3] *= self.gamma
 
     def expire(self, step: int) -> None:
+        if step < self._next_expiry:
+            return
+        self._next_expiry = step + EXPIRE_EVERY
         opened, remember = self.open, self.agent.remember
         while opened:
             first = next(iter(opened.values()))
