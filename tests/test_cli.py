@@ -73,7 +73,7 @@ def test_failed_runs_are_reported_with_exit_status_3(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,valid", [
     (["bench", "--policies", "harmonai"], "fast_only, slow_only"),
-    (["bench", "--suite", "quik"], "hss-bench-v1, quick, real"),
+    (["bench", "--suite", "quik"], "hss-bench-v1, learning-v1, quick, real"),
     (["bench", "--workloads", "ycsb-z"], "lun0, lun1"),
     (["bench", "--configs", "perf"], "perf_opt, cost_opt"),
     (["bench", "--tracks", "nope"], "perf_opt, cost_opt"),
