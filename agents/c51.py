@@ -16,9 +16,13 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   ~4.5x less time per minibatch (163 vs 737 µs for 128 samples), which is what lets the agents
   learn online at the environment's speed (with the autograd step Harmonia ran at ~24k
   requests/s);
-* **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s')``, with
-  uniformly sampled minibatches of ``batch_size``;
-* **epsilon-greedy** exploration (``epsilon`` = 0.001);
+* **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s', discount)``,
+  with uniformly sampled minibatches of ``batch_size``; the discount of the next state is gamma
+  unless the transition gives its own (0: terminal; per-page credit, :mod:`hss_gym.agents.credit`,
+  gives ``gamma ** k``). Each transition's projected target is cached until the target network
+  refreshes;
+* **epsilon-greedy** exploration (``epsilon`` = 0.001), after ``explore_steps`` decisions over
+  which epsilon falls linearly from 1 (0: none; loaded weights skip it);
 * **reward scaling**: C51's support is fixed, but the environment's rewards ``L_ref / L_t`` range
   from ~1 (fast-device speed) to ~0.01 on a saturated workload, where every return would fall in
   the first atom. With ``reward_scale=None`` (default) the rewards are divided by the mean
@@ -26,9 +30,9 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   clipped to the support's range; the scale is then fixed for the rest of the run. Set a number
   to fix it yourself (1.0 = raw rewards);
 * training: Harmonia runs "16 batches per training step" in a background thread. Here training is
-  synchronous and spread evenly: one minibatch gradient step every ``train_every`` (64)
-  experiences, i.e. ~16 per 1000, so results do not depend on thread timing and runs are exactly
-  reproducible for a seed.
+  synchronous and spread evenly: one minibatch gradient step every ``train_every`` experiences
+  (the placement agents use 8, docs/learning-diagnostics.md), so results do not depend on thread
+  timing and runs are exactly reproducible for a seed.
 
 Every gradient step's loss is kept in :attr:`C51Agent.loss_curve` as ``(experiences, loss)``
 (Harmonia Fig. 7). :meth:`C51Agent.save`/:meth:`C51Agent.load` store the weights with the shapes
