@@ -1,7 +1,9 @@
 """Harmonia (Nadig et al., arXiv 2503.20507): two autonomous C51 agents, one placing, one migrating.
 
 * :class:`PlacementAgent` places each write and first touch. Reward: the environment's immediate
-  ``L_ref / L_t`` (Harmonia eq. 2). Transition ``(s_t, a_t, r_t, s_{t+1})``.
+  ``L_ref / L_t`` (Harmonia eq. 2), credited per page (:mod:`hss_gym.agents.credit`): the
+  transition runs from a placement to the page's next placement, collecting the rewards of the
+  page's accesses in between (``credit="request"``: the plain ``(s_t, a_t, r_t, s_{t+1})``).
 * :class:`MigrationAgent` judges the scanner's candidate page each step (target device; its current
   device means "stay"). Reward: the environment's delayed eq. 3, paid after ``x`` queued moves ran
   and ``n`` requests were measured, and credited to the steps in ``infos["migration"]["credit"]``.
@@ -11,7 +13,10 @@
 * :class:`Harmonia` runs both. Both agents use the network 7-10-(N x 51) with swish and the Table 2
   hyper-parameters (placement: gamma 0.9, lr 1e-3, batch 128; migration: gamma 0.1, lr 1e-2,
   batch 256; epsilon 0.001, replay of 1000 each), all overridable, and learn online from scratch
-  as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies).
+  as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies). The
+  placement agent adds an exploration warm-up and a gradient step every 8 experiences (see
+  PLACEMENT_DEFAULTS and docs/learning-diagnostics.md). Pretrained weights:
+  :mod:`hss_gym.agents.pretrain`.
 
 ``Harmonia.save(path)`` / ``Harmonia(weights=path)`` store and restore both agents; loading weights
 made for another number of devices or features is refused with the reason. ``loss_curves()`` gives
