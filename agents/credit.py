@@ -14,8 +14,8 @@ page, ``[obs, action, return, discount, step]``:
   requests (a transition may stay open up to that many requests longer).
 
 It is a semi-Markov view of the same MDP (rewards are unchanged: the papers' latency rewards), used
-by the placement agents, :class:`hss_gym.agents.harmonia.PlacementAgent` and :class:`~hss_gym.agents.sibyl.Sibyl`
-(docs/learning-diagnostics.md).
+by the placement agents, :class:`hss_gym.agents.harmonia.PlacementAgent` and
+:class:`hss_gym.agents.sibyl.Sibyl` (docs/learning-diagnostics.md).
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ forced evictions: ``r = L_ref / L_t`` and ``r = max(0, L_ref / L_t - eviction_pe
 eviction latency; the evicted page count stands in for it here, since an eviction of ``k`` pages
 costs ``k`` page copies.
 
-Hyper-parameters (Sibyl's): network 6-20-30-(N x 51) with swish, gamma 0.9, learning rate 1e-4,
-epsilon 0.001, batch 128, experience buffer 1000, inference weights refreshed every 1000 requests.
-The learner is :mod:`hss_gym.agents.c51`.
+Hyper-parameters (Sibyl's): network 6-20-30-(N x 51) with swish, gamma 0.9, epsilon 0.001, batch
+128, experience buffer 1000, inference weights refreshed every 1000 requests. Deviations, each
+measured in docs/learning-diagnostics.md: learning rate 1e-3 (Sibyl: 1e-4), an exploration warm-up
+over the first 1000 decisions, a gradient step every 8 experiences, and per-page credit
+(:mod:`hss_gym.agents.credit`). The learner is :mod:`hss_gym.agents.c51`.
 """
 
 from __future__ import annotations
