@@ -17,9 +17,14 @@
  * torch module stays the one place of the weights (save/load, sync).
  *
  *   tr = C51Trainer(sizes, n_actions, n_atoms, v_min, v_max, gamma, lr, params, target,
- *                   obs_buf, next_buf, act_buf, rew_buf, batch_size, seed)
- *   n = tr.push(obs, action, reward, next_obs)    # store a transition; returns experiences so far
+ *                   obs_buf, next_buf, act_buf, rew_buf, batch_size, seed[, disc_buf=])
+ *   n = tr.push(obs, action, reward, next_obs[, discount])  # store a transition; returns experiences so far
  *   loss = tr.train(scale, r_lo, r_hi[, indices]) # one minibatch (uniform sample unless given)
+ *   tr.invalidate()                               # the target network changed: drop cached targets
+ *
+ * Each transition's projected target distribution depends only on the target network, its next
+ * observation, reward and discount, so it is cached per replay slot (target_cache=True, default)
+ * until the target network is refreshed: a transition is drawn ~16 times between refreshes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -226,6 +231,31 @@ static PyObject *C51Net_q(C51Net *self, PyObject *obs)
     return t;
 }
 
+static PyObject *C51Net_get_epsilon(C51Net *self, void *closure)
+{
+    (void)closure;
+    return PyFloat_FromDouble(self->epsilon);
+}
+
+static int C51Net_set_epsilon(C51Net *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    double e = value ? PyFloat_AsDouble(value) : -1.0;
+    if (PyErr_Occurred())
+        return -1;
+    if (!(e >= 0.0 && e <= 1.0)) {
+        PyErr_Format(PyExc_ValueError, "epsilon must be in [0, 1], got %g", e);
+        return -1;
+    }
+    self->epsilon = e;
+    return 0;
+}
+
+static PyGetSetDef C51Net_getset[] = {
+    {"epsilon", (getter)C51Net_get_epsilon, (setter)C51Net_set_epsilon, "exploration rate of act()", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef C51Net_methods[] = {
     {"set_weights", (PyCFunction)C51Net_set_weights, METH_O,
      "set_weights([(W, b), ...]): float32 weights (out, in) and biases of every linear layer"},
@@ -245,24 +275,26 @@ static PyTypeObject C51NetType = {
     .tp_init = (initproc)C51Net_init,
     .tp_dealloc = (destructor)C51Net_dealloc,
     .tp_methods = C51Net_methods,
+    .tp_getset = C51Net_getset,
 };
 
 /* ------------------------------------------------------------------------------------------------
  * C51Trainer: the gradient step, in place on the torch parameters, with the replay buffer.
  */
-#define N_BUFS (4 * C51_MAX_LAYERS + 4)
+#define N_BUFS (4 * C51_MAX_LAYERS + 5)
 
 typedef struct {
     PyObject_HEAD
     c51_trainer t;
     int ready;
-    Py_buffer bufs[N_BUFS];  /* params (w, b per layer), target (w, b per layer), obs next act rew */
+    Py_buffer bufs[N_BUFS];  /* params (w, b per layer), target (w, b per layer), obs next act rew [disc] */
     int nheld;
     c51_replay rb;
     int cap, size;
     long long experiences;
     int64_t *idx;
     uint64_t rng;
+    double cached_scale, cached_lo, cached_hi;  /* the reward scaling the target cache holds */
 } C51Trainer;
 
 static void C51Trainer_dealloc(C51Trainer *self)
@@ -272,6 +304,8 @@ static void C51Trainer_dealloc(C51Trainer *self)
     if (self->ready)
         c51_trainer_free(&self->t);
     PyMem_Free(self->idx);
+    PyMem_Free(self->rb.mcache);
+    PyMem_Free(self->rb.mgen);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -314,9 +348,9 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"sizes", "n_actions", "n_atoms", "v_min", "v_max", "gamma", "lr", "params",
                              "target", "obs_buf", "next_buf", "act_buf", "rew_buf", "batch_size", "seed",
-                             "betas", "eps", NULL};
-    PyObject *sizes, *params, *target, *obs, *next, *act, *rew;
-    int n_actions, n_atoms, batch;
+                             "betas", "eps", "disc_buf", "target_cache", NULL};
+    PyObject *sizes, *params, *target, *obs, *next, *act, *rew, *disc = Py_None;
+    int n_actions, n_atoms, batch, cache = 1;
     double v_min, v_max, gamma, lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     unsigned long long seed;
     c51_shape shape;
@@ -324,9 +358,9 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "C51Trainer is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiddddOOOOOOiK|(dd)d", kwlist, &sizes, &n_actions, &n_atoms,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiddddOOOOOOiK|(dd)dOp", kwlist, &sizes, &n_actions, &n_atoms,
                                      &v_min, &v_max, &gamma, &lr, &params, &target, &obs, &next, &act, &rew,
-                                     &batch, &seed, &beta1, &beta2, &eps)
+                                     &batch, &seed, &beta1, &beta2, &eps, &disc, &cache)
         || make_shape(&shape, sizes, n_actions, n_atoms, v_min, v_max) < 0)
         return -1;
     if (batch < 1 || !(gamma >= 0 && gamma < 1) || !(lr > 0)) {
@@ -356,15 +390,25 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
     if (!(self->rb.obs = hold(self, obs, cap * shape.in[0], 0, 1, "obs_buf"))
         || !(self->rb.next = hold(self, next, cap * shape.in[0], 0, 1, "next_buf"))
         || !(self->rb.act = hold(self, act, cap, 1, 1, "act_buf"))
-        || !(self->rb.rew = hold(self, rew, cap, 0, 1, "rew_buf")))
+        || !(self->rb.rew = hold(self, rew, cap, 0, 1, "rew_buf"))
+        || (disc != Py_None && !(self->rb.disc = hold(self, disc, cap, 0, 1, "disc_buf"))))
         return -1;
+    if (cache) {
+        self->rb.mcache = PyMem_Calloc((size_t)cap * (size_t)shape.n_atoms, sizeof(float));
+        self->rb.mgen = PyMem_Calloc((size_t)cap, sizeof(int64_t));
+        if (!self->rb.mcache || !self->rb.mgen) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->rb.gen = 1;
+    }
     return 0;
 }
 
 static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "push(obs, action, reward, next_obs) takes 4 arguments");
+    if (nargs != 4 && nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "push(obs, action, reward, next_obs[, discount]) takes 4 or 5 arguments");
         return NULL;
     }
     if (!self->ready) {
@@ -373,8 +417,14 @@ static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssi
     }
     long a = PyLong_AsLong(args[1]);
     double r = PyFloat_AsDouble(args[2]);
+    double g = nargs == 5 ? PyFloat_AsDouble(args[4]) : self->t.gamma;
     if (PyErr_Occurred())
         return NULL;
+    if (nargs == 5 && (!self->rb.disc || !(g >= 0 && g < 1))) {
+        PyErr_SetString(PyExc_ValueError, self->rb.disc ? "push: discount must be in [0, 1)"
+                                                        : "push: a discount needs a trainer made with disc_buf");
+        return NULL;
+    }
     if (a < 0 || a >= self->t.shape.n_actions) {
         PyErr_Format(PyExc_ValueError, "push: action %ld out of range 0..%d", a, self->t.shape.n_actions - 1);
         return NULL;
@@ -385,6 +435,10 @@ static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssi
         return NULL;
     ((int64_t *)self->rb.act)[i] = a;
     ((float *)self->rb.rew)[i] = (float)r;
+    if (self->rb.mgen)
+        self->rb.mgen[i] = 0;
+    if (self->rb.disc)
+        ((float *)self->rb.disc)[i] = (float)g;
     self->experiences++;
     if (self->size < self->cap)
         self->size++;
@@ -424,10 +478,21 @@ static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw
             return NULL;
         }
     }
+    if (self->rb.mcache && (scale != self->cached_scale || r_lo != self->cached_lo || r_hi != self->cached_hi)) {
+        self->rb.gen++;  /* cached targets were projected with another reward scaling */
+        self->cached_scale = scale, self->cached_lo = r_lo, self->cached_hi = r_hi;
+    }
     double loss = c51_gradients(&self->t, &self->rb, self->idx, scale, r_lo, r_hi);
     if (apply)
         c51_adam(&self->t);
     return PyFloat_FromDouble(loss);
+}
+
+static PyObject *C51Trainer_invalidate(C51Trainer *self, PyObject *unused)
+{
+    (void)unused;
+    self->rb.gen++;
+    Py_RETURN_NONE;
 }
 
 static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
@@ -451,7 +516,8 @@ static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
 static PyObject *C51Trainer_nbytes(C51Trainer *self, void *closure)
 {
     (void)closure;
-    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + (size_t)self->t.batch * 8 : 0);
+    size_t cache = self->rb.mcache ? (size_t)self->cap * ((size_t)self->t.shape.n_atoms * sizeof(float) + 8) : 0;
+    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + (size_t)self->t.batch * 8 + cache : 0);
 }
 
 static PyMemberDef C51Trainer_members[] = {
@@ -468,8 +534,11 @@ static PyGetSetDef C51Trainer_getset[] = {
 };
 
 static PyMethodDef C51Trainer_methods[] = {
+    {"invalidate", (PyCFunction)C51Trainer_invalidate, METH_NOARGS,
+     "forget the cached target distributions (call when the target network changes)"},
     {"push", (PyCFunction)(void (*)(void))C51Trainer_push, METH_FASTCALL,
-     "push(obs, action, reward, next_obs) -> experiences: store a transition in the replay ring"},
+     "push(obs, action, reward, next_obs[, discount]) -> experiences: store a transition in the replay ring "
+     "(discount: of the next state, default gamma; 0 = terminal; needs disc_buf)"},
     {"train", (PyCFunction)(void (*)(void))C51Trainer_train, METH_VARARGS | METH_KEYWORDS,
      "train(scale, r_lo, r_hi, indices=None, apply=True) -> loss: one minibatch gradient step (Adam) "
      "in place; apply=False only computes the gradients"},

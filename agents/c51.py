@@ -16,9 +16,13 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   ~4.5x less time per minibatch (163 vs 737 µs for 128 samples), which is what lets the agents
   learn online at the environment's speed (with the autograd step Harmonia ran at ~24k
   requests/s);
-* **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s')``, with
-  uniformly sampled minibatches of ``batch_size``;
-* **epsilon-greedy** exploration (``epsilon`` = 0.001);
+* **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s', discount)``,
+  with uniformly sampled minibatches of ``batch_size``; the discount of the next state is gamma
+  unless the transition gives its own (0: terminal; per-page credit, :mod:`hss_gym.agents.credit`,
+  gives ``gamma ** k``). Each transition's projected target is cached until the target network
+  refreshes;
+* **epsilon-greedy** exploration (``epsilon`` = 0.001), after ``explore_steps`` decisions over
+  which epsilon falls linearly from 1 (0: none; loaded weights skip it);
 * **reward scaling**: C51's support is fixed, but the environment's rewards ``L_ref / L_t`` range
   from ~1 (fast-device speed) to ~0.01 on a saturated workload, where every return would fall in
   the first atom. With ``reward_scale=None`` (default) the rewards are divided by the mean
@@ -26,9 +30,9 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   clipped to the support's range; the scale is then fixed for the rest of the run. Set a number
   to fix it yourself (1.0 = raw rewards);
 * training: Harmonia runs "16 batches per training step" in a background thread. Here training is
-  synchronous and spread evenly: one minibatch gradient step every ``train_every`` (64)
-  experiences, i.e. ~16 per 1000, so results do not depend on thread timing and runs are exactly
-  reproducible for a seed.
+  synchronous and spread evenly: one minibatch gradient step every ``train_every`` experiences
+  (the placement agents use 8, docs/learning-diagnostics.md), so results do not depend on thread
+  timing and runs are exactly reproducible for a seed.
 
 Every gradient step's loss is kept in :attr:`C51Agent.loss_curve` as ``(experiences, loss)``
 (Harmonia Fig. 7). :meth:`C51Agent.save`/:meth:`C51Agent.load` store the weights with the shapes
@@ -59,6 +63,7 @@ class C51Config:
     gamma: float = 0.9
     lr: float = 1e-3
     epsilon: float = 0.001
+    explore_steps: int = 0
     batch_size: int = 128
     buffer_size: int = 1000
     train_every: int = 64
@@ -73,7 +78,7 @@ class C51Config:
         checks = {
             "hidden": all(h >= 1 for h in self.hidden), "n_atoms": self.n_atoms >= 2,
             "v_max": self.v_max > self.v_min, "gamma": 0.0 <= self.gamma < 1.0, "lr": self.lr > 0,
-            "epsilon": 0.0 <= self.epsilon <= 1.0, "batch_size": self.batch_size >= 1,
+            "epsilon": 0.0 <= self.epsilon <= 1.0, "explore_steps": self.explore_steps >= 0, "batch_size": self.batch_size >= 1,
             "buffer_size": self.buffer_size >= self.batch_size, "train_every": self.train_every >= 1,
             "sync_every": self.sync_every >= 1,
             "reward_scale": self.reward_scale is None or self.reward_scale > 0,
@@ -82,7 +87,7 @@ class C51Config:
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"invalid C51 hyper-parameter(s) {bad}: {asdict(self)} (need hidden >= 1, "
-                             f"n_atoms >= 2, v_max > v_min, 0 <= gamma < 1, lr > 0, 0 <= epsilon <= 1, "
+                             f"n_atoms >= 2, v_max > v_min, 0 <= gamma < 1, lr > 0, 0 <= epsilon <= 1, explore_steps >= 0, "
                              f"buffer_size >= batch_size >= 1, train_every >= 1, sync_every >= 1, trainer 'c' or 'torch')")
 
 
@@ -142,19 +147,29 @@ class C51Agent:
         self.next_buf = np.zeros((cap, self.n_inputs), dtype=np.float32)
         self.act_buf = np.zeros(cap, dtype=np.int64)
         self.rew_buf = np.zeros(cap, dtype=np.float32)
+        self.disc_buf = np.zeros(cap, dtype=np.float32)
         self.trainer = C51Trainer((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max,
                                   cfg.gamma, cfg.lr, _views(self.q), _views(self.target), self.obs_buf,
-                                  self.next_buf, self.act_buf, self.rew_buf, cfg.batch_size, self.seed)
+                                  self.next_buf, self.act_buf, self.rew_buf, cfg.batch_size, self.seed,
+                                  disc_buf=self.disc_buf)
         self.scale = cfg.reward_scale
         self.r_lo, self.r_hi = cfg.v_min * (1 - cfg.gamma), cfg.v_max * (1 - cfg.gamma)
         self.requests = 0
+        self._explore_left = cfg.explore_steps
+        if cfg.explore_steps:
+            self.infer.epsilon = 1.0
         self._next_sync = cfg.sync_every
         self.loss_curve: list[tuple[int, float]] = []
         self.sync()
 
     # -- acting ----------------------------------------------------------------------------
     def act(self, obs: np.ndarray) -> int:
-        """Epsilon-greedy action of the inference network for a float32 observation."""
+        """Epsilon-greedy action of the inference network for a float32 observation. During the
+        first ``explore_steps`` decisions epsilon falls linearly from 1 to ``epsilon``."""
+        if self._explore_left:
+            self._explore_left -= 1
+            cfg = self.cfg
+            self.infer.epsilon = cfg.epsilon + (1.0 - cfg.epsilon) * self._explore_left / cfg.explore_steps
         return self.infer.act(obs)
 
     def greedy(self, obs: np.ndarray) -> int:
@@ -174,13 +189,16 @@ class C51Agent:
     def sync(self) -> None:
         """Copy the training weights to the inference network (C) and the target network."""
         self.target.load_state_dict(self.q.state_dict())
+        self.trainer.invalidate()
         self.infer.set_weights([(m.weight.detach().numpy(), m.bias.detach().numpy())
                                 for m in self.q.linear_layers()])
 
     # -- learning --------------------------------------------------------------------------
-    def remember(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray) -> None:
-        """Store a transition; every ``train_every`` transitions, take one gradient step."""
-        n = self.trainer.push(obs, action, reward, next_obs)
+    def remember(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray,
+                 discount: float | None = None) -> None:
+        """Store a transition; every ``train_every`` transitions, take one gradient step.
+        ``discount`` weighs the next state's return (default gamma; 0: a terminal transition)."""
+        n = self.trainer.push(obs, action, reward, next_obs, self.cfg.gamma if discount is None else discount)
         if n % self.cfg.train_every == 0 and self.trainer.size >= self.cfg.batch_size:
             self.train_step()
 
@@ -224,11 +242,12 @@ class C51Agent:
         nxt = torch.from_numpy(self.next_buf[idx])
         act = torch.from_numpy(self.act_buf[idx])
         rew = torch.from_numpy(np.clip(self.rew_buf[idx] * self.scale, self.r_lo, self.r_hi))
+        disc = torch.from_numpy(self.disc_buf[idx])
         with torch.no_grad():
             p_next = torch.softmax(self.target(nxt), dim=2)
             best = (p_next * self.z).sum(2).argmax(1)
             p = p_next[torch.arange(len(idx)), best]
-            tz = (rew.unsqueeze(1) + cfg.gamma * self.z).clamp(cfg.v_min, cfg.v_max)
+            tz = (rew.unsqueeze(1) + disc.unsqueeze(1) * self.z).clamp(cfg.v_min, cfg.v_max)
             b = (tz - cfg.v_min) / self.dz
             lo, hi = b.floor().long(), b.ceil().long()
             same = lo == hi  # b on an atom: all its mass goes there
@@ -271,6 +290,8 @@ class C51Agent:
                 raise ValueError(f"{source}: weights have {k}={theirs}, this agent has {k}={mine}")
         self.q.load_state_dict(state["weights"])
         self.scale = state.get("reward_scale", self.scale)
+        self._explore_left = 0  # trained weights: no random warm-up, epsilon as configured
+        self.infer.epsilon = self.cfg.epsilon
         self.loss_curve = [tuple(x) for x in state.get("loss_curve", [])]
         self.sync()
 
@@ -284,6 +305,6 @@ class C51Agent:
         """Bytes of the experience buffer, the training, target and inference weights and the
         trainer's state (Adam's moments; the C kernel's gradients and minibatch scratch)."""
         params = sum(p.numel() for p in self.q.parameters())
-        bufs = sum(b.nbytes for b in (self.obs_buf, self.next_buf, self.act_buf, self.rew_buf))
+        bufs = sum(b.nbytes for b in (self.obs_buf, self.next_buf, self.act_buf, self.rew_buf, self.disc_buf))
         trainer = self.trainer.nbytes if self.cfg.trainer == "c" else 2 * 4 * params
         return bufs + 3 * 4 * params + trainer

@@ -168,8 +168,8 @@ int c51_trainer_init(c51_trainer *t, const c51_shape *s, double gamma, double lr
     for (int l = 0; l < L; l++)  /* gw gwt mw vw wt twt (weights), gb mb vb (biases), pre post (hidden) */
         total += 6 * (size_t)s->in[l] * s->in[l + 1] + 3 * (size_t)s->in[l + 1]
                  + (l + 1 < L ? 2 * C * s->in[l + 1] : 0);
-    total += 2 * C * s->in[0] + 2 * C * wide + C * gw + C * hid + 2 * C * K + K + C;
-    /* x xn, ta tb (target net), g gi (backward), logits m, z, r */
+    total += 2 * C * s->in[0] + 2 * C * wide + C * gw + C * hid + 2 * C * K + K + 2 * C;
+    /* x xn, ta tb (target net), g gi (backward), logits m, z, r gd */
     t->scratch = calloc(total, sizeof(float));
     t->cols = calloc(C, sizeof(int));
     if (!t->scratch || !t->cols) {
@@ -188,7 +188,7 @@ int c51_trainer_init(c51_trainer *t, const c51_shape *s, double gamma, double lr
     }
     TAKE(t->x, C * s->in[0]), TAKE(t->xn, C * s->in[0]);
     TAKE(t->ta, C * wide), TAKE(t->tb, C * wide), TAKE(t->g, C * gw), TAKE(t->gi, C * hid);
-    TAKE(t->logits, C * K), TAKE(t->m, C * K), TAKE(t->z, (size_t)K), TAKE(t->r, C);
+    TAKE(t->logits, C * K), TAKE(t->m, C * K), TAKE(t->z, (size_t)K), TAKE(t->r, C), TAKE(t->gd, C);
 #undef TAKE
     t->scratch_floats = total;
     for (int i = 0; i < K; i++)
@@ -210,7 +210,8 @@ size_t c51_trainer_bytes(const c51_trainer *t)
 }
 
 /* C51's target for every sample: the target network's return distribution of the greedy next
- * action, projected from r + gamma * z onto the support, into t->m (B x n_atoms). */
+ * action, projected from r + g * z onto the support, into t->m (B x n_atoms); g is the sample's
+ * discount (gamma, or the replay's per-transition discount: 0 for a terminal transition). */
 C51_INLINE void targets(c51_trainer *t, int B)
 {
     const c51_shape *s = &t->shape;
@@ -236,10 +237,10 @@ C51_INLINE void targets(c51_trainer *t, int B)
                 memcpy(best, p, (size_t)K * sizeof(float));
             }
         }
-        float *m = t->m + (size_t)smp * K, r = t->r[smp];
+        float *m = t->m + (size_t)smp * K, r = t->r[smp], g = t->gd[smp];
         memset(m, 0, (size_t)K * sizeof(float));
         for (int i = 0; i < K; i++) {
-            float tz = r + t->gamma * t->z[i];
+            float tz = r + g * t->z[i];
             tz = tz < s->v_min ? s->v_min : tz > s->v_max ? s->v_max : tz;
             float bb = (tz - s->v_min) / dz;  /* >= 0, so truncation is floor */
             int lo = (int)bb, hi = lo + ((float)lo < bb);
@@ -272,9 +273,36 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
             memcpy(t->xn + (size_t)smp * nin, rb->next + (size_t)j * nin, (size_t)nin * sizeof(float));
             float v = (float)(rb->rew[j] * scale);
             t->r[smp] = v < r_lo ? (float)r_lo : v > r_hi ? (float)r_hi : v;
+            t->gd[smp] = rb->disc ? rb->disc[j] : t->gamma;
             cols[smp] = (int)rb->act[j] * K;
         }
-        targets(t, C);
+        if (rb->mcache) {  /* targets only for transitions not cached under this target network */
+            int nm = 0;
+            for (int smp = 0; smp < C; smp++) {
+                int64_t j = idx[c0 + smp];
+                if (rb->mgen[j] == rb->gen)
+                    continue;
+                memcpy(t->xn + (size_t)nm * nin, t->xn + (size_t)smp * nin, (size_t)nin * sizeof(float));
+                t->r[nm] = t->r[smp];
+                t->gd[nm] = t->gd[smp];
+                t->cols[nm] = (int)j;  /* cols is rebuilt below */
+                nm++;
+            }
+            if (nm) {
+                targets(t, nm);
+                for (int k = 0; k < nm; k++) {
+                    memcpy(rb->mcache + (size_t)t->cols[k] * K, t->m + (size_t)k * K, (size_t)K * sizeof(float));
+                    rb->mgen[t->cols[k]] = rb->gen;
+                }
+            }
+            for (int smp = 0; smp < C; smp++) {
+                int64_t j = idx[c0 + smp];
+                memcpy(t->m + (size_t)smp * K, rb->mcache + (size_t)j * K, (size_t)K * sizeof(float));
+                cols[smp] = (int)rb->act[j] * K;
+            }
+        } else {
+            targets(t, C);
+        }
         /* Forward of the training network; its output layer only for the taken actions' atoms. */
         const float *a = t->x;
         for (int l = 0; l + 1 < L; l++) {

@@ -46,6 +46,13 @@ void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q)
 typedef struct c51_replay {
     const float *obs, *next, *rew;
     const int64_t *act;
+    const float *disc;            /* per-transition discount of the next state (NULL: gamma) */
+    /* Optional cache of each transition's projected target distribution (cap x n_atoms): valid
+     * while mgen[j] == gen (the owner bumps gen when the target network or the reward scaling
+     * changes and zeroes mgen[j] when slot j is overwritten). NULL: no cache. */
+    float *mcache;
+    int64_t *mgen;
+    int64_t gen;
 } c51_replay;
 
 typedef struct c51_trainer {
@@ -62,7 +69,7 @@ typedef struct c51_trainer {
     size_t scratch_floats;
     float *gwt[C51_MAX_LAYERS];   /* dW accumulated transposed (in, out) */
     float *wt[C51_MAX_LAYERS], *twt[C51_MAX_LAYERS], *pre[C51_MAX_LAYERS], *post[C51_MAX_LAYERS];
-    float *x, *xn, *ta, *tb, *logits, *z, *m, *g, *gi, *r;
+    float *x, *xn, *ta, *tb, *logits, *z, *m, *g, *gi, *r, *gd;
     int *cols;
 } c51_trainer;
 

@@ -1,7 +1,9 @@
 """Harmonia (Nadig et al., arXiv 2503.20507): two autonomous C51 agents, one placing, one migrating.
 
 * :class:`PlacementAgent` places each write and first touch. Reward: the environment's immediate
-  ``L_ref / L_t`` (Harmonia eq. 2). Transition ``(s_t, a_t, r_t, s_{t+1})``.
+  ``L_ref / L_t`` (Harmonia eq. 2), credited per page (:mod:`hss_gym.agents.credit`): the
+  transition runs from a placement to the page's next placement, collecting the rewards of the
+  page's accesses in between (``credit="request"``: the plain ``(s_t, a_t, r_t, s_{t+1})``).
 * :class:`MigrationAgent` judges the scanner's candidate page each step (target device; its current
   device means "stay"). Reward: the environment's delayed eq. 3, paid after ``x`` queued moves ran
   and ``n`` requests were measured, and credited to the steps in ``infos["migration"]["credit"]``.
@@ -11,7 +13,10 @@
 * :class:`Harmonia` runs both. Both agents use the network 7-10-(N x 51) with swish and the Table 2
   hyper-parameters (placement: gamma 0.9, lr 1e-3, batch 128; migration: gamma 0.1, lr 1e-2,
   batch 256; epsilon 0.001, replay of 1000 each), all overridable, and learn online from scratch
-  as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies).
+  as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies). The
+  placement agent adds an exploration warm-up and a gradient step every 8 experiences (see
+  PLACEMENT_DEFAULTS and docs/learning-diagnostics.md). Pretrained weights:
+  :mod:`hss_gym.agents.pretrain`.
 
 ``Harmonia.save(path)`` / ``Harmonia(weights=path)`` store and restore both agents; loading weights
 made for another number of devices or features is refused with the reason. ``loss_curves()`` gives
@@ -29,12 +34,18 @@ import torch
 
 from hss_gym.agents.base import Combined, Infos, Obs, Policy
 from hss_gym.agents.c51 import C51Agent, C51Config
+from hss_gym.agents.credit import PAGE_SHIFT, PageCredit
 from hss_gym.envs.parallel import HSSParallelEnv
 
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
 #: migration rewards are ~[-penalty, 1] with gamma 0.1.
+#: Deviations (docs/learning-diagnostics.md, with their measured effect): epsilon falls from 1 to
+#: 0.001 over the first ``explore_steps`` (1000) decisions (the paper's agents "make random initial
+#: decisions"; from a random network at 0.001 the replay holds one action only), and a gradient
+#: step every ``train_every`` (8) experiences (the paper trains continuously in a background
+#: thread; one step per 64 moved the network by ~0.06 per weight in 10k requests).
 PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=1e-3, epsilon=0.001, batch_size=128,
-                               buffer_size=1000, v_min=0.0, v_max=10.0)
+                               buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
                                buffer_size=1000, v_min=-1.0, v_max=2.0)
 
@@ -92,14 +103,38 @@ class _C51Policy(Policy):
 
 
 class PlacementAgent(_C51Policy):
-    """Harmonia's data-placement agent (immediate reward)."""
+    """Harmonia's data-placement agent (immediate reward), with per-page credit by default.
+
+    ``credit="page"`` (default): a placement's transition runs along the placed page's own
+    accesses, not along the interleaved request stream. Its reward is the eq.-2 reward of the
+    request it placed plus the discounted eq.-2 rewards of the page's later accesses that no
+    decision of this agent handled (reads served where the placement put the page), and it
+    bootstraps from the page's next placement decision with discount ``gamma ** k`` (k accesses
+    later); a page not decided on again within ``horizon`` requests ends its transition there
+    (terminal). The next request of the stream is usually another page, whose return does not
+    depend on this placement, so with ``credit="request"`` (the plain transition
+    ``(s_t, a_t, r_t, s_{t+1})``) a placement sees only its own request's latency and never the
+    hits it earns later (docs/learning-diagnostics.md).
+    """
 
     name = "harmonia_placement"
     agents = ("placement",)
 
+    def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
+                 train: bool = True, credit: str = "page", horizon: int = 2000) -> None:
+        super().__init__(config, seed, train)
+        if credit not in ("page", "request"):
+            raise ValueError(f"credit must be 'page' or 'request', got {credit!r}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1 request, got {horizon}")
+        self.credit, self.horizon = credit, int(horizon)
+
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int] | None = None
+        self._page = -1
+        self._ref = env.reward_ref_us
+        self._credit = PageCredit(self.agent, self.horizon) if self.credit == "page" else None
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.decide(observations["placement"], infos["placement"])}
@@ -108,6 +143,8 @@ class PlacementAgent(_C51Policy):
         self.learn(observations["placement"], rewards["placement"], infos["placement"])
 
     def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        if self._credit is not None:
+            self._page = self.env.request[2] >> PAGE_SHIFT
         if not info["acting"]:
             self._last = None
             return 0
@@ -116,15 +153,22 @@ class PlacementAgent(_C51Policy):
         return a
 
     def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
-        agent = self.agent
-        if self._last is not None:
-            obs, a = self._last
-            agent.remember(obs, a, reward, next_obs)
+        agent, credit, last = self.agent, self._credit, self._last
+        if credit is None:
+            if last is not None:
+                agent.remember(last[0], last[1], reward, next_obs)
+        else:
+            if last is not None:
+                credit.decision(self._page, last[0], last[1], reward, info["step"])
+            elif info["latency_us"] > 0:
+                credit.access(self._page, self._ref / info["latency_us"])
+            credit.expire(info["step"])
         agent.tick()
 
 
 class MigrationAgent(_C51Policy):
-    """Harmonia's data-migration agent (delayed, credited reward)."""
+    """Harmonia's data-migration agent (delayed, credited reward; docs/learning-diagnostics.md says
+    why it does not learn which way to move pages: moves and stays share each reward)."""
 
     name = "harmonia_migration"
     agents = ("migration",)

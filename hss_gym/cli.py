@@ -167,7 +167,10 @@ def cmd_list(args: argparse.Namespace) -> int:
                 print(f"  {w:10s} {FAMILIES.get(w, ''):8s} {t.read_pct:5.1f}% {t.size_kib:6.1f} KiB {t.gap_us:7.1f} µs")
             else:
                 from hss_gym.workloads.mixes import MIXES
-                print(f"  {w:10s} mix      {' + '.join(MIXES[w])}")
+                if w in MIXES:
+                    print(f"  {w:10s} mix      {' + '.join(MIXES[w])}")
+                else:
+                    print(f"  {w:16s} learning scenario with a known answer (hss_gym.workloads.learning)")
         print("  or the path of a trace file (hss-gym convert --help lists the formats)")
     if what in ("all", "configs"):
         print("configurations (devices fastest first; capacity as a fraction of the workload footprint):")

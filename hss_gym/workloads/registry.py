@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gym.workloads import mixes, synthetic
+from hss_gym.workloads import learning, mixes, synthetic
 from hss_gym.workloads.trace import Trace
 
 DEFAULT_N = 100_000
@@ -39,15 +39,16 @@ def check_seed(value: Any, name: str = "seed") -> int:
 
 
 def list_workloads() -> list[str]:
-    """Every registered name: the 18 synthetic workloads, then ``mix1`` .. ``mix6``."""
-    return synthetic.workload_names() + list(mixes.MIXES)
+    """Every registered name: the 18 synthetic workloads, ``mix1`` .. ``mix6``, then the learning
+    scenarios with known answers (``learn-*``, :mod:`hss_gym.workloads.learning`)."""
+    return synthetic.workload_names() + list(mixes.MIXES) + learning.names()
 
 
 def canonical_name(name: str) -> str | None:
     """The registered id ``name`` refers to, or ``None`` when it refers to none."""
     key = name.strip().lower().replace("_", "-")
     key = re.sub(r"^(ssd|ycsb)-?", r"\1-", key)
-    return key if key in synthetic.TARGETS or key in mixes.MIXES else None
+    return key if key in synthetic.TARGETS or key in mixes.MIXES or key in learning.DEFAULTS else None
 
 
 def _unknown(name: str) -> ValueError:
@@ -70,6 +71,8 @@ def make_trace(name: str, n: int = DEFAULT_N, seed: int = 0, **params: Any) -> T
     n, seed = check_count(n, "n"), check_seed(seed)
     if key in mixes.MIXES:
         return mixes.generate_mix(key, n, seed, **params)
+    if key in learning.DEFAULTS:
+        return learning.generate(key, n, seed, **params)
     return synthetic.generate(key, n, seed, **params)
 
 

@@ -110,7 +110,7 @@ static void test_gradients_match_finite_differences(void)
     }
     for (int s = 0; s < BATCH; s++)
         idx[s] = (int64_t)(frand() * CAP);
-    c51_replay rb = {obs, next, rew, act};
+    c51_replay rb = {obs, next, rew, act, NULL, NULL, NULL, 0};
     c51_trainer t;
     CHECK(c51_trainer_init(&t, &n.s, 0.5, 1e-3, 0.9, 0.999, 1e-8, BATCH) == 0, "trainer init");
     t.params = n.w;
@@ -156,6 +156,22 @@ static void test_gradients_match_finite_differences(void)
     CHECK(after - entropy < 0.5 * (before - entropy) && t.steps == 300,
           "Adam: KL %g -> %g after %lld steps", before - entropy, after - entropy, t.steps);
     CHECK(c51_trainer_bytes(&t) > 0, "trainer bytes");
+    /* Per-transition discounts and the target cache: the same loss and gradients with and
+     * without the cache, both when it is filled and when it is read back. */
+    float disc[CAP], mcache[CAP * 11];  /* n_atoms = 11 */
+    int64_t mgen[CAP] = {0};
+    for (int i = 0; i < CAP; i++)
+        disc[i] = i % 3 ? 0.5f : 0.0f;
+    c51_replay plain = {obs, next, rew, act, disc, NULL, NULL, 0};
+    c51_replay cached = {obs, next, rew, act, disc, mcache, mgen, 1};
+    double ref = c51_gradients(&t, &plain, idx, 1.0, -0.5, 1.0);
+    float g0 = t.gw[0][0], g1 = t.gw[n.s.nlayers - 1][3];
+    for (int pass = 0; pass < 2; pass++) {
+        double got = c51_gradients(&t, &cached, idx, 1.0, -0.5, 1.0);
+        CHECK(got == ref && t.gw[0][0] == g0 && t.gw[n.s.nlayers - 1][3] == g1,
+              "target cache pass %d: loss %g vs %g", pass, got, ref);
+    }
+    CHECK(mgen[idx[0]] == 1, "the cache marks the slots it filled");
     c51_trainer_free(&t);
     free_net(&n);
 }

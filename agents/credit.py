@@ -1,0 +1,68 @@
+"""Per-page credit: transitions that follow one page's accesses instead of the request stream.
+
+A placement or migration decision about a page pays off when *that page* is accessed again (a hit
+on the fast device, or a miss); the next request of the stream is almost always another page, whose
+return does not depend on the decision. :class:`PageCredit` therefore keeps one open transition per
+page, ``[obs, action, return, discount, step]``:
+
+* a decision on page ``p`` closes ``p``'s open transition, bootstrapping from the new decision's
+  observation with the accumulated discount ``gamma ** k`` (``k`` accesses later), and opens a new
+  one whose return starts with the decision's own reward;
+* an access of ``p`` that no decision handled adds its reward, discounted, to ``p``'s return;
+* a transition still open ``horizon`` requests after its decision ends there: terminal (discount 0;
+  the page was not used again within the horizon). Expiry is checked every ``EXPIRE_EVERY``
+  requests (a transition may stay open up to that many requests longer).
+
+It is a semi-Markov view of the same MDP (rewards are unchanged: the papers' latency rewards), used
+by the placement agents, :class:`hss_gym.agents.harmonia.PlacementAgent` and
+:class:`hss_gym.agents.sibyl.Sibyl` (docs/learning-diagnostics.md).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from hss_gym.agents.c51 import C51Agent
+
+PAGE_SHIFT = 12  # 4 KiB pages: page = byte offset >> PAGE_SHIFT
+EXPIRE_EVERY = 64
+
+
+class PageCredit:
+    """Open per-page transitions of one C51 agent; see the module docstring."""
+
+    def __init__(self, agent: C51Agent, horizon: int) -> None:
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1 request, got {horizon}")
+        self.agent, self.gamma, self.horizon = agent, agent.cfg.gamma, int(horizon)
+        self.open: OrderedDict[int, list[Any]] = OrderedDict()
+        self._next_expiry = 0
+        cfg = agent.cfg
+        agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
+
+    def decision(self, page: int, obs: np.ndarray, action: int, reward: float, step: int) -> None:
+        t = self.open.pop(page, None)
+        if t is not None:
+            self.agent.remember(t[0], t[1], t[2], obs, t[3])
+        self.open[page] = [obs, action, reward, self.gamma, step]
+
+    def access(self, page: int, reward: float) -> None:
+        t = self.open.get(page)
+        if t is not None:
+            t[2] += t[3] * reward
+            t[3] *= self.gamma
+
+    def expire(self, step: int) -> None:
+        if step < self._next_expiry:
+            return
+        self._next_expiry = step + EXPIRE_EVERY
+        opened, remember = self.open, self.agent.remember
+        while opened:
+            first = next(iter(opened.values()))
+            if step - first[4] < self.horizon:
+                break
+            t = opened.popitem(last=False)[1]
+            remember(t[0], t[1], t[2], t[0], 0.0)

@@ -1,0 +1,173 @@
+"""The learned placement agents learn (issue 13): known-answer scenarios and real traces with reuse.
+
+Fast tests check the scenarios' construction and the per-page credit's bookkeeping; the slow
+tests run ``hss_gym.benchmarks.learning`` and assert the issue's requirements.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hss_gym.config import make_config
+from hss_gym.workloads import list_workloads, make_trace
+
+pytest.importorskip("torch")
+
+from hss_gym.benchmarks import learning  # noqa: E402
+
+TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces"
+
+
+@pytest.mark.parametrize("name", learning.SCENARIOS)
+def test_scenarios_are_registered_and_the_hot_set_fits(name: str) -> None:
+    assert name in list_workloads()
+    tr = make_trace(name, n=12_000, seed=3)
+    assert len(tr) == 12_000 and (tr.size == 4096).all()
+    cap = make_config("perf_opt").page_capacities(tr.footprint_pages())[0]
+    pages, counts = np.unique(tr.offset // 4096, return_counts=True)
+    reused = pages[counts > 1]
+    hot_per_phase = len(reused) / (3 if name == "learn-phase" else 1)
+    assert hot_per_phase <= cap  # the reused pages of a phase fit in the fast device
+    assert (counts == 1).sum() > 0.2 * len(tr)  # and a cold stream that is never reused
+    if name == "learn-write-once":
+        once = np.isin(tr.offset // 4096, pages[counts == 1])
+        assert (tr.op[once] == 1).all()  # the stream is writes only
+
+
+def test_unknown_scenario_parameter_is_named() -> None:
+    with pytest.raises(ValueError, match="hot_shar"):
+        make_trace("learn-hot-scan", n=100, hot_shar=0.5)
+
+
+def test_page_credit_closes_a_page_at_its_next_decision_or_horizon() -> None:
+    from hss_gym.agents import make_env, run_episode
+    from hss_gym.agents.sibyl import Sibyl
+
+    pol = Sibyl(seed=0, horizon=500)
+    env = make_env(pol, "perf_opt", "learn-write-once", n_requests=3000)
+    env.reset(seed=0)
+    pol.reset(env, 0)
+    decisions, act = [], pol.agent.act
+    pol.agent.act = lambda obs: decisions.append(1) or act(obs)  # count the agent's decisions
+    run_episode(pol, env, seed=0)
+    # Every decision is pushed exactly once when it closes, or is still open (< horizon + 64).
+    assert 0 < len(pol._credit.open) <= 500 + 64
+    assert pol.agent.experiences + len(pol._credit.open) == len(decisions)
+    d = pol.agent.disc_buf[:pol.agent.size]
+    assert (d == 0).any() and (d > 0).any()  # terminal (never reused) and bootstrapped transitions
+
+
+# Cells that do not meet the requirement yet, with the reason measured in docs/learning-diagnostics.md
+# (strict: a fix makes them pass, and the mark must then go).
+_SLOW_PHASE = "new hot pages are placed fast until evictions teach otherwise (learns after ~7,000)"
+_MIGRATION = "Harmonia's migration agent demotes the hot set: moves and stays share each eq.-3 reward"
+KNOWN_MISSES = {("learn-phase", "perf_opt", "sibyl"): _SLOW_PHASE,
+                **{(s, c, "harmonia"): _MIGRATION for s in learning.SCENARIOS for c in ("perf_opt", "cost_opt")
+                   if (s, c) != ("learn-write-once", "perf_opt")}}
+
+
+@pytest.fixture(scope="module")
+def suite_rows() -> list:
+    rows = learning.learning_suite(seeds=5)
+    learning.print_learning(rows)
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario,config,policy", [
+    pytest.param(s, c, p, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[(s, c, p)])]
+                 if (s, c, p) in KNOWN_MISSES else [])
+    for s in learning.SCENARIOS for c in ("perf_opt", "cost_opt") for p in learning.LEARNERS])
+def test_learner_within_10pct_of_the_best_fixed_policy(suite_rows, scenario: str, config: str, policy: str) -> None:
+    """Issue 13: 5 seeds, mean latency after 6,000 requests within 10% of the best fixed/heuristic."""
+    rs = [r for r in suite_rows if (r["scenario"], r["config"]) == (scenario, config)]
+    best = np.mean([r[r["best_fixed"]] for r in rs])
+    assert np.mean([r[policy] for r in rs]) <= 1.10 * best
+
+
+@pytest.fixture(scope="module")
+def real_rows() -> list:
+    if not TRACES.is_dir():
+        pytest.skip(f"real traces not found at {TRACES} (the shared folder beside the checkout)")
+    rows = learning.real_traces(TRACES, seeds=3)
+    learning.print_real(rows)
+    return rows
+
+
+@pytest.mark.slow
+def test_learners_beat_slow_only_on_real_traces_with_reuse(real_rows) -> None:
+    reuse = [r for r in real_rows if r["lru_hit"] >= 0.2]
+    assert reuse  # msr-excerpt-rw20 (an LRU of the fast device's size hits 51%)
+    for r in reuse:
+        for pol in learning.LEARNERS:
+            assert r[pol] <= 0.9 * r["slow_only"], (r["trace"], r["config"], pol)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=_MIGRATION)
+def test_harmonia_at_least_as_good_as_sibyl_on_real_traces_with_reuse(real_rows) -> None:
+    for r in real_rows:
+        if r["lru_hit"] >= 0.2:
+            assert r["harmonia"] <= r["sibyl"], (r["trace"], r["config"])
+
+def test_c_kernel_matches_autograd_on_an_episodes_minibatches() -> None:
+    """Real minibatches (page credit: mixed discounts, terminal transitions, scaled and clipped
+    returns) from an episode: the C kernel's loss and gradients equal autograd's."""
+    from dataclasses import replace
+
+    from hss_gym.agents import make_env, run_episode
+    from hss_gym.agents.c51 import C51Agent
+    from hss_gym.agents.sibyl import Sibyl
+
+    pol = Sibyl(seed=1)
+    run_episode(pol, make_env(pol, "perf_opt", "learn-phase", n_requests=4000), seed=1)
+    c = pol.agent
+    ref = C51Agent(c.n_inputs, c.n_actions, replace(c.cfg, trainer="torch", train_every=10**9), seed=1)
+    for i in range(c.size):
+        ref.remember(c.obs_buf[i], int(c.act_buf[i]), float(c.rew_buf[i]), c.next_buf[i], float(c.disc_buf[i]))
+    ref.q.load_state_dict(c.q.state_dict())
+    ref.target.load_state_dict(c.target.state_dict())
+    ref.scale, ref.r_lo, ref.r_hi = c.scale, c.r_lo, c.r_hi
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        idx = rng.integers(0, c.size, c.cfg.batch_size)
+        loss_c, grads = c.c_gradients(idx)
+        loss = ref.loss(idx)
+        ref.q.zero_grad()
+        loss.backward()
+        assert loss_c == pytest.approx(loss.item(), rel=1e-5)
+        for (gw, gb), layer in zip(grads, ref.q.linear_layers()):
+            np.testing.assert_allclose(gw, layer.weight.grad.numpy(), rtol=1e-3, atol=1e-6)
+            np.testing.assert_allclose(gb, layer.bias.grad.numpy(), rtol=1e-3, atol=1e-6)
+
+
+def test_pretrain_saves_weights_that_make_policy_loads(tmp_path, capsys) -> None:
+    from hss_gym.agents import make_policy
+    from hss_gym.agents.pretrain import main
+
+    out = tmp_path / "h.pt"
+    main(["--config", "perf_opt", "--train-workloads", "learn-hot-scan", "--eval-workloads", "learn-phase",
+          "--requests", "400", "--eval-seeds", "1", "--out", str(out)])
+    assert out.is_file() and "learn-phase" in capsys.readouterr().out
+    h = make_policy("harmonia", weights=str(out))
+    from hss_gym.agents import make_env, run_episode
+    run_episode(h, make_env(h, "perf_opt", "learn-phase", n_requests=300), seed=0)
+    assert h.placement.agent.infer.epsilon == h.placement.agent.cfg.epsilon  # no random warm-up
+    with pytest.raises(SystemExit, match="held out"):
+        main(["--train-workloads", "lun1", "--eval-workloads", "lun1", "--out", str(out)])
+
+
+@pytest.mark.parametrize("config", ["perf_opt", "cost_opt"])
+def test_shipped_weights_load(config: str) -> None:
+    from hss_gym.agents import make_policy
+    from hss_gym.agents.pretrain import shipped_weights
+
+    h = make_policy("harmonia", weights=str(shipped_weights("harmonia", config)))
+    from hss_gym.agents import make_env, run_episode
+    r = run_episode(h, make_env(h, config, "ycsb-b", n_requests=300), seed=0)
+    assert r.metrics.requests == 300
+    with pytest.raises(FileNotFoundError, match="shipped"):
+        shipped_weights("harmonia", "tri")
