@@ -279,8 +279,8 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
         if (rb->mcache) {  /* targets only for transitions not cached under this target network */
             int nm = 0;
             for (int smp = 0; smp < C; smp++) {
-                int64_t j = idx[c0 + smp];
-                if (rb->mgen[j] == rb->gen)
+                int64_t j = idx[c0 + smp], sl = rb->slot ? rb->slot[j] : j;
+                if (rb->mgen[sl] == rb->gen && (!rb->ver || rb->mver[sl] == rb->ver[j]))
                     continue;
                 memcpy(t->xn + (size_t)nm * nin, t->xn + (size_t)smp * nin, (size_t)nin * sizeof(float));
                 t->r[nm] = t->r[smp];
@@ -291,13 +291,16 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
             if (nm) {
                 targets(t, nm);
                 for (int k = 0; k < nm; k++) {
-                    memcpy(rb->mcache + (size_t)t->cols[k] * K, t->m + (size_t)k * K, (size_t)K * sizeof(float));
-                    rb->mgen[t->cols[k]] = rb->gen;
+                    int64_t j = t->cols[k], sl = rb->slot ? rb->slot[j] : j;
+                    memcpy(rb->mcache + (size_t)sl * K, t->m + (size_t)k * K, (size_t)K * sizeof(float));
+                    rb->mgen[sl] = rb->gen;
+                    if (rb->ver)
+                        rb->mver[sl] = rb->ver[j];
                 }
             }
             for (int smp = 0; smp < C; smp++) {
-                int64_t j = idx[c0 + smp];
-                memcpy(t->m + (size_t)smp * K, rb->mcache + (size_t)j * K, (size_t)K * sizeof(float));
+                int64_t j = idx[c0 + smp], sl = rb->slot ? rb->slot[j] : j;
+                memcpy(t->m + (size_t)smp * K, rb->mcache + (size_t)sl * K, (size_t)K * sizeof(float));
                 cols[smp] = (int)rb->act[j] * K;
             }
         } else {

@@ -47,12 +47,18 @@ typedef struct c51_replay {
     const float *obs, *next, *rew;
     const int64_t *act;
     const float *disc;            /* per-transition discount of the next state (NULL: gamma) */
-    /* Optional cache of each transition's projected target distribution (cap x n_atoms): valid
-     * while mgen[j] == gen (the owner bumps gen when the target network or the reward scaling
-     * changes and zeroes mgen[j] when slot j is overwritten). NULL: no cache. */
+    /* Optional cache of each transition's projected target distribution (cap x n_atoms), per
+     * cache slot s (s = slot[j] for minibatch row j, or j when slot is NULL): valid while
+     * mgen[s] == gen and, when ver is given, mver[s] == ver[j] (the owner bumps gen when the
+     * target network or the reward scaling changes; ver[j] is the version of the transition in
+     * row j, bumped when its slot is overwritten; without ver the owner zeroes mgen[s] then).
+     * NULL mcache: no cache. */
     float *mcache;
     int64_t *mgen;
     int64_t gen;
+    const int64_t *slot;
+    const int64_t *ver;
+    int64_t *mver;
 } c51_replay;
 
 typedef struct c51_trainer {
