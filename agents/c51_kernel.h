@@ -75,6 +75,7 @@ typedef struct c51_trainer {
     size_t scratch_floats;
     float *gwt[C51_MAX_LAYERS];   /* dW accumulated transposed (in, out) */
     float *wt[C51_MAX_LAYERS], *twt[C51_MAX_LAYERS], *pre[C51_MAX_LAYERS], *post[C51_MAX_LAYERS];
+    float *wp[C51_MAX_LAYERS];    /* W (out, in) with rows zero-padded to a multiple of 16 inputs */
     float *x, *xn, *ta, *tb, *logits, *z, *m, *g, *gi, *r, *gd;
     int *cols;
 } c51_trainer;
