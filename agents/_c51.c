@@ -120,7 +120,7 @@ static int read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what
 typedef struct {
     PyObject_HEAD
     c51_shape shape;
-    c51_weights w;  /* PyMem-owned */
+    c51_weights w;  /* PyMem-owned, transposed: (in, out) per layer (c51_q) */
     double epsilon;
     uint64_t rng;
 } C51Net;
@@ -178,18 +178,31 @@ static PyObject *C51Net_set_weights(C51Net *self, PyObject *layers)
         Py_DECREF(seq);
         return NULL;
     }
-    for (int l = 0; l < s->nlayers; l++) {
+    c51_weights src = {{NULL}, {NULL}};  /* as given, (out, in); the network keeps them transposed */
+    int rc = 0;
+    for (int l = 0; rc == 0 && l < s->nlayers; l++) {
         PyObject *w, *b;
         char what[48];
         snprintf(what, sizeof what, "layer %d", l);
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, l), "OO", &w, &b)
-            || read_floats(w, self->w.w[l], (Py_ssize_t)s->in[l] * s->in[l + 1], what) < 0
-            || read_floats(b, self->w.b[l], s->in[l + 1], what) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
+        src.w[l] = PyMem_Malloc((size_t)s->in[l] * s->in[l + 1] * sizeof(float));
+        src.b[l] = PyMem_Malloc((size_t)s->in[l + 1] * sizeof(float));
+        if (!src.w[l] || !src.b[l]) {
+            PyErr_NoMemory();
+            rc = -1;
+        } else if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, l), "OO", &w, &b)
+                   || read_floats(w, src.w[l], (Py_ssize_t)s->in[l] * s->in[l + 1], what) < 0
+                   || read_floats(b, src.b[l], s->in[l + 1], what) < 0)
+            rc = -1;
+    }
+    if (rc == 0)
+        c51_transpose_weights(s, &src, &self->w);
+    for (int l = 0; l < s->nlayers; l++) {
+        PyMem_Free(src.w[l]);
+        PyMem_Free(src.b[l]);
     }
     Py_DECREF(seq);
+    if (rc < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 

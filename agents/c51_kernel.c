@@ -143,14 +143,13 @@ C51_INLINE void transpose(const float *w, int rows, int cols, float *wt, int ld)
             wt[(size_t)i * ld + o] = w[(size_t)o * cols + i];
 }
 
-void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q)
+void c51_q(const c51_shape *s, const c51_weights *wt, const float *obs, float *q)
 {
     float a[C51_MAX_WIDTH], h[C51_MAX_WIDTH], p[C51_MAX_WIDTH];
     memcpy(a, obs, (size_t)s->in[0] * sizeof(float));
-    for (int l = 0; l < s->nlayers; l++) {
+    for (int l = 0; l < s->nlayers; l++) {  /* h = b + sum_i a_i W^T[i]: along the outputs */
         int ni = s->in[l], no = s->in[l + 1];
-        for (int o = 0; o < no; o++)
-            h[o] = w->b[l][o] + vdot(w->w[l] + (size_t)o * ni, a, ni);
+        dense(a, 1, ni, wt->w[l], no, wt->b[l], NULL, no, h);
         if (l + 1 < s->nlayers)
             swish(h, a, (size_t)no);
     }
@@ -166,6 +165,14 @@ void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q)
 }
 
 #define PAD16(n) (((n) + 15) / 16 * 16)
+
+void c51_transpose_weights(const c51_shape *s, const c51_weights *w, c51_weights *wt)
+{
+    for (int l = 0; l < s->nlayers; l++) {
+        transpose(w->w[l], s->in[l + 1], s->in[l], wt->w[l], s->in[l + 1]);
+        memcpy(wt->b[l], w->b[l], (size_t)s->in[l + 1] * sizeof(float));
+    }
+}
 
 int c51_trainer_init(c51_trainer *t, const c51_shape *s, double gamma, double lr, double beta1, double beta2,
                      double eps, int batch)

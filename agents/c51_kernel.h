@@ -39,8 +39,12 @@ typedef struct c51_weights {
 /* The shape of a network with input and hidden widths sizes[0..n-1]; -1 if out of range. */
 int c51_shape_init(c51_shape *s, const int *sizes, int n, int n_actions, int n_atoms, double v_min, double v_max);
 
-/* Expected return of each action for one observation; q has n_actions entries. */
-void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q);
+/* Expected return of each action for one observation; q has n_actions entries. The weights are
+ * given transposed: wt->w[l] is (in[l], in[l + 1]) row-major (c51_transpose_weights). */
+void c51_q(const c51_shape *s, const c51_weights *wt, const float *obs, float *q);
+
+/* wt->w[l] = w->w[l] transposed and wt->b[l] = w->b[l], for every layer (c51_q's layout). */
+void c51_transpose_weights(const c51_shape *s, const c51_weights *w, c51_weights *wt);
 
 /* The replay buffer the minibatch is drawn from (cap transitions, obs of in[0] floats). */
 typedef struct c51_replay {

@@ -77,18 +77,44 @@ static void test_shapes(void)
     CHECK(c51_shape_init(&s, ok, 0, 2, 51, 0.0, 1.0) < 0, "no layers is refused");
 }
 
+/* c51_q (transposed weights) against a plain forward pass over the (out, in) weights. */
 static void test_q_in_support(void)
 {
     int sizes[2] = {NIN, 8};
     net n;
     make_net(&n, sizes, 2, 3, 11);
+    float wt0[NIN * 8], wt1[8 * 33], bt0[8], bt1[33];
+    c51_weights wt = {{wt0, wt1}, {bt0, bt1}};
+    c51_transpose_weights(&n.s, &n.w, &wt);
     float obs[NIN], q[3];
     for (int k = 0; k < 100; k++) {
         for (int i = 0; i < NIN; i++)
             obs[i] = 4.0f * frand() - 2.0f;
-        c51_q(&n.s, &n.w, obs, q);
-        for (int a = 0; a < 3; a++)
+        c51_q(&n.s, &wt, obs, q);
+        double h[8], lg[33];
+        for (int o = 0; o < 8; o++) {
+            double v = n.w.b[0][o];
+            for (int i = 0; i < NIN; i++)
+                v += (double)n.w.w[0][o * NIN + i] * obs[i];
+            h[o] = v / (1.0 + exp(-v));
+        }
+        for (int o = 0; o < 33; o++) {
+            lg[o] = n.w.b[1][o];
+            for (int i = 0; i < 8; i++)
+                lg[o] += (double)n.w.w[1][o * 8 + i] * h[i];
+        }
+        for (int a = 0; a < 3; a++) {
+            double mx = lg[a * 11], den = 0.0, num = 0.0;
+            for (int i = 1; i < 11; i++)
+                mx = lg[a * 11 + i] > mx ? lg[a * 11 + i] : mx;
+            for (int i = 0; i < 11; i++) {
+                double e = exp(lg[a * 11 + i] - mx);
+                den += e;
+                num += e * (-1.0 + 3.0 * i / 10.0);
+            }
             CHECK(q[a] >= -1.0f - 1e-5f && q[a] <= 2.0f + 1e-5f, "q %g outside the support", q[a]);
+            CHECK(fabs(q[a] - num / den) < 1e-5, "q %g, plain forward %g", q[a], num / den);
+        }
     }
     free_net(&n);
 }
