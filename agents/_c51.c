@@ -320,7 +320,9 @@ typedef struct {
     c51_async *async;  /* background steps (made by the first submit) */
 } C51Trainer;
 
-#define ASYNC_QUEUE 4  /* steps the agent's thread may run ahead of the worker */
+/* Steps the agent's thread may run ahead of the worker: 1024 minibatch rows (8 of Harmonia's
+ * placement minibatches, ~90 KiB), enough to ride out the worker being descheduled a while. */
+#define ASYNC_ROWS 1024
 
 static void trainer_wait(C51Trainer *self)
 {
@@ -514,9 +516,9 @@ static PyObject *C51Trainer_submit(C51Trainer *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "submit: the replay buffer is empty");
         return NULL;
     }
-    if (!self->async
-        && !(self->async = c51_async_new(&self->t, self->t.shape.in[0], ASYNC_QUEUE, self->rb.mcache, self->rb.mgen,
-                                         self->rb.mver)))
+    int queue = self->t.batch < ASYNC_ROWS / 2 ? ASYNC_ROWS / self->t.batch : 2;
+    if (!self->async && !(self->async = c51_async_new(&self->t, self->t.shape.in[0], queue, self->rb.mcache,
+                                                      self->rb.mgen, self->rb.mver)))
         return PyErr_NoMemory();
     sample(self);
     check_scaling(self, scale, r_lo, r_hi);
