@@ -6,16 +6,16 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
 
 * **two networks**: a *training* network (a PyTorch module, Adam) and an *inference* network that
   makes the decisions and is refreshed with the training weights every ``sync_every`` requests
-  (1000). The inference copy runs in C (:mod:`hss_gym.agents._c51`): a decision costs well under a
-  microsecond instead of a PyTorch call's tens of microseconds. It also serves as the target
+  (1000). The inference copy runs in C (:mod:`hss_gym.agents._c51`): a decision costs about a
+  microsecond instead of a PyTorch call's tens to hundreds of microseconds. It also serves as the target
   network of the Bellman update, as a DQN target network does;
 * **the gradient step** of the training network is computed by ``trainer="c"`` (default), a C
   kernel that updates the torch module's parameters in place, or by ``trainer="torch"``, the
   same step written with autograd and ``torch.optim.Adam`` (the reference the C kernel is tested
   against; edit this one to try a new loss). Both compute the same update; the C kernel takes
-  ~4.5x less time per minibatch (163 vs 737 µs for 128 samples), which is what lets the agents
-  learn online at the environment's speed (with the autograd step Harmonia ran at ~24k
-  requests/s);
+  ~20x less time per minibatch (benchmarks/perf/bench_agents.py: 146 vs 2,896 µs for 128 samples
+  on a loaded machine; ~80 µs of CPU for Harmonia's placement network), which is what lets the
+  agents learn online at the environment's speed;
 * **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s', discount)``,
   with uniformly sampled minibatches of ``batch_size``; the discount of the next state is gamma
   unless the transition gives its own (0: terminal; per-page credit, :mod:`hss_gym.agents.credit`,
