@@ -49,8 +49,12 @@ class FlashBackend:
         self._last = np.zeros(n)
         self._backlog = np.zeros(n)
         self.free = np.ones(self.prof.n_channels)
-        self.write_amplification = float("nan")
         self._lat_start = [0] * n
+
+    @property
+    def write_amplification(self) -> float:
+        """The device's write amplification since construction."""
+        return self.ssd.write_amplification()
 
     def mark_episode_start(self) -> None:
         self._lat_start = [len(self.ssd.latencies(i)) for i in range(self.n)]
@@ -99,7 +103,6 @@ class FlashBackend:
         self._last = ws.completed.astype(np.float64)
         self._backlog = ws.backlog.astype(np.float64)
         self.free = (ws.unit_free_blocks.reshape(self.prof.n_channels, self.W).mean(axis=1) / self.unit_blocks)
-        self.write_amplification = float(self.ssd.totals().write_amplification)
         dur = ws.duration_us * 1e-6
         comp = ws.completed.astype(np.float64)
         gc_channels = np.flatnonzero((usable & (ws.gc_runs > 0)[:, None]).any(axis=0))
