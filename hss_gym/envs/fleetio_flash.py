@@ -1,4 +1,4 @@
-"""FleetIO on the transaction-level flash SSD model (``backend="flash"``): one FlashSSD stream per vSSD.
+"""FleetIO's SSD: the transaction-level flash SSD model, one FlashSSD stream per vSSD.
 
 Each window, every tenant's offered load per tick becomes requests (Poisson counts, its mean
 size rounded to 16 KiB pages, read/write by its byte mix, uniform page-aligned offsets in the
@@ -11,8 +11,8 @@ serve their queues FIFO within a priority class). A tenant whose host
 backlog exceeds ``max_backlog`` requests submits only what the device completed for it in the
 last window (the application waits instead of queueing without bound).
 
-Known differences from the channel-level model (see ``docs/fleetio.md``): the flash model's
-preconditioning stripes old data over all units, so reads are not channel-isolated (hence
+Simplifications (see ``docs/fleetio.md``): the flash model's preconditioning stripes old data
+over all units, so reads of preconditioned data are not channel-isolated (hence
 ``precondition=None`` by default: the device starts empty and GC appears only once it fills);
 gSB reclaim finishes when a stream using the gSB's channels ran GC in the window, and the
 migration of the harvester's data is not simulated as extra writes.
