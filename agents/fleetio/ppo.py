@@ -1,7 +1,11 @@
 """A readable single-file PPO trainer (CleanRL style, PyTorch) for FleetIO's per-vSSD agents.
 
     python -m hss_gym.agents.fleetio.ppo --steps 40000 --seed 0 \
-        --out agents/fleetio/weights/fleetio_ppo.npz        # regenerates the shipped weights
+        --out agents/fleetio/weights/fleetio_ppo.npz        # the shipped weights (beta = 0.6)
+    python -m hss_gym.agents.fleetio.ppo --steps 40000 --seed 0 --beta 1 \
+        --out agents/fleetio/weights/fleetio_ppo_local.npz  # the beta ablation (policy fleetio_ppo_local)
+
+Both train on the flash SSD model (the env's only SSD model), ~17 min each on one idle core.
 
 Table 3's hyper-parameters: hidden [50, 50], lr 1e-4, gamma 0.9, minibatch 32, train batch 256
 (agent-steps per update). One actor-critic is shared by every vSSD (parameter sharing: each vSSD
