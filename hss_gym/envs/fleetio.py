@@ -384,11 +384,7 @@ class FleetIOEnv(ParallelEnv):
         w = self.model.run_window(rd, wr, sz, self.tick_s, usable,
                                   np.ones(len(rd), np.int64) if software else self.priority,
                                   self.bw_guar * self.token_rate if software else None)
-        if self.isolation == "fleetio":  # harvesters' writes fill their gSBs; GC finishes reclaims
-            k = usable.sum(axis=1)
-            for g in self.pool.gsbs.values():
-                if g.in_use and g.harvester is not None:
-                    g.used_bytes += float(w["write_bytes"][g.harvester]) * g.n_chls / max(int(k[g.harvester]), 1)
+        if self.isolation == "fleetio":  # GC on a channel finishes the lazy reclaims there
             for c in w["gc_channels"]:
                 self.pool.gc_ran(int(c))
         bw = w["bw"]
