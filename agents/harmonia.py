@@ -4,18 +4,20 @@
   ``L_ref / L_t`` (Harmonia eq. 2), credited per page (:mod:`hss_gym.agents.credit`): the
   transition runs from a placement to the page's next placement, collecting the rewards of the
   page's accesses in between (``credit="request"``: the plain ``(s_t, a_t, r_t, s_{t+1})``).
-* :class:`MigrationAgent` judges the scanner's candidate page each step (target device; its current
-  device means "stay"). Reward: the environment's delayed eq. 3, paid after ``x`` queued moves ran
-  and ``n`` requests were measured, and credited to the steps in ``infos["migration"]["credit"]``.
-  A "stay" is never queued, so never credited; so that staying is learnt too, the latest ``x``
-  stays before a reward share that reward (the system latency reflects them as well). Transition
-  ``(s_t, a_t, r_delayed, s_{t+1})``, where ``s_{t+1}`` is the next candidate's observation.
+* :class:`MigrationAgent` judges the scanner's candidate page each step (the environment's action
+  is the target device; its current device means "stay"). Default ``credit="page"``: a move is
+  judged against staying, on its own page (eq. 3's penalty, the measured cost of the eviction it
+  saves or causes, its later reads against the device it left); a stay is worth 0, and an
+  untried move is valued below it, so an untrained agent stays. ``credit="system"``: the
+  environment's delayed eq. 3 as published, credited to ``infos["migration"]["credit"]`` (moves
+  and stays then earn the same; docs/learning-diagnostics.md).
 * :class:`Harmonia` runs both. Both agents use the network 7-10-(N x 51) with swish and the Table 2
   hyper-parameters (placement: gamma 0.9, lr 1e-3, batch 128; migration: gamma 0.1, lr 1e-2,
   batch 256; epsilon 0.001, replay of 1000 each), all overridable, and learn online from scratch
   as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies). The
-  placement agent adds an exploration warm-up and a gradient step every 8 experiences (see
-  PLACEMENT_DEFAULTS and docs/learning-diagnostics.md). Pretrained weights:
+  placement agent adds an exploration warm-up and a gradient step every 8 experiences, the
+  migration agent the support [-2, 1], unscaled rewards and a step per experience (see
+  PLACEMENT_DEFAULTS, MIGRATION_DEFAULTS and docs/learning-diagnostics.md). Pretrained weights:
   :mod:`hss_gym.agents.pretrain`.
 
 ``Harmonia.save(path)`` / ``Harmonia(weights=path)`` store and restore both agents; loading weights
@@ -246,7 +248,8 @@ class MigrationAgent(_C51Policy):
 
     def placed(self, device: int, latency: float, evicted: int) -> None:
         """The placement of this step (device, latency, pages evicted): measures what one
-        critical-path eviction costs in eq.-2 reward, against fast placements that evicted none."""
+        critical-path eviction costs in eq.-2 reward, against fast placements that evicted none.
+        :class:`Harmonia` calls it; without it (another placement policy) that cost stays 0."""
         if device != 0 or latency <= 0 or self._credit is None:
             return
         if evicted:
@@ -349,7 +352,7 @@ class MigrationAgent(_C51Policy):
                 means = self._read_reward
                 if served >= 0:
                     means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
-            for p in range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1):
+            for p in range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1) if opened else ():
                 t = opened.get(p)
                 if t is None:
                     continue
