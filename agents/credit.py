@@ -15,7 +15,9 @@ page, ``[obs, action, return, discount, step]``:
 
 It is a semi-Markov view of the same MDP (rewards are unchanged: the papers' latency rewards), used
 by the placement agents, :class:`hss_gym.agents.harmonia.PlacementAgent` and
-:class:`hss_gym.agents.sibyl.Sibyl` (docs/learning-diagnostics.md).
+:class:`hss_gym.agents.sibyl.Sibyl`, and by Harmonia's migration agent
+(:class:`hss_gym.agents.harmonia.MigrationAgent`, which also ends a page's transition when the page
+is rewritten: :meth:`PageCredit.end`) (docs/learning-diagnostics.md).
 """
 
 from __future__ import annotations
@@ -54,6 +56,13 @@ class PageCredit:
         if t is not None:
             t[2] += t[3] * reward
             t[3] *= self.gamma
+
+    def end(self, page: int) -> None:
+        """Close ``page``'s open transition as terminal (its outcome no longer depends on the
+        decision, e.g. the page was rewritten and placed anew)."""
+        t = self.open.pop(page, None)
+        if t is not None:
+            self.agent.remember(t[0], t[1], t[2], t[0], 0.0)
 
     def expire(self, step: int) -> None:
         if step < self._next_expiry:

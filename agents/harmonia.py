@@ -4,18 +4,20 @@
   ``L_ref / L_t`` (Harmonia eq. 2), credited per page (:mod:`hss_gym.agents.credit`): the
   transition runs from a placement to the page's next placement, collecting the rewards of the
   page's accesses in between (``credit="request"``: the plain ``(s_t, a_t, r_t, s_{t+1})``).
-* :class:`MigrationAgent` judges the scanner's candidate page each step (target device; its current
-  device means "stay"). Reward: the environment's delayed eq. 3, paid after ``x`` queued moves ran
-  and ``n`` requests were measured, and credited to the steps in ``infos["migration"]["credit"]``.
-  A "stay" is never queued, so never credited; so that staying is learnt too, the latest ``x``
-  stays before a reward share that reward (the system latency reflects them as well). Transition
-  ``(s_t, a_t, r_delayed, s_{t+1})``, where ``s_{t+1}`` is the next candidate's observation.
+* :class:`MigrationAgent` judges the scanner's candidate page each step (the environment's action
+  is the target device; its current device means "stay"). Default ``credit="page"``: a move is
+  judged against staying, on its own page (eq. 3's penalty, the measured cost of the eviction it
+  saves or causes, its later reads against the device it left); a stay is worth 0, and an
+  untried move is valued below it, so an untrained agent stays. ``credit="system"``: the
+  environment's delayed eq. 3 as published, credited to ``infos["migration"]["credit"]`` (moves
+  and stays then earn the same; docs/learning-diagnostics.md).
 * :class:`Harmonia` runs both. Both agents use the network 7-10-(N x 51) with swish and the Table 2
   hyper-parameters (placement: gamma 0.9, lr 1e-3, batch 128; migration: gamma 0.1, lr 1e-2,
   batch 256; epsilon 0.001, replay of 1000 each), all overridable, and learn online from scratch
   as in the paper (see :mod:`hss_gym.agents.c51` for the learner and what it simplifies). The
-  placement agent adds an exploration warm-up and a gradient step every 8 experiences (see
-  PLACEMENT_DEFAULTS and docs/learning-diagnostics.md). Pretrained weights:
+  placement agent adds an exploration warm-up and a gradient step every 8 experiences, the
+  migration agent the support [-2, 1], unscaled rewards and a step per experience (see
+  PLACEMENT_DEFAULTS, MIGRATION_DEFAULTS and docs/learning-diagnostics.md). Pretrained weights:
   :mod:`hss_gym.agents.pretrain`.
 
 ``Harmonia.save(path)`` / ``Harmonia(weights=path)`` store and restore both agents; loading weights
@@ -35,19 +37,23 @@ import torch
 from hss_gym.agents.base import Combined, Infos, Obs, Policy
 from hss_gym.agents.c51 import C51Agent, C51Config
 from hss_gym.agents.credit import PAGE_SHIFT, PageCredit
+from hss_gym.envs.features import feature_names
 from hss_gym.envs.parallel import HSSParallelEnv
 
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
-#: migration rewards are ~[-penalty, 1] with gamma 0.1.
+#: a move's return against staying is in ~[-2, 1] with gamma 0.1 (MigrationAgent), unscaled.
 #: Deviations (docs/learning-diagnostics.md, with their measured effect): epsilon falls from 1 to
 #: 0.001 over the first ``explore_steps`` (1000) decisions (the paper's agents "make random initial
 #: decisions"; from a random network at 0.001 the replay holds one action only), and a gradient
 #: step every ``train_every`` (8) experiences (the paper trains continuously in a background
-#: thread; one step per 64 moved the network by ~0.06 per weight in 10k requests).
+#: thread; one step per 64 moved the network by ~0.06 per weight in 10k requests). Migration: the
+#: support [-2, 1] (an untried move is valued below a stay) and unscaled rewards (they are eq.-2
+#: differences, already O(1)), a gradient step per experience (they are its moves only, few); see
+#: MigrationAgent.
 PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=1e-3, epsilon=0.001, batch_size=128,
                                buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
-                               buffer_size=1000, v_min=-1.0, v_max=2.0)
+                               buffer_size=1000, v_min=-2.0, v_max=1.0, reward_scale=1.0, train_every=1)
 
 
 def make_config(defaults: C51Config, overrides: "C51Config | dict[str, Any] | None") -> C51Config:
@@ -167,43 +173,155 @@ class PlacementAgent(_C51Policy):
 
 
 class MigrationAgent(_C51Policy):
-    """Harmonia's data-migration agent (delayed, credited reward; docs/learning-diagnostics.md says
-    why it does not learn which way to move pages: moves and stays share each reward)."""
+    """Harmonia's data-migration agent: judges the scanner's candidate page each step.
+
+    ``credit="page"`` (default; docs/learning-diagnostics.md has the measurements behind each part):
+
+    * **relative actions**: action 0 stays, action ``k`` moves the page to device
+      ``(curr_dev + k) mod N`` (the environment still receives the target device);
+    * **a stay is worth 0** (the counterfactual baseline): the agent moves a page only when the
+      best move's expected return is positive; stays are not stored (as in the paper, where a
+      page whose target is its own device is not a candidate). The support [-2, 1] puts an
+      untried move at about -0.5, so an untrained agent stays (from a random network with
+      epsilon 0.001 the old agent moved up to 2,000 pages to the wrong device);
+    * **per-page credit of a move**, against staying: ``-P`` (eq. 3's penalty
+      ``penalty * (1/acc_intr + 1/migr_intr)`` of the page); plus or minus the measured cost of one
+      critical-path eviction (in eq.-2 reward, from the placements that evicted against those
+      that did not) when the move frees or takes a slot of the fast device while it is evicting,
+      minus it when the migration queue is full (the oldest move then runs at once, competing
+      with host I/O); plus, for each later read of the moved page, the discounted difference
+      between its eq.-2 reward ``L_ref / L`` and the mean eq.-2 reward of reads served by the
+      device it left. A write ends the transition (the placement agent places the page anew), so
+      do ``horizon`` requests and the page's next migration decision (terminal).
+    * exploration: Table 2's epsilon; ``explore_steps`` (0 by default) adds a warm-up from 1 that
+      starts once the fast device first evicts (before that, no move has anything to show).
+
+    The environment's system-level eq.-3 reward pays the moves and the stays of one period the same
+    (0.00794 vs 0.00793 in the replay), so it cannot tell the agent which page to move.
+
+    ``credit="system"``: the environment's eq.-3 reward as published, credited to the moves in
+    ``infos["migration"]["credit"]`` and shared by the latest ``x`` stays before it (transition
+    ``(s_t, a_t, r_delayed, s_{t+1})``, ``s_{t+1}`` the next candidate's observation; actions are
+    target devices; use the support [-1, 2] and ``reward_scale=None`` as before issue 13).
+    """
 
     name = "harmonia_migration"
     agents = ("migration",)
     defaults = MIGRATION_DEFAULTS
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, max_pending: int = 4096) -> None:
+                 train: bool = True, max_pending: int = 4096, credit: str = "page", horizon: int = 500) -> None:
         super().__init__(config, seed, train)
-        self.max_pending = max_pending
+        if credit not in ("page", "system"):
+            raise ValueError(f"credit must be 'page' or 'system', got {credit!r}")
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1 request, got {horizon}")
+        self.max_pending, self.credit, self.horizon = max_pending, credit, int(horizon)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        if self.agent is None:  # exploration (if any) once per agent, none with loaded weights
+            self._explore_left = 0 if self._pending_state is not None else self.cfg.explore_steps
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int, int] | None = None  # obs, action, step (moves only)
         self._last_stay: tuple[np.ndarray, int] | None = None
         self._moves: dict[int, tuple[np.ndarray, int, np.ndarray]] = {}
         self._stays: deque[tuple[np.ndarray, int, np.ndarray]] = deque(maxlen=env.reward_x)
+        self._credit = PageCredit(self.agent, self.horizon) if self.credit == "page" else None
+        self._fast_write, self._evict_cost, self._evicted_at = -1.0, 0.0, -(1 << 30)
+        self._ref, self._penalty, self._n = env.reward_ref_us, env.penalty, int(env.action_space("migration").n)
+        self._dev_at = feature_names(self._n, env.kind).index("curr_dev")
+        self._read_reward = [-1.0] * self._n  # mean eq.-2 reward of reads served by each device
+        self._req: tuple[tuple[float, int, int, int], int] | None = None  # request now, its page's device
+        self._decision: tuple[int, np.ndarray, int, float, int] | None = None  # page, obs, action, reward, from
+        self._rng = np.random.default_rng(self.seed)
+
+    def load_state(self, state: dict[str, Any], source: str) -> None:
+        super().load_state(state, source)
+        self._explore_left = 0
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
-        return {"migration": self.decide(observations["migration"], infos["migration"])}
+        return {"migration": self.decide(observations["migration"], infos["migration"], observations.get("placement"))}
 
     def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
-        self.learn(observations["migration"], rewards["migration"], infos["migration"])
+        self.learn(observations["migration"], rewards["migration"], infos["migration"],
+                   infos["placement"]["latency_us"])
 
-    def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+    def placed(self, device: int, latency: float, evicted: int) -> None:
+        """The placement of this step (device, latency, pages evicted): measures what one
+        critical-path eviction costs in eq.-2 reward, against fast placements that evicted none.
+        :class:`Harmonia` calls it; without it (another placement policy) that cost stays 0."""
+        if device != 0 or latency <= 0 or self._credit is None:
+            return
+        if evicted:
+            self._evicted_at = self.env.step_index
+        r = self._ref / latency
+        if not evicted:
+            self._fast_write = r if self._fast_write < 0 else self._fast_write + 0.01 * (r - self._fast_write)
+        elif self._fast_write > 0:
+            self._evict_cost += 0.01 * (max(self._fast_write - r, 0.0) / evicted - self._evict_cost)
+
+    def decide(self, obs: np.ndarray, info: dict[str, Any], placement_obs: np.ndarray | None = None) -> int:
         self._last = self._last_stay = None
+        dev = info["device"]
+        if self._credit is None:
+            if not info["acting"]:
+                return max(dev, 0)
+            a = self.agent.act(obs)
+            if a == dev:
+                self._last_stay = (obs, a)
+            else:
+                self._last = (obs, a, info["step"])
+            return a
+        req = self.env.request
+        self._req = (req, -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5))
+        self._decision = None
         if not info["acting"]:
-            return max(info["device"], 0)
-        a = self.agent.act(obs)
-        if a == info["device"]:
-            self._last_stay = (obs, a)
-        else:
-            self._last = (obs, a, info["step"])
-        return a
+            return max(dev, 0)
+        a = self._choose(obs)
+        target = (dev + a) % self._n
+        reward = 0.0
+        if a:
+            reward = self._move_reward(info, dev, target)
+        self._decision = (info["page"], obs, a, reward, dev)
+        return target
 
-    def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any]) -> None:
+    def _move_reward(self, info: dict[str, Any], dev: int, target: int) -> float:
+        """The immediate part of a move's reward, against staying: -P (eq. 3's penalty), and one
+        critical-path eviction (its measured cost in eq.-2 reward) saved when the move frees a
+        slot of the full fast device, or caused when it takes one or when the migration queue is
+        full (the oldest queued move then runs at once, competing with host I/O)."""
+        hss = self.env.hss
+        pg = hss.page(info["page"])
+        now = info["step"] + 1
+        reward = -self._penalty * (1.0 / max(now - pg["last_access"], 1) + 1.0 / max(now - pg["last_move"], 1))
+        e = self._evict_cost
+        if now - self._evicted_at <= self.env.reward_n:  # the fast device is evicting: it is full
+            reward += e if dev == 0 else -e if target == 0 else 0.0
+        if hss.counters()["queue_length"] >= hss.config.queue_size:
+            reward -= e
+        return reward
+
+    def _choose(self, obs: np.ndarray) -> int:
+        """Epsilon-greedy over relative actions, a stay being worth 0 by definition (the
+        counterfactual baseline; the network's stay output is not consulted: a random network's
+        would decide): the best move if its expected return is positive, else stay."""
+        cfg = self.cfg
+        eps = cfg.epsilon
+        if self._explore_left and self._evicted_at >= 0:  # explore once the fast device is full
+            self._explore_left -= 1
+            eps += (1.0 - eps) * self._explore_left / cfg.explore_steps
+        if eps and self._rng.random() < eps:
+            return int(self._rng.integers(self._n))
+        q = self.agent.q_values(obs)
+        best = max(range(1, self._n), key=q.__getitem__)
+        return best if q[best] > 0.0 else 0
+
+    def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any], latency: float = 0.0) -> None:
+        credit = self._credit
+        if credit is not None:
+            self._learn_page(info["step"], latency)
+            self.agent.tick()
+            return
         if self._last is not None:
             obs, a, step = self._last
             moves = self._moves
@@ -212,10 +330,10 @@ class MigrationAgent(_C51Policy):
                 del moves[next(iter(moves))]
         elif self._last_stay is not None:
             self._stays.append((*self._last_stay, nxt))
-        credit = info["credit"]
-        if credit:
+        credit_steps = info["credit"]
+        if credit_steps:
             agent = self.agent
-            for s in credit:
+            for s in credit_steps:
                 t = self._moves.pop(s, None)
                 if t is not None:
                     agent.remember(t[0], t[1], r, t[2])
@@ -223,6 +341,34 @@ class MigrationAgent(_C51Policy):
                 obs, a, n = self._stays.popleft()
                 agent.remember(obs, a, r, n)
         self.agent.tick()
+
+    def _learn_page(self, step: int, latency: float) -> None:
+        credit, req = self._credit, self._req
+        if req is not None:
+            (_, op, off, size), served = req
+            opened = credit.open
+            if op == 0 and latency > 0:  # a read: served by the device that holds its first page
+                r = self._ref / latency
+                means = self._read_reward
+                if served >= 0:
+                    means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
+            for p in range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1) if opened else ():
+                t = opened.get(p)
+                if t is None:
+                    continue
+                if op == 0 and latency > 0:  # served where the move put it, against staying
+                    credit.access(p, r - max(self._read_reward[t[5]], 0.0))
+                else:  # rewritten: the placement agent places it anew
+                    credit.end(p)
+        if self._decision is not None:
+            page, obs, a, reward, dev = self._decision
+            credit.end(page)  # a new decision on the page: its open move transition ends here
+            if a:
+                credit.decision(page, obs, a, reward, step)
+                t = credit.open[page]
+                t[3] = 1.0  # the page's first read is the move's first consequence: undiscounted
+                t.append(dev)
+        credit.expire(step)
 
 
 class Harmonia(Combined):
@@ -241,13 +387,18 @@ class Harmonia(Combined):
     # The two agents' act/observe without the intermediate dicts (the per-request hot path).
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.placement.decide(observations["placement"], infos["placement"]),
-                "migration": self.migration.decide(observations["migration"], infos["migration"])}
+                "migration": self.migration.decide(observations["migration"], infos["migration"],
+                                                   observations["placement"])}
 
     def observe(self, observations: Obs, rewards: dict[str, float], infos: Infos) -> None:
         if self.placement.learns:
             self.placement.learn(observations["placement"], rewards["placement"], infos["placement"])
         if self.migration.learns:
-            self.migration.learn(observations["migration"], rewards["migration"], infos["migration"])
+            p = infos["placement"]
+            last = self.placement._last
+            if last is not None:
+                self.migration.placed(last[1], p["latency_us"], p["evicted"])
+            self.migration.learn(observations["migration"], rewards["migration"], infos["migration"], p["latency_us"])
 
     def save(self, path: "str | Path") -> None:
         """Save both agents' training weights and loss curves (call after an episode)."""

@@ -47,15 +47,16 @@ FIXED = {"always_fast": AlwaysFast, "slow_only": lambda: make_policy("slow_only"
 def before_fix(name: str, seed: int) -> Policy:
     """The learners as they were before issue 13's fix (for before/after tables): credit along the
     request stream, epsilon 0.001 from the first decision, a gradient step every 64 experiences,
-    Sibyl's lr 1e-4."""
+    Sibyl's lr 1e-4; Harmonia's migration agent on the system-level eq.-3 reward (moves and stays
+    share it), target-device actions, support [-1, 2] and auto-scaled rewards."""
     from hss_gym.agents.harmonia import Harmonia
     from hss_gym.agents.sibyl import Sibyl
 
     old = {"explore_steps": 0, "train_every": 64}
     if name == "sibyl":
         return Sibyl({**old, "lr": 1e-4}, seed=seed, credit="request")
-    h = Harmonia(old, seed=seed)
-    h.placement.credit = "request"
+    h = Harmonia(old, {"v_min": -1.0, "v_max": 2.0, "reward_scale": None}, seed=seed)
+    h.placement.credit, h.migration.credit = "request", "system"
     return h
 
 
