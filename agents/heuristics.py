@@ -29,7 +29,8 @@
   device; a rewrite of data already on the fast device stays there (in-place, no eviction).
 
 :class:`PageHistory` (per-page access counts over the last few fixed intervals, NumPy),
-:func:`page_devices` and :func:`bulk_migrate` (critical-path migration of many pages through
+:func:`unique_rows` (most pages share their count history: the learned parts work on the distinct
+rows), :func:`page_devices` and :func:`bulk_migrate` (critical-path migration of many pages through
 ``env.hss.move``) are shared by :mod:`hss_gym.agents.ksvm` and :mod:`hss_gym.agents.rnn_hss`;
 they live here because this module imports neither torch nor scikit-learn.
 """
@@ -269,6 +270,20 @@ def _unique_counts(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a[starts], np.diff(np.append(starts, len(a)))
 
 
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of the 2-D float32 array ``a`` (bit patterns compared) and, for each row
+    of ``a``, the index of its distinct row: ``rows[inverse]`` is ``a``. A lexicographic sort of
+    the rows' 32-bit words: several times faster than ``np.unique(a, axis=0)``."""
+    words = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    order = np.lexsort(words.T[::-1])
+    ranked = words[order]
+    new = np.ones(len(a), dtype=bool)
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=new[1:])
+    inverse = np.empty(len(a), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return a[order[new]], inverse
+
+
 class PageHistory:
     """Per-page access counts over the last ``n_intervals`` fixed intervals (NumPy).
 
@@ -323,13 +338,8 @@ class PageHistory:
 
 
 def page_devices(env: HSSParallelEnv, pages: np.ndarray) -> np.ndarray:
-    """Current device of each page (-1 for a page not placed)."""
-    page = env.hss.core.page  # the core's method directly: this runs for every tracked page
-    out = np.empty(len(pages), dtype=np.int64)
-    for i, p in enumerate(pages.tolist()):
-        m = page(p)
-        out[i] = -1 if m is None else m["device"]
-    return out
+    """Current device of each page (-1 for a page not placed), in one call to the core."""
+    return env.hss.devices(pages)
 
 
 def fit_capacity(target: np.ndarray, score: np.ndarray, capacities: "list[int] | tuple[int, ...]") -> np.ndarray:
