@@ -83,17 +83,30 @@ class SlowOnly(Policy):
 
 
 class RandomPolicy(Policy):
-    """Uniformly random placement and migration targets, seeded by the episode seed."""
+    """Uniformly random placement and migration targets, seeded by the episode seed.
+
+    Each step takes the next two draws of ``rng.integers(n_devices)``. They are drawn
+    ``block`` steps at a time: NumPy's bounded integers consume the generator's 32-bit stream value
+    by value, so one call of size ``2 * block`` gives exactly the draws of ``block`` calls of size 2
+    (one call per step costs more than the rest of the policy)."""
 
     name = "random"
+    block = 4096
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
         self.rng = np.random.default_rng(seed)
         self.n = env.cfg.n_devices
+        self._draws: list[int] = []
+        self._next = 0
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
-        a, b = self.rng.integers(self.n, size=2).tolist()
+        k = self._next
+        if k >= len(self._draws):
+            self._draws = self.rng.integers(self.n, size=2 * self.block).tolist()
+            k = 0
+        self._next = k + 2
+        a, b = self._draws[k], self._draws[k + 1]
         return {"placement": a, "migration": b if infos["migration"]["acting"] else stay_action(infos)}
 
 
@@ -380,17 +393,15 @@ def bulk_migrate(env: HSSParallelEnv, pages: np.ndarray, current: np.ndarray, ta
     caps = env.hss.capacities
     used = env.hss.counters()["used_pages"]
     free = [float(caps[d] - used[d]) for d in range(n_dev - 1)] + [float("inf")]
-    demo_from: dict[int, list[int]] = {}  # demotable pages per source device, coldest first
-    for j in demo.tolist():
-        demo_from.setdefault(int(current[j]), []).append(j)
+    demo_src = current[demo]
+    demo_from = {int(d): demo[demo_src == d].tolist() for d in np.unique(demo_src)}  # coldest first
     pos = {d: 0 for d in demo_from}
     moves_d: list[int] = []
     moves_p: list[int] = []
     taken: set[int] = set()
-    for j in promo.tolist():
+    for j, d, src in zip(promo.tolist(), target[promo].tolist(), current[promo].tolist()):
         if budget < 1:
             break
-        d, src = int(target[j]), int(current[j])
         if free[d] < 1:
             # Make room: demote the coldest tracked page leaving d, or else let the core evict
             # d's LRU page (untracked pages, not accessed for the whole window, live there too).
@@ -421,8 +432,10 @@ def bulk_migrate(env: HSSParallelEnv, pages: np.ndarray, current: np.ndarray, ta
     t = env.issue_time_us
     move = env.hss.move
     for group in (moves_d, moves_p):
-        for j in sorted(group, key=lambda k: int(pages[k])):
-            move(int(pages[j]), int(target[j]), t)
+        idx = np.asarray(group, dtype=np.int64)
+        idx = idx[np.argsort(pages[idx], kind="stable")]  # page order (a stable sort, as before)
+        for page, dev in zip(pages[idx].tolist(), target[idx].tolist()):
+            move(page, dev, t)
     return len(moves_d) + len(moves_p)
 
 
