@@ -111,15 +111,16 @@ class AccessPredictor:
     def predict(self, seqs: np.ndarray) -> np.ndarray:
         """Predicted next-interval access count of each sequence (>= 0).
 
-        The network's output for a row equals its output in one forward pass over all rows in
-        batches of :data:`PREDICT_BATCH` (the reference), but costs a pass over the *distinct*
-        rows only (counts are small integers: most pages share their history). That needs care
-        because the CPU matrix kernels compute the last few rows of a batch whose size is not a
-        multiple of their block with different code (results differ in the last bit): the
-        distinct rows are padded to a multiple of :data:`ROW_BLOCK`, so each is computed by the
-        full-block kernel, and the tail of each reference batch, which the reference computed with
-        the tail kernel, is recomputed as the reference did (a batch of the same size modulo
-        :data:`ROW_BLOCK`).
+        The result is, bit for bit, that of one forward pass over all rows in batches of
+        :data:`PREDICT_BATCH` (the reference), but costs a pass over the *distinct* rows only
+        (counts are small integers: most pages share their history; 32,768 tracked pages have a
+        few thousand distinct histories). That needs care because the CPU matrix kernels compute
+        the last rows of a batch whose size is not a multiple of their row block with other code
+        (the results differ in the last bit): the distinct rows are padded to a multiple of
+        :data:`ROW_BLOCK`, so each is computed by the full-block code, and the last
+        ``ROW_BLOCK + size % ROW_BLOCK`` rows of each reference batch (the whole batch if it is
+        smaller than ``2 * ROW_BLOCK``) are recomputed as one batch, which ends with the same tail
+        as the reference's. ``tests/test_baselines.py`` checks the equality for every tail size.
         """
         X = np.log1p(self._check(seqs))
         n, out = len(X), np.empty(len(X), dtype=np.float32)
