@@ -78,7 +78,7 @@ class KSVMMigration(PeriodicMigration):
         rng = self._rng
         idx = rng.choice(n, self.kmeans_samples, replace=False) if n > self.kmeans_samples else np.arange(n)
         sample = features[idx]
-        if len(np.unique(sample, axis=0)) < k:  # too few distinct points to cluster
+        if len(unique_rows(sample)[0]) < k:  # too few distinct points to cluster
             return np.full(n, self.n_dev - 1, dtype=np.int64)
         km = KMeans(n_clusters=k, n_init=3, random_state=int(rng.integers(2**31))).fit(sample)
         rank = np.empty(k, dtype=np.int64)  # cluster -> device, hottest cluster first
