@@ -127,6 +127,14 @@ class HSS:
         """Metadata of a page: device, count, last_access, last_move, queued."""
         return self.core.page(page)
 
+    def devices(self, pages: np.ndarray) -> np.ndarray:
+        """Device of each page (int64; -1 for a page not placed): :meth:`page`'s ``device`` for
+        many pages in one call."""
+        pages = np.ascontiguousarray(pages, dtype=np.int64)
+        out = np.empty(len(pages), dtype=np.int64)
+        self.core.devices(pages, out)
+        return out
+
     def counters(self) -> dict[str, Any]:
         return self.core.counters()
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from hss_gym.agents import Combined, InvalidActionError, Policy, make_env, make_policy, run_episode
-from hss_gym.agents.heuristics import (CDE, HPS, FastUntilFull, PageHistory, bulk_migrate,
-                                       fit_capacity, page_devices)
+from hss_gym.agents.heuristics import (CDE, HPS, FastUntilFull, PageHistory, RandomPolicy, bulk_migrate,
+                                       fit_capacity, page_devices, unique_rows)
 from hss_gym.workloads.trace import Trace
 
 BASELINES = ["fast_only", "slow_only", "random", "cde", "hps", "archivist", "k_svm", "rnn_hss"]
@@ -239,6 +239,43 @@ def test_bulk_migrate_respects_capacity_and_budget():
     assert env.hss.counters()["used_pages"][0] == 50
 
 
+def test_hss_devices_is_page_device_for_many_pages():
+    _, env, _ = episode("random", n=600)
+    pages = np.arange(0, 40_000, 7, dtype=np.int64)
+    ref = [-1 if (m := env.hss.page(p)) is None else m["device"] for p in pages.tolist()]
+    got = env.hss.devices(pages)
+    assert got.tolist() == ref and (got >= 0).any() and (got == -1).any() and (got == 1).any()
+    assert page_devices(env, pages).tolist() == ref
+    with pytest.raises(ValueError, match="negative"):
+        env.hss.devices(np.array([5, -3]))
+    with pytest.raises(ValueError, match="entries"):
+        env.hss.core.devices(pages, np.empty(3, dtype=np.int64))
+
+
+def test_unique_rows_maps_every_row_to_its_distinct_row():
+    rng = np.random.default_rng(0)
+    a = np.log1p(rng.poisson(0.7, size=(3000, 5)).astype(np.float32))
+    rows, inverse = unique_rows(a)
+    assert np.array_equal(rows[inverse], a)
+    assert len(rows) == len(np.unique(a, axis=0)) < 1000
+    empty, inv = unique_rows(np.zeros((0, 4), dtype=np.float32))
+    assert empty.shape == (0, 4) and len(inv) == 0
+
+
+def test_random_policy_block_draws_are_the_per_step_draws():
+    """Drawing many steps at once gives exactly the draws one call per step would give."""
+    env = make_env(RandomPolicy(), "tri", "ycsb-b", n_requests=50)
+    env.reset(seed=3)
+    policy = RandomPolicy()
+    policy.block = 5
+    policy.reset(env, seed=3)
+    ref = np.random.default_rng(3)
+    infos = {"placement": {"acting": True}, "migration": {"acting": True}}
+    for _ in range(23):
+        a, b = ref.integers(3, size=2).tolist()
+        assert policy.act({}, infos) == {"placement": a, "migration": b}
+
+
 def test_page_history_counts_and_window():
     h = PageHistory(3, max_pages=100)
     h.record(0, 8192)       # pages 0, 1
@@ -281,6 +318,39 @@ def test_rnn_predictor_learns_a_periodic_pattern_better_than_a_constant():
     assert err < 0.25 * const, (err, const)
     with pytest.raises(ValueError):
         pred.predict(np.zeros((3, window + 1)))
+
+
+@pytest.mark.parametrize("batch", [None, 256])
+def test_rnn_predict_is_bit_identical_to_one_pass_over_all_rows(monkeypatch, batch):
+    """predict() works on the distinct rows but returns what a forward pass over every row (in
+    batches of PREDICT_BATCH) returns, to the last bit, for every batch size modulo ROW_BLOCK."""
+    import torch
+    from hss_gym.agents import rnn_hss
+    from hss_gym.agents.archivist import single_thread
+    if batch is not None:
+        monkeypatch.setattr(rnn_hss, "PREDICT_BATCH", batch)
+    rng = np.random.default_rng(1)
+    pred = rnn_hss.AccessPredictor(seed=0)
+    pred.fit(rng.poisson(0.5, size=(512, 8)), rng.poisson(0.5, size=512), epochs=2)
+
+    def reference(seqs):
+        x = torch.as_tensor(np.log1p(seqs.astype(np.float32)))
+        b = rnn_hss.PREDICT_BATCH
+        with torch.inference_mode(), single_thread():  # as predict() did before it deduplicated
+            out = torch.cat([pred.net(x[s:s + b]) for s in range(0, len(x), b)])
+        return np.expm1(np.clip(out.numpy().astype(np.float64), 0.0, None))
+
+    sizes = range(1, 200) if batch is None else [255, 256, 257, 300, 511, 700, 777, 1023]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the suites (resizing the thread pool at every call is slow)
+    try:
+        for n in sizes:
+            seqs = rng.poisson(rng.choice([0.2, 1.0, 5.0]), size=(n, 8))
+            seqs[rng.integers(0, n, n // 2)] = seqs[0]  # shared histories, as in real page sets
+            assert np.array_equal(pred.predict(seqs), reference(seqs)), n
+    finally:
+        torch.set_num_threads(threads)
+    assert len(pred.predict(np.zeros((0, 8)))) == 0
 
 
 def test_rnn_hss_migrates_at_fixed_intervals_and_persists_weights():

@@ -517,6 +517,43 @@ static PyObject *HSS_page(HSSObject *self, PyObject *args)
                          "queued", (pg->flags & HSS_F_QUEUED) ? Py_True : Py_False);
 }
 
+/* devices(pages, out): the device of each page of the int64 array `pages` into the int64 array
+ * `out` (-1 for a page not placed): page()'s "device" for many pages in one call. */
+static PyObject *HSS_devices(HSSObject *self, PyObject *args)
+{
+    PyObject *opages, *oout;
+    if (!PyArg_ParseTuple(args, "OO", &opages, &oout))
+        return NULL;
+    Py_buffer bp, bo;
+    if (get_buf(opages, 'q', 0, &bp, "pages") < 0)
+        return NULL;
+    if (get_buf(oout, 'q', 1, &bo, "out") < 0) {
+        PyBuffer_Release(&bp);
+        return NULL;
+    }
+    PyObject *ret = Py_None;
+    if (bo.shape[0] != bp.shape[0]) {
+        PyErr_Format(PyExc_ValueError, "out has %zd entries for %zd pages", bo.shape[0], bp.shape[0]);
+        ret = NULL;
+    } else {
+        const int64_t *pages = bp.buf;
+        int64_t *out = bo.buf;
+        for (Py_ssize_t i = 0; i < bp.shape[0]; i++) {
+            if (pages[i] < 0) {
+                PyErr_Format(PyExc_ValueError, "pages[%zd] = %lld is negative", i, (long long)pages[i]);
+                ret = NULL;
+                break;
+            }
+            hss_page *pg = hss_lookup(&self->h, (uint64_t)pages[i]);
+            out[i] = (!pg || !pg->dev) ? -1 : hss_dev_of(pg);
+        }
+    }
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&bp);
+    Py_XINCREF(ret);
+    return ret;
+}
+
 static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
 {
     const hss_counters *c = &self->h.c;
@@ -787,6 +824,8 @@ static PyMethodDef HSS_methods[] = {
     {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
     {"remap", (PyCFunction)HSS_remap, METH_VARARGS, "remap(page, target): move instantly, no device time"},
     {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},
+    {"devices", (PyCFunction)HSS_devices, METH_VARARGS,
+     "devices(pages, out): device of each page (int64 arrays; -1 if not placed)"},
     {"counters", (PyCFunction)HSS_counters, METH_NOARGS, "run counters"},
     {"env_step", (PyCFunction)HSS_env_step, METH_VARARGS,
      "env_step(place, move, next, obs_p, obs_m, sibyl, scan): one environment step (see source)"},
