@@ -25,9 +25,11 @@ Deviations from the paper, each measured (issue #17, docs/rlalloc.md):
   0.027-0.031 after 800 updates and the greedy policy answered the no-op almost everywhere (= Static);
   Adam reaches 0.0003 and the teacher's destination stream in 89% of held-out states.
 * **Input standardisation** (``QNetwork.obs_mean/obs_std``, from the offline data): without it
-  even Adam did not fit the labels (held-out agreement below the no-op rate).
-* **Graded labels** (above) instead of a one-hot large-margin loss: the margin loss did not fit in
-  the budget (loss stuck at 0.80, greedy = no-op).
+  even Adam did not fit the graded labels (loss 0.022 after 600 updates, held-out agreement at the
+  no-op rate).
+* **Graded labels** (above) instead of a one-hot large-margin loss: without standardisation the
+  margin loss stayed at 0.77-0.80 (SGD with momentum, Adam; greedy ~ no-op); with
+  standardisation only the graded form was tried.
 * A schedule of minutes, not the paper's 100k-step decay and "10G samples".
 
 Shipped weights (``weights/dqn_table1.npz``, the 8-stream Table I mix at the env defaults) are
