@@ -58,11 +58,13 @@ fastparse = Extension(
 
 c51 = Extension(
     "hss_gym.agents._c51",
-    sources=["agents/_c51.c", "agents/c51_kernel.c"],
+    sources=["agents/_c51.c", "agents/c51_kernel.c", "agents/c51_async.c"],
     include_dirs=["agents"],
     # -O3 and no FP traps/errno: the trainer's batched loops (exp included) vectorise. No fast-math:
     # results match PyTorch's to float32 rounding.
-    extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno", "-std=c99", "-Wall", "-Wextra"],
+    extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno", "-std=c99", "-Wall", "-Wextra"]
+    + ([] if sys.platform == "win32" else ["-pthread"]),  # gradient steps in a background thread
+    extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
 )
 
 uring = Extension(

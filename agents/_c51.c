@@ -13,7 +13,7 @@
  * C51Trainer takes the C51 gradient step of the *PyTorch training network in place*: it holds
  * the float32 storage of the torch parameters (numpy views), of the target network and of the
  * replay buffer, and computes what agents/c51.py's PyTorch reference step computes, without
- * autograd's per-operation overhead (~160 µs per minibatch of 128 instead of ~740 µs). The
+ * autograd's per-operation overhead (~80 µs of CPU per minibatch of 128, ~20x less). The
  * torch module stays the one place of the weights (save/load, sync).
  *
  *   tr = C51Trainer(sizes, n_actions, n_atoms, v_min, v_max, gamma, lr, params, target,
@@ -21,6 +21,13 @@
  *   n = tr.push(obs, action, reward, next_obs[, discount])  # store a transition; returns experiences so far
  *   loss = tr.train(scale, r_lo, r_hi[, indices]) # one minibatch (uniform sample unless given)
  *   tr.invalidate()                               # the target network changed: drop cached targets
+ *   tr.submit(scale, r_lo, r_hi)                  # the same step on a uniform sample, in a background thread
+ *   steps = tr.drain()                            # wait for submitted steps: [(experiences, loss), ...]
+ *
+ * submit() copies its minibatch out of the replay buffer at once and a worker thread takes the
+ * steps in submission order (c51_async.c), so results are those of train() at the same points:
+ * call drain() before reading or changing the training or target network's weights (train(),
+ * gradients() and steps wait by themselves). The thread runs without the GIL.
  *
  * Each transition's projected target distribution depends only on the target network, its next
  * observation, reward and discount, so it is cached per replay slot (target_cache=True, default)
@@ -34,6 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c51_async.h"
 #include "c51_kernel.h"
 
 static uint64_t next_u64(uint64_t *s)  /* splitmix64 */
@@ -112,7 +120,7 @@ static int read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what
 typedef struct {
     PyObject_HEAD
     c51_shape shape;
-    c51_weights w;  /* PyMem-owned */
+    c51_weights w;  /* PyMem-owned, transposed: (in, out) per layer (c51_q) */
     double epsilon;
     uint64_t rng;
 } C51Net;
@@ -170,18 +178,31 @@ static PyObject *C51Net_set_weights(C51Net *self, PyObject *layers)
         Py_DECREF(seq);
         return NULL;
     }
-    for (int l = 0; l < s->nlayers; l++) {
+    c51_weights src = {{NULL}, {NULL}};  /* as given, (out, in); the network keeps them transposed */
+    int rc = 0;
+    for (int l = 0; rc == 0 && l < s->nlayers; l++) {
         PyObject *w, *b;
         char what[48];
         snprintf(what, sizeof what, "layer %d", l);
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, l), "OO", &w, &b)
-            || read_floats(w, self->w.w[l], (Py_ssize_t)s->in[l] * s->in[l + 1], what) < 0
-            || read_floats(b, self->w.b[l], s->in[l + 1], what) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
+        src.w[l] = PyMem_Malloc((size_t)s->in[l] * s->in[l + 1] * sizeof(float));
+        src.b[l] = PyMem_Malloc((size_t)s->in[l + 1] * sizeof(float));
+        if (!src.w[l] || !src.b[l]) {
+            PyErr_NoMemory();
+            rc = -1;
+        } else if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, l), "OO", &w, &b)
+                   || read_floats(w, src.w[l], (Py_ssize_t)s->in[l] * s->in[l + 1], what) < 0
+                   || read_floats(b, src.b[l], s->in[l + 1], what) < 0)
+            rc = -1;
+    }
+    if (rc == 0)
+        c51_transpose_weights(s, &src, &self->w);
+    for (int l = 0; l < s->nlayers; l++) {
+        PyMem_Free(src.w[l]);
+        PyMem_Free(src.b[l]);
     }
     Py_DECREF(seq);
+    if (rc < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -295,10 +316,30 @@ typedef struct {
     int64_t *idx;
     uint64_t rng;
     double cached_scale, cached_lo, cached_hi;  /* the reward scaling the target cache holds */
+    int64_t *slotver;  /* version of each replay slot's transition (the experience count that wrote it) */
+    c51_async *async;  /* background steps (made by the first submit) */
 } C51Trainer;
+
+/* Steps the agent's thread may run ahead of the worker: 1024 minibatch rows (8 of Harmonia's
+ * placement minibatches, ~90 KiB), enough to ride out the worker being descheduled a while. */
+#define ASYNC_ROWS 1024
+
+static void trainer_wait(C51Trainer *self)
+{
+    if (self->async) {
+        Py_BEGIN_ALLOW_THREADS
+        c51_async_flush(self->async);
+        Py_END_ALLOW_THREADS
+    }
+}
 
 static void C51Trainer_dealloc(C51Trainer *self)
 {
+    if (self->async) {  /* stops the worker before the buffers it uses are released */
+        Py_BEGIN_ALLOW_THREADS
+        c51_async_free(self->async);
+        Py_END_ALLOW_THREADS
+    }
     for (int i = 0; i < self->nheld; i++)
         PyBuffer_Release(&self->bufs[i]);
     if (self->ready)
@@ -306,6 +347,8 @@ static void C51Trainer_dealloc(C51Trainer *self)
     PyMem_Free(self->idx);
     PyMem_Free(self->rb.mcache);
     PyMem_Free(self->rb.mgen);
+    PyMem_Free(self->rb.mver);
+    PyMem_Free(self->slotver);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -387,6 +430,11 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
         return -1;
     }
     self->cap = (int)cap;
+    if (!(self->slotver = PyMem_Calloc((size_t)cap, sizeof(int64_t)))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->rb.ver = self->slotver;
     if (!(self->rb.obs = hold(self, obs, cap * shape.in[0], 0, 1, "obs_buf"))
         || !(self->rb.next = hold(self, next, cap * shape.in[0], 0, 1, "next_buf"))
         || !(self->rb.act = hold(self, act, cap, 1, 1, "act_buf"))
@@ -396,7 +444,8 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
     if (cache) {
         self->rb.mcache = PyMem_Calloc((size_t)cap * (size_t)shape.n_atoms, sizeof(float));
         self->rb.mgen = PyMem_Calloc((size_t)cap, sizeof(int64_t));
-        if (!self->rb.mcache || !self->rb.mgen) {
+        self->rb.mver = PyMem_Calloc((size_t)cap, sizeof(int64_t));
+        if (!self->rb.mcache || !self->rb.mgen || !self->rb.mver) {
             PyErr_NoMemory();
             return -1;
         }
@@ -435,14 +484,71 @@ static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssi
         return NULL;
     ((int64_t *)self->rb.act)[i] = a;
     ((float *)self->rb.rew)[i] = (float)r;
-    if (self->rb.mgen)
-        self->rb.mgen[i] = 0;
+    self->slotver[i] = self->experiences + 1;  /* cached targets of the old transition no longer match */
     if (self->rb.disc)
         ((float *)self->rb.disc)[i] = (float)g;
     self->experiences++;
     if (self->size < self->cap)
         self->size++;
     return PyLong_FromLongLong(self->experiences);
+}
+
+static void sample(C51Trainer *self)
+{
+    for (int s = 0; s < self->t.batch; s++)
+        self->idx[s] = (int64_t)uniform(&self->rng, (uint64_t)self->size);
+}
+
+static void check_scaling(C51Trainer *self, double scale, double r_lo, double r_hi)
+{
+    if (self->rb.mcache && (scale != self->cached_scale || r_lo != self->cached_lo || r_hi != self->cached_hi)) {
+        self->rb.gen++;  /* cached targets were projected with another reward scaling */
+        self->cached_scale = scale, self->cached_lo = r_lo, self->cached_hi = r_hi;
+    }
+}
+
+static PyObject *C51Trainer_submit(C51Trainer *self, PyObject *args)
+{
+    double scale, r_lo, r_hi;
+    if (!PyArg_ParseTuple(args, "ddd", &scale, &r_lo, &r_hi))
+        return NULL;
+    if (!self->ready || self->size < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "submit: the replay buffer is empty");
+        return NULL;
+    }
+    int queue = self->t.batch < ASYNC_ROWS / 2 ? ASYNC_ROWS / self->t.batch : 2;
+    if (!self->async && !(self->async = c51_async_new(&self->t, self->t.shape.in[0], queue, self->rb.mcache,
+                                                      self->rb.mgen, self->rb.mver)))
+        return PyErr_NoMemory();
+    sample(self);
+    check_scaling(self, scale, r_lo, r_hi);
+    Py_BEGIN_ALLOW_THREADS
+    c51_async_submit(self->async, &self->rb, self->idx, scale, r_lo, r_hi, self->experiences);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *C51Trainer_drain(C51Trainer *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->async)
+        return PyList_New(0);
+    const long long *exps;
+    const double *losses;
+    size_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = c51_async_take(self->async, &exps, &losses);
+    Py_END_ALLOW_THREADS
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; out && i < n; i++) {
+        PyObject *pair = Py_BuildValue("(Ld)", exps[i], losses[i]);
+        if (!pair) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, pair);
+    }
+    return out;
 }
 
 static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw)
@@ -458,9 +564,9 @@ static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw
         PyErr_SetString(PyExc_RuntimeError, "train: the replay buffer is empty");
         return NULL;
     }
+    trainer_wait(self);  /* the submitted steps come first */
     if (indices == Py_None) {
-        for (int s = 0; s < B; s++)
-            self->idx[s] = (int64_t)uniform(&self->rng, (uint64_t)self->size);
+        sample(self);
     } else {
         PyObject *seq = PySequence_Fast(indices, "indices must be a sequence of buffer positions");
         if (!seq)
@@ -478,10 +584,7 @@ static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw
             return NULL;
         }
     }
-    if (self->rb.mcache && (scale != self->cached_scale || r_lo != self->cached_lo || r_hi != self->cached_hi)) {
-        self->rb.gen++;  /* cached targets were projected with another reward scaling */
-        self->cached_scale = scale, self->cached_lo = r_lo, self->cached_hi = r_hi;
-    }
+    check_scaling(self, scale, r_lo, r_hi);
     double loss = c51_gradients(&self->t, &self->rb, self->idx, scale, r_lo, r_hi);
     if (apply)
         c51_adam(&self->t);
@@ -498,6 +601,7 @@ static PyObject *C51Trainer_invalidate(C51Trainer *self, PyObject *unused)
 static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
 {
     (void)unused;
+    trainer_wait(self);
     const c51_shape *s = &self->t.shape;
     PyObject *out = PyList_New(self->ready ? s->nlayers : 0);
     for (int l = 0; out && self->ready && l < s->nlayers; l++) {
@@ -516,19 +620,27 @@ static PyObject *C51Trainer_gradients(C51Trainer *self, PyObject *unused)
 static PyObject *C51Trainer_nbytes(C51Trainer *self, void *closure)
 {
     (void)closure;
-    size_t cache = self->rb.mcache ? (size_t)self->cap * ((size_t)self->t.shape.n_atoms * sizeof(float) + 8) : 0;
-    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + (size_t)self->t.batch * 8 + cache : 0);
+    size_t cache = self->rb.mcache ? (size_t)self->cap * ((size_t)self->t.shape.n_atoms * sizeof(float) + 16) : 0;
+    size_t own = (size_t)self->t.batch * 8 + (size_t)self->cap * 8 + (self->async ? c51_async_bytes(self->async) : 0);
+    return PyLong_FromSize_t(self->ready ? c51_trainer_bytes(&self->t) + own + cache : 0);
 }
 
 static PyMemberDef C51Trainer_members[] = {
     {"size", T_INT, offsetof(C51Trainer, size), READONLY, "transitions in the replay buffer"},
     {"experiences", T_LONGLONG, offsetof(C51Trainer, experiences), READONLY, "transitions pushed so far"},
     {"capacity", T_INT, offsetof(C51Trainer, cap), READONLY, "replay buffer capacity"},
-    {"steps", T_LONGLONG, offsetof(C51Trainer, t.steps), READONLY, "gradient steps taken"},
     {NULL, 0, 0, 0, NULL},
 };
 
+static PyObject *C51Trainer_steps(C51Trainer *self, void *closure)
+{
+    (void)closure;
+    trainer_wait(self);
+    return PyLong_FromLongLong(self->t.steps);
+}
+
 static PyGetSetDef C51Trainer_getset[] = {
+    {"steps", (getter)C51Trainer_steps, NULL, "gradient steps taken (waits for submitted steps)", NULL},
     {"nbytes", (getter)C51Trainer_nbytes, NULL, "bytes of the trainer's own state (moments, scratch)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -542,6 +654,11 @@ static PyMethodDef C51Trainer_methods[] = {
     {"train", (PyCFunction)(void (*)(void))C51Trainer_train, METH_VARARGS | METH_KEYWORDS,
      "train(scale, r_lo, r_hi, indices=None, apply=True) -> loss: one minibatch gradient step (Adam) "
      "in place; apply=False only computes the gradients"},
+    {"submit", (PyCFunction)C51Trainer_submit, METH_VARARGS,
+     "submit(scale, r_lo, r_hi): one minibatch step on a uniform sample, taken by a background thread in "
+     "submission order (the minibatch is copied now); results as train()'s"},
+    {"drain", (PyCFunction)C51Trainer_drain, METH_NOARGS,
+     "drain() -> [(experiences, loss), ...]: wait for the submitted steps; those done since the last drain"},
     {"gradients", (PyCFunction)C51Trainer_gradients, METH_NOARGS,
      "gradients() -> [(dW bytes, db bytes), ...]: float32 gradients of the last train() call"},
     {NULL, NULL, 0, NULL},

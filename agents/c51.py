@@ -6,16 +6,16 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
 
 * **two networks**: a *training* network (a PyTorch module, Adam) and an *inference* network that
   makes the decisions and is refreshed with the training weights every ``sync_every`` requests
-  (1000). The inference copy runs in C (:mod:`hss_gym.agents._c51`): a decision costs well under a
-  microsecond instead of a PyTorch call's tens of microseconds. It also serves as the target
+  (1000). The inference copy runs in C (:mod:`hss_gym.agents._c51`): a decision costs about a
+  microsecond instead of a PyTorch call's tens to hundreds of microseconds. It also serves as the target
   network of the Bellman update, as a DQN target network does;
 * **the gradient step** of the training network is computed by ``trainer="c"`` (default), a C
   kernel that updates the torch module's parameters in place, or by ``trainer="torch"``, the
   same step written with autograd and ``torch.optim.Adam`` (the reference the C kernel is tested
   against; edit this one to try a new loss). Both compute the same update; the C kernel takes
-  ~4.5x less time per minibatch (163 vs 737 µs for 128 samples), which is what lets the agents
-  learn online at the environment's speed (with the autograd step Harmonia ran at ~24k
-  requests/s);
+  ~20x less time per minibatch (benchmarks/perf/bench_agents.py: 146 vs 2,896 µs for 128 samples
+  on a loaded machine; ~80 µs of CPU for Harmonia's placement network), which is what lets the
+  agents learn online at the environment's speed;
 * **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s', discount)``,
   with uniformly sampled minibatches of ``batch_size``; the discount of the next state is gamma
   unless the transition gives its own (0: terminal; per-page credit, :mod:`hss_gym.agents.credit`,
@@ -29,10 +29,13 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   absolute reward of the first ``batch_size`` experiences, times ``reward_target`` (0.5), and
   clipped to the support's range; the scale is then fixed for the rest of the run. Set a number
   to fix it yourself (1.0 = raw rewards);
-* training: Harmonia runs "16 batches per training step" in a background thread. Here training is
-  synchronous and spread evenly: one minibatch gradient step every ``train_every`` experiences
-  (the placement agents use 8, docs/learning-diagnostics.md), so results do not depend on thread
-  timing and runs are exactly reproducible for a seed.
+* training: Harmonia runs "16 batches per training step" in a background thread. Here the steps
+  are spread evenly: one minibatch gradient step every ``train_every`` experiences (the placement
+  agents use 8, docs/learning-diagnostics.md). With ``train_thread=True`` (default, C trainer) a
+  worker thread takes them while the agent acts: each step's minibatch is drawn and copied when
+  it is due, the worker runs the steps in order, and the agent waits for them before it reads the
+  weights (every ``sync_every`` requests, or when :attr:`C51Agent.q` is used), so results are
+  exactly those of synchronous training (``train_thread=False``) and do not depend on timing.
 
 Every gradient step's loss is kept in :attr:`C51Agent.loss_curve` as ``(experiences, loss)``
 (Harmonia Fig. 7). :meth:`C51Agent.save`/:meth:`C51Agent.load` store the weights with the shapes
@@ -71,6 +74,7 @@ class C51Config:
     reward_scale: float | None = None
     reward_target: float = 0.5
     trainer: str = "c"
+    train_thread: bool = True
     torch_threads: int | None = 1
 
     def __post_init__(self) -> None:
@@ -134,9 +138,10 @@ class C51Agent:
         gen = torch.Generator().manual_seed(self.seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(2**31 - 1, (1,), generator=gen)))
-            self.q = QNetwork(self.n_inputs, self.n_actions, cfg)
+            self._q = QNetwork(self.n_inputs, self.n_actions, cfg)
             self.target = QNetwork(self.n_inputs, self.n_actions, cfg)
-        self.opt = torch.optim.Adam(self.q.parameters(), lr=cfg.lr, fused=True) if cfg.trainer == "torch" else None
+        self.opt = torch.optim.Adam(self._q.parameters(), lr=cfg.lr, fused=True) if cfg.trainer == "torch" else None
+        self._background = cfg.trainer == "c" and cfg.train_thread
         self.z = torch.linspace(cfg.v_min, cfg.v_max, cfg.n_atoms)
         self.dz = (cfg.v_max - cfg.v_min) / (cfg.n_atoms - 1)
         self.infer = C51Net((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max,
@@ -149,7 +154,7 @@ class C51Agent:
         self.rew_buf = np.zeros(cap, dtype=np.float32)
         self.disc_buf = np.zeros(cap, dtype=np.float32)
         self.trainer = C51Trainer((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max,
-                                  cfg.gamma, cfg.lr, _views(self.q), _views(self.target), self.obs_buf,
+                                  cfg.gamma, cfg.lr, _views(self._q), _views(self.target), self.obs_buf,
                                   self.next_buf, self.act_buf, self.rew_buf, cfg.batch_size, self.seed,
                                   disc_buf=self.disc_buf)
         self.scale = cfg.reward_scale
@@ -159,8 +164,31 @@ class C51Agent:
         if cfg.explore_steps:
             self.infer.epsilon = 1.0
         self._next_sync = cfg.sync_every
-        self.loss_curve: list[tuple[int, float]] = []
+        self._loss_curve: list[tuple[int, float]] = []
         self.sync()
+
+    @property
+    def q(self) -> QNetwork:
+        """The training network (after the background gradient steps due so far)."""
+        self.wait()
+        return self._q
+
+    @property
+    def loss_curve(self) -> list[tuple[int, float]]:
+        """``(experiences, loss)`` of every gradient step so far."""
+        self.wait()
+        return self._loss_curve
+
+    @loss_curve.setter
+    def loss_curve(self, value: list[tuple[int, float]]) -> None:
+        self.wait()
+        self._loss_curve = value
+
+    def wait(self) -> None:
+        """Wait for the gradient steps running in the background thread (their losses join
+        :attr:`loss_curve`)."""
+        if self._background:
+            self._loss_curve.extend(self.trainer.drain())
 
     # -- acting ----------------------------------------------------------------------------
     def act(self, obs: np.ndarray) -> int:
@@ -188,10 +216,10 @@ class C51Agent:
 
     def sync(self) -> None:
         """Copy the training weights to the inference network (C) and the target network."""
-        self.target.load_state_dict(self.q.state_dict())
+        q = self.q  # waits for the background steps
+        self.target.load_state_dict(q.state_dict())
         self.trainer.invalidate()
-        self.infer.set_weights([(m.weight.detach().numpy(), m.bias.detach().numpy())
-                                for m in self.q.linear_layers()])
+        self.infer.set_weights([(m.weight.detach().numpy(), m.bias.detach().numpy()) for m in q.linear_layers()])
 
     # -- learning --------------------------------------------------------------------------
     def remember(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray,
@@ -200,7 +228,12 @@ class C51Agent:
         ``discount`` weighs the next state's return (default gamma; 0: a terminal transition)."""
         n = self.trainer.push(obs, action, reward, next_obs, self.cfg.gamma if discount is None else discount)
         if n % self.cfg.train_every == 0 and self.trainer.size >= self.cfg.batch_size:
-            self.train_step()
+            if self._background:
+                if self.scale is None:
+                    self.scale = self._first_scale()
+                self.trainer.submit(self.scale, self.r_lo, self.r_hi)
+            else:
+                self.train_step()
 
     @property
     def experiences(self) -> int:
@@ -214,15 +247,19 @@ class C51Agent:
         """One minibatch of the C51 update (categorical projection + cross-entropy, Adam), on a
         uniform sample of the replay buffer or on the given buffer positions."""
         cfg = self.cfg
+        self.wait()
         if self.scale is None:
-            self.scale = cfg.reward_target / max(float(np.abs(self.rew_buf[:self.size]).mean()), 1e-12)
+            self.scale = self._first_scale()
         if cfg.trainer == "c":
             value = self.trainer.train(self.scale, self.r_lo, self.r_hi, indices)
         else:
             value = self._torch_step(self.np_rng.integers(0, self.size, size=cfg.batch_size)
                                      if indices is None else np.asarray(indices))
-        self.loss_curve.append((self.experiences, value))
+        self._loss_curve.append((self.experiences, value))
         return value
+
+    def _first_scale(self) -> float:
+        return self.cfg.reward_target / max(float(np.abs(self.rew_buf[:self.size]).mean()), 1e-12)
 
     def _torch_step(self, idx: np.ndarray) -> float:
         """The reference: the same update with autograd and torch.optim.Adam."""
@@ -254,14 +291,14 @@ class C51Agent:
             m = torch.zeros_like(p)
             m.scatter_add_(1, lo, p * (hi.float() - b + same.float()))
             m.scatter_add_(1, hi, p * (b - lo.float()))
-        logp = torch.log_softmax(self.q(obs)[torch.arange(len(idx)), act], dim=1)
+        logp = torch.log_softmax(self.q(obs)[torch.arange(len(idx)), act], dim=1)  # self.q waits
         return -(m * logp).sum(1).mean()
 
     def c_gradients(self, idx: np.ndarray) -> tuple[float, list[tuple[np.ndarray, np.ndarray]]]:
         """Loss and per-layer (dW, db) of the minibatch at ``idx`` from the C kernel, without
         stepping: for checking it against autograd on :meth:`loss`."""
         value = self.trainer.train(self.scale, self.r_lo, self.r_hi, idx, apply=False)
-        layers = self.q.linear_layers()
+        layers = self._q.linear_layers()
         return value, [(np.frombuffer(w, np.float32).reshape(m.weight.shape), np.frombuffer(b, np.float32))
                        for (w, b), m in zip(self.trainer.gradients(), layers)]
 
@@ -304,7 +341,7 @@ class C51Agent:
     def memory_bytes(self) -> int:
         """Bytes of the experience buffer, the training, target and inference weights and the
         trainer's state (Adam's moments; the C kernel's gradients and minibatch scratch)."""
-        params = sum(p.numel() for p in self.q.parameters())
+        params = sum(p.numel() for p in self._q.parameters())
         bufs = sum(b.nbytes for b in (self.obs_buf, self.next_buf, self.act_buf, self.rew_buf, self.disc_buf))
         trainer = self.trainer.nbytes if self.cfg.trainer == "c" else 2 * 4 * params
         return bufs + 3 * 4 * params + trainer

@@ -103,14 +103,29 @@ C51_INLINE void dense(const float *x, int B, int ni, const float *wt, int ld, co
 {
     for (int s = 0; s < B; s++) {
         const float *xs = x + (size_t)s * ni;
-        float *o = out + (size_t)s * ncols;
+        float *restrict o = out + (size_t)s * ncols;
         int c = cols ? cols[s] : 0;
         memcpy(o, b + c, (size_t)ncols * sizeof(float));
         for (int i = 0; i < ni; i++) {
-            const float xi = xs[i], *w = wt + (size_t)i * ld + c;
+            const float xi = xs[i], *restrict w = wt + (size_t)i * ld + c;
             for (int k = 0; k < ncols; k++)
                 o[k] += w[k] * xi;
         }
+    }
+}
+
+/* y[0..np) = sum_o g[o] W[o][0..np) over `width` rows of W (row stride np, a multiple of 16),
+ * 16 columns at a time in registers. */
+C51_INLINE void gemv_t(const float *g, const float *w, int width, int np, float *y)
+{
+    for (int i0 = 0; i0 < np; i0 += 16) {
+        float acc[16] = {0};
+        for (int o = 0; o < width; o++) {
+            const float go = g[o], *wo = w + (size_t)o * np + i0;
+            for (int k = 0; k < 16; k++)
+                acc[k] += go * wo[k];
+        }
+        memcpy(y + i0, acc, sizeof acc);
     }
 }
 
@@ -120,21 +135,21 @@ C51_INLINE void swish(const float *pre, float *post, size_t n)
         post[i] = pre[i] * sigmoid(pre[i]);
 }
 
-C51_INLINE void transpose(const float *w, int rows, int cols, float *wt)
+/* wt (cols x rows, row stride ld) = w (rows x cols) transposed. */
+C51_INLINE void transpose(const float *w, int rows, int cols, float *wt, int ld)
 {
     for (int o = 0; o < rows; o++)
         for (int i = 0; i < cols; i++)
-            wt[(size_t)i * rows + o] = w[(size_t)o * cols + i];
+            wt[(size_t)i * ld + o] = w[(size_t)o * cols + i];
 }
 
-void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q)
+void c51_q(const c51_shape *s, const c51_weights *wt, const float *obs, float *q)
 {
     float a[C51_MAX_WIDTH], h[C51_MAX_WIDTH], p[C51_MAX_WIDTH];
     memcpy(a, obs, (size_t)s->in[0] * sizeof(float));
-    for (int l = 0; l < s->nlayers; l++) {
+    for (int l = 0; l < s->nlayers; l++) {  /* h = b + sum_i a_i W^T[i]: along the outputs */
         int ni = s->in[l], no = s->in[l + 1];
-        for (int o = 0; o < no; o++)
-            h[o] = w->b[l][o] + vdot(w->w[l] + (size_t)o * ni, a, ni);
+        dense(a, 1, ni, wt->w[l], no, wt->b[l], NULL, no, h);
         if (l + 1 < s->nlayers)
             swish(h, a, (size_t)no);
     }
@@ -146,6 +161,16 @@ void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q)
         for (int i = 0; i < K; i++)
             sum_i += p[i] * (float)i;
         q[act] = s->v_min + dz * sum_i;
+    }
+}
+
+#define PAD16(n) (((n) + 15) / 16 * 16)
+
+void c51_transpose_weights(const c51_shape *s, const c51_weights *w, c51_weights *wt)
+{
+    for (int l = 0; l < s->nlayers; l++) {
+        transpose(w->w[l], s->in[l + 1], s->in[l], wt->w[l], s->in[l + 1]);
+        memcpy(wt->b[l], w->b[l], (size_t)s->in[l + 1] * sizeof(float));
     }
 }
 
@@ -165,8 +190,10 @@ int c51_trainer_init(c51_trainer *t, const c51_shape *s, double gamma, double lr
     for (int l = 1; l < L; l++)
         hid = s->in[l] > hid ? s->in[l] : hid;
     size_t wide = (size_t)(s->in[L] > hid ? s->in[L] : hid), gw = (size_t)(K > hid ? K : hid);
-    for (int l = 0; l < L; l++)  /* gw gwt mw vw wt twt (weights), gb mb vb (biases), pre post (hidden) */
-        total += 6 * (size_t)s->in[l] * s->in[l + 1] + 3 * (size_t)s->in[l + 1]
+    for (int l = 0; l < L; l++)  /* gw gwt mw vw wt twt (weights), wp (padded rows), gb mb vb (biases),
+                                  * pre post (hidden) */
+        total += 6 * (size_t)s->in[l] * s->in[l + 1]
+                 + (size_t)PAD16(s->in[l]) * s->in[l + 1] + 3 * (size_t)s->in[l + 1]
                  + (l + 1 < L ? 2 * C * s->in[l + 1] : 0);
     total += 2 * C * s->in[0] + 2 * C * wide + C * gw + C * hid + 2 * C * K + K + 2 * C;
     /* x xn, ta tb (target net), g gi (backward), logits m, z, r gd */
@@ -182,6 +209,7 @@ int c51_trainer_init(c51_trainer *t, const c51_shape *s, double gamma, double lr
         size_t nw = (size_t)s->in[l] * s->in[l + 1], nb = (size_t)s->in[l + 1];
         TAKE(t->gw[l], nw), TAKE(t->gwt[l], nw), TAKE(t->mw[l], nw), TAKE(t->vw[l], nw);
         TAKE(t->wt[l], nw), TAKE(t->twt[l], nw);
+        TAKE(t->wp[l], (size_t)PAD16(s->in[l]) * nb);
         TAKE(t->gb[l], nb), TAKE(t->mb[l], nb), TAKE(t->vb[l], nb);
         if (l + 1 < L)
             TAKE(t->pre[l], C * nb), TAKE(t->post[l], C * nb);
@@ -259,8 +287,10 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
     int B = t->batch, L = s->nlayers, K = s->n_atoms, nin = s->in[0];
     int *cols = t->cols;
     for (int l = 0; l < L; l++) {
-        transpose(t->params.w[l], s->in[l + 1], s->in[l], t->wt[l]);
-        transpose(t->target.w[l], s->in[l + 1], s->in[l], t->twt[l]);
+        transpose(t->params.w[l], s->in[l + 1], s->in[l], t->wt[l], s->in[l + 1]);
+        transpose(t->target.w[l], s->in[l + 1], s->in[l], t->twt[l], s->in[l + 1]);
+        for (int o = 0, ni = s->in[l], np = PAD16(ni); o < s->in[l + 1]; o++)  /* padding stays 0 */
+            memcpy(t->wp[l] + (size_t)o * np, t->params.w[l] + (size_t)o * ni, (size_t)ni * sizeof(float));
         memset(t->gwt[l], 0, (size_t)s->in[l] * s->in[l + 1] * sizeof(float));
         memset(t->gb[l], 0, (size_t)s->in[l + 1] * sizeof(float));
     }
@@ -279,8 +309,8 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
         if (rb->mcache) {  /* targets only for transitions not cached under this target network */
             int nm = 0;
             for (int smp = 0; smp < C; smp++) {
-                int64_t j = idx[c0 + smp];
-                if (rb->mgen[j] == rb->gen)
+                int64_t j = idx[c0 + smp], sl = rb->slot ? rb->slot[j] : j;
+                if (rb->mgen[sl] == rb->gen && (!rb->ver || rb->mver[sl] == rb->ver[j]))
                     continue;
                 memcpy(t->xn + (size_t)nm * nin, t->xn + (size_t)smp * nin, (size_t)nin * sizeof(float));
                 t->r[nm] = t->r[smp];
@@ -291,13 +321,16 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
             if (nm) {
                 targets(t, nm);
                 for (int k = 0; k < nm; k++) {
-                    memcpy(rb->mcache + (size_t)t->cols[k] * K, t->m + (size_t)k * K, (size_t)K * sizeof(float));
-                    rb->mgen[t->cols[k]] = rb->gen;
+                    int64_t j = t->cols[k], sl = rb->slot ? rb->slot[j] : j;
+                    memcpy(rb->mcache + (size_t)sl * K, t->m + (size_t)k * K, (size_t)K * sizeof(float));
+                    rb->mgen[sl] = rb->gen;
+                    if (rb->ver)
+                        rb->mver[sl] = rb->ver[j];
                 }
             }
             for (int smp = 0; smp < C; smp++) {
-                int64_t j = idx[c0 + smp];
-                memcpy(t->m + (size_t)smp * K, rb->mcache + (size_t)j * K, (size_t)K * sizeof(float));
+                int64_t j = idx[c0 + smp], sl = rb->slot ? rb->slot[j] : j;
+                memcpy(t->m + (size_t)smp * K, rb->mcache + (size_t)sl * K, (size_t)K * sizeof(float));
                 cols[smp] = (int)rb->act[j] * K;
             }
         } else {
@@ -322,10 +355,12 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
                 gs[i] = (gs[i] * msum - m[i]) / (float)B;
         }
         /* Backward, layer by layer: dW accumulated transposed (in, out) so that the inner loops
-         * run along the outputs, db, and d(input). */
+         * run along the outputs, db, and d(input) = g W (rows of W along the inputs: no
+         * horizontal sums). */
         for (int l = L - 1; l >= 0; l--) {
             int ni = s->in[l], no = s->in[l + 1], last = l == L - 1, width = last ? K : no;
-            const float *xin = l == 0 ? t->x : t->post[l - 1], *wt = t->wt[l];
+            const float *xin = l == 0 ? t->x : t->post[l - 1], *wp = t->wp[l];
+            int np = PAD16(ni);
             float *gwt = t->gwt[l], *gb = t->gb[l], *gi = t->gi;
             for (int smp = 0; smp < C; smp++) {
                 const float *gs = g + (size_t)smp * width, *xs = xin + (size_t)smp * ni;
@@ -335,11 +370,14 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
                     gbr[o] += gs[o];
                 for (int i = 0; i < ni; i++) {
                     const float xi = xs[i];
-                    float *row = gwt + (size_t)i * no + r0;
+                    float *restrict row = gwt + (size_t)i * no + r0;
                     for (int o = 0; o < width; o++)
                         row[o] += xi * gs[o];
-                    if (l > 0)
-                        gis[i] = vdot(wt + (size_t)i * no + r0, gs, width);
+                }
+                if (l > 0) {
+                    float acc[C51_MAX_WIDTH + 16];
+                    gemv_t(gs, wp + (size_t)r0 * np, width, np, acc);
+                    memcpy(gis, acc, (size_t)ni * sizeof(float));
                 }
             }
             if (l > 0) {  /* through swish: d/dx x sig(x) = sig(x) (1 + x (1 - sig(x))) */
@@ -353,7 +391,7 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
         }
     }
     for (int l = 0; l < L; l++)
-        transpose(t->gwt[l], s->in[l], s->in[l + 1], t->gw[l]);
+        transpose(t->gwt[l], s->in[l], s->in[l + 1], t->gw[l], s->in[l]);
     return loss / B;
 }
 

@@ -11,8 +11,10 @@
  *                   training network's log-softmax (cross-entropy), with the gradient of every
  *                   parameter; exactly the update PyTorch's autograd computes for agents/c51.py;
  *   c51_adam()      Adam on those gradients, in torch.optim.Adam's form.
- * Batched loops run along contiguous outputs, exp is a vectorisable polynomial (~1 ulp) and
- * reductions use independent lanes, so a minibatch of 128 takes ~160 µs (PyTorch autograd: ~740 µs).
+ * Batched loops run along contiguous outputs (the backward pass's d(input) over zero-padded rows
+ * of W, 16 inputs at a time in registers), exp is a vectorisable polynomial (~1 ulp) and the
+ * remaining reductions use independent lanes: a minibatch of 128 for Harmonia's placement network
+ * takes ~80 µs of CPU (PyTorch autograd: ~20x more). c51_async.h runs the steps in a thread.
  */
 #ifndef C51_KERNEL_H
 #define C51_KERNEL_H
@@ -39,20 +41,30 @@ typedef struct c51_weights {
 /* The shape of a network with input and hidden widths sizes[0..n-1]; -1 if out of range. */
 int c51_shape_init(c51_shape *s, const int *sizes, int n, int n_actions, int n_atoms, double v_min, double v_max);
 
-/* Expected return of each action for one observation; q has n_actions entries. */
-void c51_q(const c51_shape *s, const c51_weights *w, const float *obs, float *q);
+/* Expected return of each action for one observation; q has n_actions entries. The weights are
+ * given transposed: wt->w[l] is (in[l], in[l + 1]) row-major (c51_transpose_weights). */
+void c51_q(const c51_shape *s, const c51_weights *wt, const float *obs, float *q);
+
+/* wt->w[l] = w->w[l] transposed and wt->b[l] = w->b[l], for every layer (c51_q's layout). */
+void c51_transpose_weights(const c51_shape *s, const c51_weights *w, c51_weights *wt);
 
 /* The replay buffer the minibatch is drawn from (cap transitions, obs of in[0] floats). */
 typedef struct c51_replay {
     const float *obs, *next, *rew;
     const int64_t *act;
     const float *disc;            /* per-transition discount of the next state (NULL: gamma) */
-    /* Optional cache of each transition's projected target distribution (cap x n_atoms): valid
-     * while mgen[j] == gen (the owner bumps gen when the target network or the reward scaling
-     * changes and zeroes mgen[j] when slot j is overwritten). NULL: no cache. */
+    /* Optional cache of each transition's projected target distribution (cap x n_atoms), per
+     * cache slot s (s = slot[j] for minibatch row j, or j when slot is NULL): valid while
+     * mgen[s] == gen and, when ver is given, mver[s] == ver[j] (the owner bumps gen when the
+     * target network or the reward scaling changes; ver[j] is the version of the transition in
+     * row j, bumped when its slot is overwritten; without ver the owner zeroes mgen[s] then).
+     * NULL mcache: no cache. */
     float *mcache;
     int64_t *mgen;
     int64_t gen;
+    const int64_t *slot;
+    const int64_t *ver;
+    int64_t *mver;
 } c51_replay;
 
 typedef struct c51_trainer {
@@ -69,6 +81,7 @@ typedef struct c51_trainer {
     size_t scratch_floats;
     float *gwt[C51_MAX_LAYERS];   /* dW accumulated transposed (in, out) */
     float *wt[C51_MAX_LAYERS], *twt[C51_MAX_LAYERS], *pre[C51_MAX_LAYERS], *post[C51_MAX_LAYERS];
+    float *wp[C51_MAX_LAYERS];    /* W (out, in) with rows zero-padded to a multiple of 16 inputs */
     float *x, *xn, *ta, *tb, *logits, *z, *m, *g, *gi, *r, *gd;
     int *cols;
 } c51_trainer;

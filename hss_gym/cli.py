@@ -213,7 +213,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
-    from hss_gym.workloads.cache import convert
+    from hss_gym.workloads.readers import convert
     convert(args.src, args.dst, format=args.format)
     print(f"wrote {args.dst}")
     return 0

@@ -320,3 +320,21 @@ def test_oracle_is_a_lower_bound(config, workload):
             continue
         _, r = episode(name, config=config, workload=workload, n=10_000)
         assert o.metrics.mean_latency_us <= r.metrics.mean_latency_us, (name, r.metrics.mean_latency_us)
+
+
+@pytest.mark.parametrize("policy", ["harmonia", "sibyl"])
+def test_background_training_gives_the_synchronous_episode(policy):
+    """Gradient steps in the worker thread (default) and synchronous ones: the same decisions,
+    weights and loss curves, bit for bit."""
+    runs = []
+    for thread in (False, True):
+        opts = {"train_thread": thread}
+        p = make_policy(policy, **({"placement": opts, "migration": opts} if policy == "harmonia" else {"config": opts}))
+        res = run_episode(p, make_env(p, "perf_opt", "learn-phase", n_requests=3000), seed=2)
+        parts = [p.placement, p.migration] if policy == "harmonia" else [p]
+        runs.append((res.metrics.mean_latency_us, [x.detach().numpy().copy() for q in parts for x in q.agent.q.parameters()],
+                     [list(q.agent.loss_curve) for q in parts]))
+    (lat0, w0, lc0), (lat1, w1, lc1) = runs
+    assert len(lc0[0]) > 100 and lat0 == lat1 and lc0 == lc1
+    for a, b in zip(w0, w1):
+        np.testing.assert_array_equal(a, b)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hss_gym.workloads import cache
-from hss_gym.workloads.readers import detect_format, iter_chunks, load_trace
+from hss_gym.workloads.readers import convert, detect_format, iter_chunks, load_trace
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
 
@@ -50,7 +50,7 @@ def test_round_trip_is_exact(tmp_path: Path, mmap_mode: bool) -> None:
 def test_load_trace_reads_a_cache_transparently(tmp_path: Path, shared_traces: Path) -> None:
     src = shared_traces / "tpcc-small.trace"
     dst = tmp_path / "tpcc.cache"
-    parsed = cache.convert(src, dst)
+    parsed = convert(src, dst)
     assert detect_format(dst) == "cache"
     loaded = load_trace(dst)
     assert_equal_traces(loaded, parsed)

@@ -161,7 +161,8 @@ def test_sb3_placement_dqn_tiny_budget():
 
 
 # ---------------------------------------------------------------- RLlib on FleetIO
-def test_rllib_fleetio_adapter_and_one_iteration():
+@pytest.mark.slow  # a Ray session and one PPO iteration: ~1.5 min on the shared 2-core machine
+def test_rllib_fleetio_adapter_and_one_iteration(tmp_path):
     pytest.importorskip("ray.rllib")
     rl = load_example("rllib_fleetio")
     env = rl.FleetIOMultiAgentEnv({"windows": 3, "mixes": ["train2a"]})
@@ -171,5 +172,35 @@ def test_rllib_fleetio_adapter_and_one_iteration():
         obs, rew, terms, truncs, _ = env.step({a: env.action_spaces[a].sample() for a in env.agents})
     assert truncs["__all__"]
     out = rl.main(["--iterations", "1", "--windows", "4", "--batch-size", "64", "--minibatch-size", "32",
-                   "--epochs", "1", "--quiet"])
-    assert len(out["history"]) == 1
+                   "--epochs", "1", "--quiet", "--out", str(tmp_path / "rllib.npz")])
+    assert len(out["history"]) == 1 and out["history"][0]["env_steps"] >= 64
+    # the exported actor drives the NumPy PPOPolicy (the suite's format)
+    from hss_gym.agents.fleetio import PPOPolicy
+
+    pol = PPOPolicy.load(tmp_path / "rllib.npz")
+    acts = pol.act(obs if obs else env.reset(seed=1)[0])
+    assert all(env.action_spaces[a].contains(v) for a, v in acts.items())
+
+
+def test_rllib_fleetio_export_matches_the_rl_module():
+    """export_actor reads the actor of RLlib's default PPO module: PPOPolicy's logits equal the
+    module's action-distribution inputs."""
+    pytest.importorskip("ray.rllib")
+    import numpy as np
+    import torch
+    from gymnasium import spaces
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from hss_gym.agents.fleetio import PPOPolicy
+
+    rl = load_example("rllib_fleetio")
+    module = RLModuleSpec(module_class=DefaultPPOTorchRLModule, observation_space=spaces.Box(0, 1, (33,), np.float32),
+                          action_space=spaces.MultiDiscrete([17, 17, 3]),
+                          model_config={"fcnet_hiddens": [50, 50], "fcnet_activation": "tanh"}).build()
+    x = np.random.default_rng(0).random((6, 33)).astype(np.float32)
+    with torch.no_grad():
+        ref = module.forward_inference({Columns.OBS: torch.as_tensor(x)})[Columns.ACTION_DIST_INPUTS].numpy()
+    ours = np.concatenate(PPOPolicy(rl.export_actor(module)).logits(x.astype(np.float64)), axis=1)
+    np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)

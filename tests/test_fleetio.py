@@ -231,8 +231,9 @@ def test_ssdkeeper_partition() -> None:
     pol.prepare("mix1", {})
     counts = pol.env_options["channels"]
     assert sum(counts) == 16 and min(counts) >= 1
-    # TeraSort (vSSD 1) moves far more bytes than VDI-Web: more channels lower the mean latency
+    # TeraSort (vSSD 1) queues on 8 channels: taking channels from VDI-Web lowers the mean latency
     assert counts[1] > counts[0]
+    assert pol._mean_latency("mix1", counts, {}) < pol._mean_latency("mix1", [8, 8], {})
 
 
 @pytest.mark.slow
@@ -255,12 +256,10 @@ def test_trained_agents_beat_hardware_isolation_on_held_out_mix() -> None:
     assert all(p > h for p, h in zip(util["fleetio_ppo"], util["hardware_isolation"])), util
 
 
-def test_flash_backend_api_and_determinism() -> None:
-    pytest.importorskip("hss_gym.backends._flash", reason="flash C extension not built")
-    parallel_api_test(fleetio_v0.parallel_env(mix="mix1", windows=2, backend="flash"), num_cycles=3)
+def test_flash_model_harvest_and_determinism() -> None:
     runs = []
     for _ in range(2):
-        env = fleetio_v0.parallel_env(mix="mix1", windows=3, backend="flash")
+        env = fleetio_v0.parallel_env(mix="mix1", windows=3)
         env.reset(seed=5)
         rews = []
         while env.agents:
@@ -269,5 +268,5 @@ def test_flash_backend_api_and_determinism() -> None:
         runs.append((rews, env.episode_metrics()))
     assert runs[0] == runs[1]
     assert infos["vssd_1"]["harvested_channels"] >= 1 and runs[0][1]["utilization"] > 0
-    with pytest.raises(ValueError, match="backend="):
-        FleetIOEnv("mix1", backend="mqsim")
+    with pytest.raises(TypeError, match="backend"):
+        FleetIOEnv("mix1", backend="fluid")  # one SSD model: the flash model

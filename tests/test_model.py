@@ -364,3 +364,15 @@ def test_real_trace_replay(shared_traces):
     assert len(tr) == 10_000
     ms = {p: replay(tr, "perf_opt", p).metrics for p in ("fast_only", "lru", "slow_only")}
     assert ms["fast_only"].mean_latency_us <= ms["lru"].mean_latency_us <= ms["slow_only"].mean_latency_us
+
+
+def test_footprint_pages_counts_distinct_pages():
+    """footprint_pages (a union of page ranges) equals the set of pages the requests touch."""
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(1, 40))
+        offset = rng.integers(0, 64, n) * 4096 + rng.integers(0, 4096, n) * rng.integers(0, 2, n)
+        size = rng.integers(1, 20 * 4096, n)
+        tr = Trace(np.arange(n, dtype=float), np.zeros(n, dtype=np.uint8), offset, size)
+        pages = {p for o, s in zip(offset.tolist(), size.tolist()) for p in range(o // 4096, (o + s - 1) // 4096 + 1)}
+        assert tr.footprint_pages() == len(pages)

@@ -3,8 +3,10 @@
 One network, shared by every vSSD (each vSSD runs its own copy, as the paper deploys the
 pre-trained model in each new vSSD's agent): 33 inputs -> [50, 50] tanh -> three categorical
 heads (harvest 0..16, make_harvestable 0..16, priority 0..2). Actions are the heads' argmax
-(``deterministic=True``) or samples from them. Weights: ``weights/fleetio_ppo.npz``, written by
-``python -m hss_gym.agents.fleetio.ppo`` (see that module).
+(``deterministic=True``) or samples from them. Weights: ``weights/fleetio_ppo.npz`` (eq. 2's
+beta = 0.6, policy ``fleetio_ppo``) and ``weights/fleetio_ppo_local.npz`` (beta = 1, the paper's
+"FleetIO-Customized-Local" ablation, policy ``fleetio_ppo_local``), written by
+``python -m hss_gym.agents.fleetio.ppo`` (see that module for the commands).
 """
 
 from __future__ import annotations
@@ -38,12 +40,15 @@ class PPOPolicy(FleetIOPolicy):
             return cls({k: z[k] for k in z.files}, **kw)
 
     @classmethod
-    def load_default(cls, **kw: Any) -> "PPOPolicy":
-        ref = resources.files("hss_gym.agents.fleetio").joinpath("weights/fleetio_ppo.npz")
+    def load_default(cls, name: str = "fleetio_ppo", **kw: Any) -> "PPOPolicy":
+        """The shipped weights ``weights/<name>.npz``; the policy reports ``name``."""
+        ref = resources.files("hss_gym.agents.fleetio").joinpath(f"weights/{name}.npz")
         with resources.as_file(ref) as p:
             if not Path(p).exists():
                 raise FileNotFoundError(f"{p}: no shipped PPO weights; run python -m hss_gym.agents.fleetio.ppo")
-            return cls.load(p, **kw)
+            pol = cls.load(p, **kw)
+        pol.name = name
+        return pol
 
     def logits(self, x: np.ndarray) -> list[np.ndarray]:
         w = self.w

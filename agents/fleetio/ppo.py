@@ -1,7 +1,11 @@
 """A readable single-file PPO trainer (CleanRL style, PyTorch) for FleetIO's per-vSSD agents.
 
     python -m hss_gym.agents.fleetio.ppo --steps 40000 --seed 0 \
-        --out agents/fleetio/weights/fleetio_ppo.npz        # regenerates the shipped weights
+        --out agents/fleetio/weights/fleetio_ppo.npz        # the shipped weights (beta = 0.6)
+    python -m hss_gym.agents.fleetio.ppo --steps 40000 --seed 0 --beta 1 \
+        --out agents/fleetio/weights/fleetio_ppo_local.npz  # the beta ablation (policy fleetio_ppo_local)
+
+Both train on the flash SSD model (the env's only SSD model), ~17 min each on one idle core.
 
 Table 3's hyper-parameters: hidden [50, 50], lr 1e-4, gamma 0.9, minibatch 32, train batch 256
 (agent-steps per update). One actor-critic is shared by every vSSD (parameter sharing: each vSSD
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,13 +64,15 @@ class ActorCritic(nn.Module):
 
 def train(steps: int = 40_000, seed: int = 0, lr: float = 1e-4, gamma: float = 0.9, lam: float = 0.95,
           batch: int = 256, minibatch: int = 32, epochs: int = 4, clip: float = 0.2, ent_coef: float = 0.01,
-          windows: int = 30, mixes: tuple[str, ...] = TRAIN_MIXES, log=print) -> tuple[ActorCritic, list[float]]:
-    """Train for ``steps`` agent-steps; returns the model and the mean episode return per episode."""
+          windows: int = 30, mixes: tuple[str, ...] = TRAIN_MIXES, log=print,
+          **env_options: Any) -> tuple[ActorCritic, list[float]]:
+    """Train for ``steps`` agent-steps; returns the model and the mean episode return per episode.
+    ``env_options`` go to every :class:`FleetIOEnv` (e.g. ``beta``)."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     model = ActorCritic()
     opt = torch.optim.Adam(model.parameters(), lr=lr, eps=1e-5)
-    envs = {m: FleetIOEnv(m, windows=windows) for m in mixes}
+    envs = {m: FleetIOEnv(m, windows=windows, **env_options) for m in mixes}
     ep, done_steps, curve = 0, 0, []
     buf: dict[str, list] = {k: [] for k in ("obs", "act", "logp", "val", "adv", "ret")}
     t0 = time.time()
@@ -131,9 +138,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--windows", type=int, default=30, help="windows per training episode")
+    ap.add_argument("--beta", type=float, default=0.6, help="eq. 2's weight of the vSSD's own reward")
     ap.add_argument("--out", default=str(Path(__file__).with_name("weights") / "fleetio_ppo.npz"))
     a = ap.parse_args()
-    model, _ = train(a.steps, a.seed, lr=a.lr, windows=a.windows)
+    model, _ = train(a.steps, a.seed, lr=a.lr, windows=a.windows, beta=a.beta)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(a.out, **model.export())
     print(f"wrote {a.out} ({Path(a.out).stat().st_size} bytes)")

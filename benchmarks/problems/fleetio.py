@@ -3,8 +3,8 @@
 One job = one episode of ``hss/FleetIO-v0`` on a Table 5 mix (``workload``), config ``fleetio``
 (the paper's 16-channel SSD), run by a fresh policy: a baseline of §4.1 (a sharing scheme set
 through the env's options) or the shipped PPO agent. Track options: ``windows`` (60), ``beta``,
-``scale``, ``window_s``, ``backend`` ("fluid" | "flash"), ``precondition``. Metrics per run: storage utilisation, P99 of the latency-sensitive
-vSSDs, bandwidth of the bandwidth-intensive ones, SLO violations; ``derive`` adds each one
+``scale``, ``window_s``, ``precondition``. Metrics per run: storage utilisation, P99 of the
+latency-sensitive vSSDs, bandwidth of the bandwidth-intensive ones, SLO violations; ``derive`` adds each one
 relative to Hardware Isolation in the same (mix, seed) cell; ``claims`` puts §4's numbers beside.
 """
 
@@ -19,7 +19,7 @@ from hss_gym.benchmarks.problems import Metric, Problem
 
 REFERENCE = "hardware_isolation"
 CONFIGS = ("fleetio",)
-OPTIONS = ("windows", "beta", "scale", "window_s", "backend", "precondition")
+OPTIONS = ("windows", "beta", "scale", "window_s", "precondition")
 
 
 def _policies() -> list[str]:
@@ -64,7 +64,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "steps": steps,
             "provenance": {"hss_gym": __version__, "mix": job["workload"],
                            "tenants": [t.name for t in env.tenants], "env_options": policy.env_options,
-                           "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist(), "backend": env.backend},
+                           "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist()},
             "curves": {"mean_reward": rewards}}
 
 
@@ -137,6 +137,11 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             None if f is None else 0.8 <= f <= 1.0, fmt="{:.0f}%")
         k, _ = _mean_ratio(recs, "ssdkeeper", REFERENCE, "utilization")
         add("HW Isolation and SSDKeeper: utilisation gain", "at most 1.08x", k, None if k is None else k <= 1.08)
+        loc, _ = _mean_ratio(recs, "fleetio_ppo_local", REFERENCE, "utilization")
+        add("beta = 1 (FleetIO-Customized-Local) utilisation vs HW Isolation", "~1x (little harvesting)", loc,
+            None if loc is None or u is None else loc <= 1.08 and loc < u)
+        lp, _ = _mean_ratio(recs, "fleetio_ppo_local", REFERENCE, "p99_ls_us")
+        add("beta = 1: LS P99 vs HW Isolation", "~1x (as Hardware Isolation)", lp, None if lp is None else lp <= 1.2)
     return out
 
 
@@ -146,7 +151,7 @@ PROBLEM = Problem(
     run_job=run_job,
     policies=_policies,
     metrics=METRICS,
-    learned=frozenset({"fleetio_ppo"}),
+    learned=frozenset({"fleetio_ppo", "fleetio_ppo_local"}),
     required=(REFERENCE,),
     check_workload=check_workload,
     check_config=check_config,

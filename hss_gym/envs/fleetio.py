@@ -11,9 +11,10 @@ other vSSDs (its I/O then also uses those channels, shared with their home vSSD)
 scheduling priority of its I/O. Actions go through admission control (50 ms batches,
 Make_Harvestable first, harvests first-come-first-served with less-harvested vSSDs first under
 contention; ``admission_policy`` filters them); in-use gSBs being reclaimed are released lazily
-when GC next runs on their channels, which migrates the harvester's data (extra writes).
-The SSD is :mod:`hss_gym.envs.fleetio_model`'s channel-level model, advanced in ``tick_ms``
-(100 ms) ticks.
+when GC next runs on their channels. The SSD is the transaction-level flash SSD model of
+:mod:`hss_gym.backends.flash` (profile ``fleetio``, validated against MQSim), one stream per vSSD,
+driven by :mod:`hss_gym.envs.fleetio_flash` (the tenants' requests are generated per ``tick_ms``
+tick of the window).
 
 ## Agents
 ``possible_agents == agents == ["vssd_0", ..., "vssd_{N-1}"]`` for the whole episode (N = the
@@ -44,9 +45,9 @@ workload far from every centroid gets the unified 0.01). ``R_i = b R_single_i + 
 mean_{j != i} R_single_j`` with b = ``beta`` (0.6).
 
 ## Starting State
-Every vSSD on its home channels, no gSBs, medium priority; channel free-block fractions drawn
-uniformly in (22%, 32%) (preconditioned so that GC runs, as the paper's warm-up); tenants'
-phases drawn from ``seed``. ``warmup`` (3) windows run before the first observation.
+Every vSSD on its home channels, no gSBs, medium priority; the SSD empty (``precondition=None``)
+or with a fraction of its logical space valid; tenants' phases and the device's seed drawn from
+``seed``. ``warmup`` (3) windows run before the first observation.
 
 ## Episode End
 Truncation after ``windows`` decision windows (60 = 2 simulated minutes); no termination.
@@ -61,13 +62,12 @@ or a list of workload names / tenant objects, e.g. from
 ``token_rate`` (software isolation's token-bucket rate, x the guaranteed bandwidth, 1.5),
 ``batch_ms`` (50), ``inference_ms`` (1.1: agent i's action reaches admission control at
 i x 1.1 ms), ``admission_policy`` (callable(kind, vssd, n_chls) -> bool), ``scale`` (1/16:
-capacity multiplier, flash backend: blocks per plane; smaller = GC and free-space effects within
-fewer windows, coarser capacity, little effect on speed), ``warmup`` (3), ``tick_ms`` (100: the SSD model's time step;
-50 doubles the cost of a window and resolves bursts and GC onsets twice as finely),
-``backend`` ("fluid": the channel-level model, default; "flash": the transaction-level flash SSD
-model of :mod:`hss_gym.backends.flash` via :mod:`hss_gym.envs.fleetio_flash`, ~3x slower),
-``precondition`` (flash backend: fraction of logical space valid at start; None = empty),
-``render_mode`` ("ansi").
+capacity multiplier = blocks per plane of the flash model; smaller = GC and free-space effects
+within fewer windows and less memory (the mapping tables), a coarser capacity; it does not change
+the cost of a window, which grows with the offered load in page transactions, the number of
+vSSDs and ``window_s``), ``warmup`` (3), ``tick_ms`` (100: the granularity of the tenants' offered
+load; requests are Poisson within a tick), ``precondition`` (fraction of the logical space valid
+at start; None = empty), ``render_mode`` ("ansi").
 
 ## Infos
 Per agent, every step: ``bandwidth_MBps``, ``p99_us``, ``slo_vio``, ``harvested_channels``,
@@ -87,10 +87,12 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from hss_gym.envs.fleetio_flash import MB, FlashBackend
 from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
-from hss_gym.envs.fleetio_model import MB, PRIORITY_WEIGHT, FluidParams, FluidSSD
 from hss_gym.workloads import fleetio as wl
 
+N_CHANNELS = 16  # Table 3's SSD (the flash profile ``fleetio``)
+CHANNEL_BPS = 64 * MB  # the paper's bandwidth of one channel: BW_guar and gsb_bw are in these units
 N_FEATURES = 11
 HISTORY = 3
 ISOLATIONS = ("fleetio", "hardware", "software", "adaptive", "static")
@@ -139,28 +141,27 @@ class FleetIOEnv(ParallelEnv):
                  token_rate: float = 1.5, batch_ms: float = 50.0, inference_ms: float = 1.1,
                  admission_policy: Callable[[str, int, int], bool] | None = None,
                  scale: float = 1.0 / 16, warmup: int = 3, tick_ms: float = 100.0,
-                 backend: str = "fluid", precondition: float | None = None,
-                 render_mode: str | None = None,
-                 model: FluidParams | None = None) -> None:
+                 precondition: float | None = None, render_mode: str | None = None) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; valid: {', '.join(ISOLATIONS)}")
         if windows < 1 or window_s <= 0 or warmup < 0:
             raise ValueError(f"windows ({windows}) must be >= 1, window_s ({window_s}) > 0, warmup ({warmup}) >= 0")
         if not 0 <= beta <= 1:
             raise ValueError(f"beta must be in [0, 1], got {beta}")
-        if backend not in ("fluid", "flash"):
-            raise ValueError(f"backend={backend!r}; valid: 'fluid', 'flash'")
-        self.backend, self.scale, self.precondition = backend, scale, precondition
+        if not 0 < scale <= 1:
+            raise ValueError(f"scale must be in (0, 1], got {scale}")
+        if precondition is not None and not 0 <= precondition < 1:
+            raise ValueError(f"precondition must be None or in [0, 1), got {precondition}")
+        self.scale, self.precondition = scale, precondition
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode={render_mode!r}; valid: None, 'ansi'")
-        self.params = model or FluidParams(scale=scale)
         self.mix_name = mix if isinstance(mix, str) else "custom"
         specs = wl.mix_workloads(mix)
         self.tenants = [wl.get_workload(s).instance() if isinstance(s, str) else s for s in specs]
         n = len(self.tenants)
-        if not 1 <= n <= self.params.n_channels:
-            raise ValueError(f"mix {mix!r}: {n} tenants; need 1..{self.params.n_channels}")
-        C = self.params.n_channels
+        if not 1 <= n <= N_CHANNELS:
+            raise ValueError(f"mix {mix!r}: {n} tenants; need 1..{N_CHANNELS}")
+        C = N_CHANNELS
         counts = list(channels) if channels is not None else [C // n] * n
         if len(counts) != n:
             raise ValueError(f"channels={counts}: need one count per vSSD ({n})")
@@ -282,20 +283,12 @@ class FleetIOEnv(ParallelEnv):
         mean latency of all requests."""
         n = len(self.tenants)
         slo = self.slo_us if self.slo_us is not None else np.full(n, np.inf)
-        if self.backend == "flash":
-            lats = [self.model.episode_latencies(i) for i in range(n)]
-            p99 = np.array([np.percentile(x, 99) if len(x) else 0.0 for x in lats])
-            n_req = np.array([len(x) for x in lats], np.float64)
-            n_vio = np.array([(x > slo[i]).sum() for i, x in enumerate(lats)], np.float64)
-            allv = np.concatenate(lats)
-            return p99, n_vio, n_req, float(allv.mean()) if len(allv) else 0.0
-        reqs = np.concatenate(self._ep["reqs"], axis=1)
-        base = np.concatenate(self._ep["base"], axis=1)
-        wait = np.concatenate(self._ep["wait"], axis=1)
-        p99 = _p99(reqs, base, wait)
-        n_vio = (reqs * _tail(slo[:, None], base, wait)).sum(axis=1)
-        lat = float((reqs * (base + wait)).sum() / max(reqs.sum(), 1e-9))
-        return p99, n_vio, reqs.sum(axis=1), lat
+        lats = [self.model.episode_latencies(i) for i in range(n)]
+        p99 = np.array([np.percentile(x, 99) if len(x) else 0.0 for x in lats])
+        n_req = np.array([len(x) for x in lats], np.float64)
+        n_vio = np.array([(x > slo[i]).sum() for i, x in enumerate(lats)], np.float64)
+        allv = np.concatenate(lats)
+        return p99, n_vio, n_req, float(allv.mean()) if len(allv) else 0.0
 
     def _alphas(self, alpha: Any) -> tuple[np.ndarray, list[str]]:
         n = len(self.tenants)
@@ -322,9 +315,8 @@ class FleetIOEnv(ParallelEnv):
         """Each tenant's P99 latency under hardware isolation (warm-up + ``windows`` windows, fixed seed)."""
         key = None
         if all(isinstance(t, wl.PhasedTenant) for t in self.tenants):
-            key = (tuple(t.spec for t in self.tenants), tuple(map(tuple, self.home)), self.params,
-                   self.window_s, self.windows, self.warmup, self.backend, self.scale, self.precondition,
-                   self.tick_s)
+            key = (tuple(t.spec for t in self.tenants), tuple(map(tuple, self.home)),
+                   self.window_s, self.windows, self.warmup, self.scale, self.precondition, self.tick_s)
             if key in _SLO_CACHE:
                 return _SLO_CACHE[key].copy()
         saved = self.isolation
@@ -339,31 +331,26 @@ class FleetIOEnv(ParallelEnv):
         return slo
 
     def _reset_state(self, rng: np.random.Generator) -> None:
-        n, C = len(self.tenants), self.params.n_channels
+        n, C = len(self.tenants), N_CHANNELS
         seeds = rng.spawn(n + 1)
         for t, s in zip(self.tenants, seeds[1:]):
             t.reset(s)
-        if self.backend == "flash":
-            from hss_gym.envs.fleetio_flash import FlashBackend
-            self.model = FlashBackend(n, seeds[0], scale=self.scale, precondition=self.precondition,
-                                      slo_us=self.slo_us)
-        else:
-            self.model = FluidSSD(self.params, n, seeds[0], self.tick_s)
+        self.model = FlashBackend(n, seeds[0], scale=self.scale, precondition=self.precondition,
+                                  slo_us=self.slo_us)
         self.pool = GsbPool(self.home, C)
         self.priority = np.ones(n, np.int64)
-        self.bw_guar = np.array([len(h) for h in self.home]) * self.params.channel_Bps
+        self.bw_guar = np.array([len(h) for h in self.home]) * CHANNEL_BPS
         self.part = [tuple(h) for h in self.home]
-        self.pending_mig = np.zeros(n)
-        self._bw_norm = C * self.params.channel_Bps
+        self._bw_norm = C * CHANNEL_BPS
         self._hist = [np.zeros((n, N_FEATURES - 2)) for _ in range(HISTORY)]
         self._shared = [np.zeros((n, 2)) for _ in range(HISTORY)]
         self._last_bw = self.bw_guar.astype(np.float64).copy()
         self._util: list[float] = []
-        self._ep: dict[str, list] = {"reqs": [], "base": [], "wait": [], "bw": [], "harvested": []}
+        self._ep: dict[str, list] = {"bw": [], "harvested": []}
         self.t = 0
 
     def _usable(self) -> np.ndarray:
-        n, C = len(self.tenants), self.params.n_channels
+        n, C = len(self.tenants), N_CHANNELS
         if self.isolation == "fleetio":
             return self.pool.usable(n)
         if self.isolation == "software":
@@ -385,66 +372,19 @@ class FleetIOEnv(ParallelEnv):
         return m
 
     def _run_window(self, record: bool) -> dict[str, np.ndarray]:
-        n, T = len(self.tenants), self.ticks_per_window
+        T = self.ticks_per_window
         usable = self._usable()
         loads = [t.ticks(T, self.tick_s) for t in self.tenants]
         rd = np.stack([x[0] for x in loads])
         wr = np.stack([x[1] for x in loads])
         sz = np.stack([x[2] for x in loads])
-        if self.backend == "flash":
-            return self._flash_window(usable, rd, wr, sz, record)
-        software = self.isolation == "software"
-        share_w = np.ones(n) if software else PRIORITY_WEIGHT[self.priority]
-        prio = np.ones(n, np.int64) if software else self.priority
-        cap = self.bw_guar * self.token_rate if software else None
-        acc = {k: np.zeros((n, T)) for k in ("r", "w", "reqs", "base", "wait", "q", "backlog")}
-        in_gc = np.zeros(n, bool)
-        busy = np.zeros(self.params.n_channels)
-        for k in range(T):
-            mig = np.minimum(self.pending_mig, self.params.channel_Bps * self.tick_s)
-            res = self.model.tick(rd[:, k], wr[:, k], sz[:, k], usable, share_w, prio, cap,
-                                  mig if mig.any() else None)
-            self.pending_mig -= mig
-            acc["r"][:, k], acc["w"][:, k], acc["reqs"][:, k] = res.read_bytes, res.write_bytes, res.requests
-            acc["base"][:, k], acc["wait"][:, k], acc["q"][:, k] = res.base_us, res.wait_us, res.qdelay_us
-            acc["backlog"][:, k] = res.backlog
-            in_gc |= res.in_gc
-            busy += res.channel_busy
-            if self.isolation == "fleetio":
-                self._account_gsbs(res, usable)
-        dur = T * self.tick_s
-        bw = (acc["r"].sum(1) + acc["w"].sum(1)) / dur
-        reqs = acc["reqs"].sum(1)
-        lat = acc["base"] + acc["wait"] + acc["q"]
-        base_q = acc["base"] + acc["q"]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean_lat = np.where(reqs > 0, (acc["reqs"] * lat).sum(1) / np.maximum(reqs, 1e-9), 0.0)
-            qd = np.where(reqs > 0, (acc["reqs"] * acc["q"]).sum(1) / np.maximum(reqs, 1e-9), 0.0)
-        slo_vio = (np.zeros(n) if self.slo_us is None else
-                   (acc["reqs"] * _tail(self.slo_us[:, None], base_q, acc["wait"])).sum(1) / np.maximum(reqs, 1e-9))
-        p99 = _p99(acc["reqs"], base_q, acc["wait"])
-        rbytes = acc["r"].sum(1)
-        rw = np.where(bw > 0, rbytes / np.maximum(bw * dur, 1e-9), 0.5)
-        free_home = np.array([self.model.free[list(h)].mean() / (1 - self.params.op_ratio) for h in self.home])
-        if record:
-            self._ep["reqs"].append(acc["reqs"])
-            self._ep["base"].append(base_q)
-            self._ep["wait"].append(acc["wait"])
-        return self._observe_window(bw, reqs / dur, mean_lat, slo_vio, qd, rw, free_home, in_gc, p99, record)
-
-    def _flash_window(self, usable: np.ndarray, rd: np.ndarray, wr: np.ndarray, sz: np.ndarray,
-                      record: bool) -> dict[str, np.ndarray]:
         if record and not self._util:
             self.model.mark_episode_start()
         software = self.isolation == "software"
         w = self.model.run_window(rd, wr, sz, self.tick_s, usable,
                                   np.ones(len(rd), np.int64) if software else self.priority,
                                   self.bw_guar * self.token_rate if software else None)
-        if self.isolation == "fleetio":  # harvesters' writes fill their gSBs; GC finishes reclaims
-            k = usable.sum(axis=1)
-            for g in self.pool.gsbs.values():
-                if g.in_use and g.harvester is not None:
-                    g.used_bytes += float(w["write_bytes"][g.harvester]) * g.n_chls / max(int(k[g.harvester]), 1)
+        if self.isolation == "fleetio":  # GC on a channel finishes the lazy reclaims there
             for c in w["gc_channels"]:
                 self.pool.gc_ran(int(c))
         bw = w["bw"]
@@ -470,42 +410,10 @@ class FleetIOEnv(ParallelEnv):
             self._ep["harvested"].append(sum(self.pool.harvested_channels(i) for i in range(n)))
         return {"bw": bw, "slo_vio": slo_vio, "p99": p99}
 
-    def _account_gsbs(self, res: Any, usable: np.ndarray) -> None:
-        """Harvesters' writes fill their gSBs; GC on a channel finishes lazy reclaims there."""
-        k = usable.sum(axis=1)
-        for g in self.pool.gsbs.values():
-            if g.in_use and g.harvester is not None:
-                h = g.harvester
-                g.used_bytes += float(res.write_bytes[h]) * g.n_chls / max(int(k[h]), 1)
-        for c in np.flatnonzero(res.gc_copied > 0):
-            for g in self.pool.gc_ran(int(c)):
-                if g.harvester is not None:
-                    self.pending_mig[g.harvester] += g.used_bytes
-
     def _observations(self) -> dict[str, np.ndarray]:
         full = np.concatenate([np.concatenate([h, s], axis=1) for h, s in zip(self._hist, self._shared)], axis=1)
         full = np.clip(full, 0.0, 1.0).astype(np.float32)
         return {a: full[i].copy() for i, a in enumerate(self.possible_agents)}
-
-
-def _tail(x: float | np.ndarray, base: np.ndarray, wait: np.ndarray) -> np.ndarray:
-    """P(latency > x) per tick for latency = base + Exp(wait)."""
-    with np.errstate(over="ignore", divide="ignore"):
-        return np.where(x < base, 1.0, np.exp(-(x - base) / np.maximum(wait, 1e-9)))
-
-
-def _p99(reqs: np.ndarray, base: np.ndarray, wait: np.ndarray) -> np.ndarray | float:
-    """The 99th percentile of the request-weighted mixture of ``base + Exp(wait)`` over ticks
-    (last axis); rows are independent tenants (bisection on all rows at once)."""
-    r, b, w = np.atleast_2d(reqs), np.atleast_2d(base), np.atleast_2d(wait)
-    tot = r.sum(axis=1)
-    lo, hi = b.min(axis=1), (b + 10 * w).max(axis=1) + 1.0
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        above = (r * _tail(mid[:, None], b, w)).sum(axis=1) > 0.01 * tot
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    out = np.where(tot > 0, hi, 0.0)
-    return float(out[0]) if np.ndim(reqs) == 1 else out
 
 
 def parallel_env(mix: str | Sequence[Any] = "mix4", **kwargs: Any) -> FleetIOEnv:

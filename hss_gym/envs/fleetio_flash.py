@@ -1,4 +1,4 @@
-"""FleetIO on the transaction-level flash SSD model (``backend="flash"``): one FlashSSD stream per vSSD.
+"""FleetIO's SSD: the transaction-level flash SSD model, one FlashSSD stream per vSSD.
 
 Each window, every tenant's offered load per tick becomes requests (Poisson counts, its mean
 size rounded to 16 KiB pages, read/write by its byte mix, uniform page-aligned offsets in the
@@ -11,8 +11,8 @@ serve their queues FIFO within a priority class). A tenant whose host
 backlog exceeds ``max_backlog`` requests submits only what the device completed for it in the
 last window (the application waits instead of queueing without bound).
 
-Known differences from the channel-level model (see ``docs/fleetio.md``): the flash model's
-preconditioning stripes old data over all units, so reads are not channel-isolated (hence
+Simplifications (see ``docs/fleetio.md``): the flash model's preconditioning stripes old data
+over all units, so reads of preconditioned data are not channel-isolated (hence
 ``precondition=None`` by default: the device starts empty and GC appears only once it fills);
 gSB reclaim finishes when a stream using the gSB's channels ran GC in the window, and the
 migration of the harvester's data is not simulated as extra writes.
@@ -49,8 +49,12 @@ class FlashBackend:
         self._last = np.zeros(n)
         self._backlog = np.zeros(n)
         self.free = np.ones(self.prof.n_channels)
-        self.write_amplification = float("nan")
         self._lat_start = [0] * n
+
+    @property
+    def write_amplification(self) -> float:
+        """The device's write amplification since construction."""
+        return self.ssd.write_amplification()
 
     def mark_episode_start(self) -> None:
         self._lat_start = [len(self.ssd.latencies(i)) for i in range(self.n)]
@@ -99,7 +103,6 @@ class FlashBackend:
         self._last = ws.completed.astype(np.float64)
         self._backlog = ws.backlog.astype(np.float64)
         self.free = (ws.unit_free_blocks.reshape(self.prof.n_channels, self.W).mean(axis=1) / self.unit_blocks)
-        self.write_amplification = float(self.ssd.totals().write_amplification)
         dur = ws.duration_us * 1e-6
         comp = ws.completed.astype(np.float64)
         gc_channels = np.flatnonzero((usable & (ws.gc_runs > 0)[:, None]).any(axis=0))

@@ -21,7 +21,7 @@ import numpy as np
 
 @dataclass
 class GhostSuperblock:
-    """Figure 7's metadata, plus the lazy-reclaim flag and the bytes the harvester wrote into it."""
+    """Figure 7's metadata, plus the lazy-reclaim flag."""
 
     gid: int
     home: int
@@ -30,7 +30,6 @@ class GhostSuperblock:
     harvester: int | None = None
     in_use: bool = False
     reclaiming: bool = False
-    used_bytes: float = 0.0
 
     @property
     def n_chls(self) -> int:
@@ -122,8 +121,8 @@ class GsbPool:
             del self.gsbs[g.gid]
 
     def gc_ran(self, channel: int) -> list[GhostSuperblock]:
-        """GC ran on ``channel``: destroy the reclaiming gSBs on it; returns them (their
-        ``used_bytes`` must be migrated to their harvester's own blocks)."""
+        """GC ran on ``channel``: destroy the reclaiming gSBs on it; returns them (on the device
+        their harvester's data moves to its own blocks; the flash model does not simulate it)."""
         done = [g for g in self.gsbs.values() if g.reclaiming and channel in g.channels]
         for g in done:
             del self.gsbs[g.gid]

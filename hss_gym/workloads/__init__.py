@@ -4,9 +4,9 @@ papers' workloads (Harmonia Table 4) and mixes (Table 5), and trace statistics.
 >>> from hss_gym.workloads import make_trace, load_trace, describe
 >>> tr = make_trace("ycsb-b", n=100_000, seed=0)
 """
-from hss_gym.workloads.cache import convert, load_cache, save_cache
+from hss_gym.workloads.cache import load_cache, save_cache
 from hss_gym.workloads.mixes import MIXES
-from hss_gym.workloads.readers import FORMATS, SkippedRowsWarning, detect_format, iter_chunks
+from hss_gym.workloads.readers import FORMATS, SkippedRowsWarning, convert, detect_format, iter_chunks
 from hss_gym.workloads.registry import get_trace, list_workloads, load_trace, make_trace
 from hss_gym.workloads.stats import describe, format_description
 from hss_gym.workloads.synthetic import TARGETS

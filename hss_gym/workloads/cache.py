@@ -117,7 +117,7 @@ def load_cache(path: str | Path, *, mmap_mode: bool = True, validate: bool = Tru
             raise TraceFormatError(
                 f"trace cache format version {version} is not supported (this hss-gym reads "
                 f"version {VERSION}); re-create the cache from the original trace with "
-                "hss_gym.workloads.cache.convert()", path=str(path))
+                "hss_gym.workloads.convert()", path=str(path))
         try:
             header = json.loads(fh.read(hlen))
             n = int(header["n"])
@@ -151,16 +151,6 @@ def load_cache(path: str | Path, *, mmap_mode: bool = True, validate: bool = Tru
     trace = Trace(arrays["time_us"], arrays["op"], arrays["offset"], arrays["size"],
                   arrays["stream"], name=str(header.get("name", path.stem)), source=source)
     return validated(trace) if validate else trace
-
-
-def convert(src: str | Path, dst: str | Path, format: str | None = None,
-            **options: Any) -> Trace:
-    """Parse the trace file ``src`` (see ``load_trace``) and save it as a cache at ``dst``."""
-    from hss_gym.workloads.readers import load_trace
-
-    trace = load_trace(src, format, **options)
-    save_cache(trace, dst)
-    return trace
 
 
 def validated(trace: Trace) -> Trace:

@@ -119,11 +119,15 @@ class Trace:
     def footprint_pages(self) -> int:
         """Number of distinct 4 KiB pages the trace touches (computed once: a trace's columns are
         not meant to change after construction)."""
-        if self._footprint is None:
+        if self._footprint is None:  # the length of the union of the requests' page ranges
             first, last = self.page_ranges()
-            counts = last - first + 1
-            starts = np.repeat(first - np.cumsum(counts) + counts, counts)
-            self._footprint = int(np.unique(starts + np.arange(int(counts.sum()))).size)
+            if len(first) == 0:
+                self._footprint = 0
+            else:  # sorted by first page, a range adds the pages beyond those the earlier ranges reach
+                order = np.argsort(first, kind="stable")
+                first, last = first[order], last[order]
+                reach = np.concatenate(([first[0] - 1], np.maximum.accumulate(last)[:-1]))
+                self._footprint = int(np.maximum(last - np.maximum(first, reach + 1) + 1, 0).sum())
         return self._footprint
 
     def n_streams(self) -> int:

@@ -1,11 +1,13 @@
 /* The C51 kernel (agents/c51_kernel.c) under AddressSanitizer + UBSan: shape checks, the analytic
- * gradients against finite differences of the loss, and Adam lowering the loss of a minibatch.
+ * gradients against finite differences of the loss, Adam lowering the loss of a minibatch, and the
+ * background steps (agents/c51_async.c) giving bit for bit the synchronous steps' weights.
  * The Python tests compare the same kernel with PyTorch's autograd (tests/test_agents.py). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "c51_async.h"
 #include "c51_kernel.h"
 
 static int failures;
@@ -75,18 +77,44 @@ static void test_shapes(void)
     CHECK(c51_shape_init(&s, ok, 0, 2, 51, 0.0, 1.0) < 0, "no layers is refused");
 }
 
+/* c51_q (transposed weights) against a plain forward pass over the (out, in) weights. */
 static void test_q_in_support(void)
 {
     int sizes[2] = {NIN, 8};
     net n;
     make_net(&n, sizes, 2, 3, 11);
+    float wt0[NIN * 8], wt1[8 * 33], bt0[8], bt1[33];
+    c51_weights wt = {{wt0, wt1}, {bt0, bt1}};
+    c51_transpose_weights(&n.s, &n.w, &wt);
     float obs[NIN], q[3];
     for (int k = 0; k < 100; k++) {
         for (int i = 0; i < NIN; i++)
             obs[i] = 4.0f * frand() - 2.0f;
-        c51_q(&n.s, &n.w, obs, q);
-        for (int a = 0; a < 3; a++)
+        c51_q(&n.s, &wt, obs, q);
+        double h[8], lg[33];
+        for (int o = 0; o < 8; o++) {
+            double v = n.w.b[0][o];
+            for (int i = 0; i < NIN; i++)
+                v += (double)n.w.w[0][o * NIN + i] * obs[i];
+            h[o] = v / (1.0 + exp(-v));
+        }
+        for (int o = 0; o < 33; o++) {
+            lg[o] = n.w.b[1][o];
+            for (int i = 0; i < 8; i++)
+                lg[o] += (double)n.w.w[1][o * 8 + i] * h[i];
+        }
+        for (int a = 0; a < 3; a++) {
+            double mx = lg[a * 11], den = 0.0, num = 0.0;
+            for (int i = 1; i < 11; i++)
+                mx = lg[a * 11 + i] > mx ? lg[a * 11 + i] : mx;
+            for (int i = 0; i < 11; i++) {
+                double e = exp(lg[a * 11 + i] - mx);
+                den += e;
+                num += e * (-1.0 + 3.0 * i / 10.0);
+            }
             CHECK(q[a] >= -1.0f - 1e-5f && q[a] <= 2.0f + 1e-5f, "q %g outside the support", q[a]);
+            CHECK(fabs(q[a] - num / den) < 1e-5, "q %g, plain forward %g", q[a], num / den);
+        }
     }
     free_net(&n);
 }
@@ -110,7 +138,7 @@ static void test_gradients_match_finite_differences(void)
     }
     for (int s = 0; s < BATCH; s++)
         idx[s] = (int64_t)(frand() * CAP);
-    c51_replay rb = {obs, next, rew, act, NULL, NULL, NULL, 0};
+    c51_replay rb = {obs, next, rew, act, NULL, NULL, NULL, 0, NULL, NULL, NULL};
     c51_trainer t;
     CHECK(c51_trainer_init(&t, &n.s, 0.5, 1e-3, 0.9, 0.999, 1e-8, BATCH) == 0, "trainer init");
     t.params = n.w;
@@ -162,8 +190,8 @@ static void test_gradients_match_finite_differences(void)
     int64_t mgen[CAP] = {0};
     for (int i = 0; i < CAP; i++)
         disc[i] = i % 3 ? 0.5f : 0.0f;
-    c51_replay plain = {obs, next, rew, act, disc, NULL, NULL, 0};
-    c51_replay cached = {obs, next, rew, act, disc, mcache, mgen, 1};
+    c51_replay plain = {obs, next, rew, act, disc, NULL, NULL, 0, NULL, NULL, NULL};
+    c51_replay cached = {obs, next, rew, act, disc, mcache, mgen, 1, NULL, NULL, NULL};
     double ref = c51_gradients(&t, &plain, idx, 1.0, -0.5, 1.0);
     float g0 = t.gw[0][0], g1 = t.gw[n.s.nlayers - 1][3];
     for (int pass = 0; pass < 2; pass++) {
@@ -176,11 +204,77 @@ static void test_gradients_match_finite_differences(void)
     free_net(&n);
 }
 
+/* The same steps synchronously and through the background queue (minibatches copied at submission,
+ * slots overwritten meanwhile, the target cache keyed by version): identical weights and losses. */
+static void test_async_matches_sync(void)
+{
+    int sizes[2] = {NIN, 6};
+    enum { K = 11, STEPS = 40 };
+    net n[2];
+    float obs[2][CAP * NIN], next[2][CAP * NIN], rew[2][CAP], disc[2][CAP], mcache[2][CAP * K];
+    int64_t act[2][CAP], ver[2][CAP], mgen[2][CAP], mver[2][CAP], idx[BATCH];
+    double losses[STEPS];
+    c51_trainer t[2];
+    c51_replay rb[2];
+    for (int k = 0; k < 2; k++) {
+        rng = 777;  /* the same network twice */
+        make_net(&n[k], sizes, 2, 2, K);
+        CHECK(c51_trainer_init(&t[k], &n[k].s, 0.9, 1e-2, 0.9, 0.999, 1e-8, BATCH) == 0, "trainer init");
+        t[k].params = n[k].w;
+        t[k].target = n[k].tw;
+        memset(mgen[k], 0, sizeof mgen[k]);
+        memset(mver[k], 0, sizeof mver[k]);
+        c51_replay r = {obs[k], next[k], rew[k], act[k], disc[k], mcache[k], mgen[k], 1, NULL, ver[k], mver[k]};
+        rb[k] = r;
+    }
+    c51_async *a = c51_async_new(&t[1], NIN, 3, mcache[1], mgen[1], mver[1]);
+    CHECK(a != NULL, "async queue");
+    long long written = 0;
+    for (int step = 0; step < STEPS; step++) {
+        for (int w = 0; w < 5; w++, written++) {  /* push 5 transitions into both buffers */
+            int j = (int)(written % CAP);
+            float o[NIN], x[NIN], r = 2.0f * frand() - 0.5f, g = written % 4 ? 0.9f : 0.0f;
+            int64_t ac = (int64_t)(frand() * 2.0f);
+            for (int i = 0; i < NIN; i++)
+                o[i] = frand(), x[i] = frand();
+            for (int k = 0; k < 2; k++) {
+                memcpy(obs[k] + j * NIN, o, sizeof o);
+                memcpy(next[k] + j * NIN, x, sizeof x);
+                rew[k][j] = r, disc[k][j] = g, act[k][j] = ac, ver[k][j] = written + 1;
+            }
+        }
+        for (int s = 0; s < BATCH; s++)
+            idx[s] = (int64_t)(frand() * (written < CAP ? written : CAP));
+        losses[step] = c51_gradients(&t[0], &rb[0], idx, 1.5, -0.5, 2.0);
+        c51_adam(&t[0]);
+        c51_async_submit(a, &rb[1], idx, 1.5, -0.5, 2.0, written);
+        if (step % 10 == 9)
+            c51_async_flush(a);
+    }
+    const long long *exps;
+    const double *got;
+    size_t nres = c51_async_take(a, &exps, &got);
+    CHECK(nres == STEPS && exps[STEPS - 1] == written, "%zu results", nres);
+    for (size_t i = 0; i < nres && i < STEPS; i++)
+        CHECK(got[i] == losses[i], "step %zu: loss %g (background) vs %g", i, got[i], losses[i]);
+    for (int l = 0; l < n[0].s.nlayers; l++)
+        CHECK(memcmp(n[0].w.w[l], n[1].w.w[l], (size_t)n[0].s.in[l] * n[0].s.in[l + 1] * sizeof(float)) == 0
+              && memcmp(n[0].w.b[l], n[1].w.b[l], (size_t)n[0].s.in[l + 1] * sizeof(float)) == 0,
+              "layer %d: background and synchronous weights differ", l);
+    CHECK(t[1].steps == STEPS && c51_async_bytes(a) > 0, "steps %lld", t[1].steps);
+    c51_async_free(a);
+    for (int k = 0; k < 2; k++) {
+        c51_trainer_free(&t[k]);
+        free_net(&n[k]);
+    }
+}
+
 int main(void)
 {
     test_shapes();
     test_q_in_support();
     test_gradients_match_finite_differences();
+    test_async_matches_sync();
     if (failures) {
         fprintf(stderr, "test_c51: %d failure(s)\n", failures);
         return 1;

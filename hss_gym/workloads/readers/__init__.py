@@ -7,6 +7,7 @@ any of them into the one request representation, :class:`~hss_gym.workloads.trac
 
 * :func:`load_trace` reads a whole file into a validated ``Trace``;
 * :func:`iter_chunks` streams it as ``Trace`` chunks in bounded memory (identical requests);
+* :func:`convert` parses it once into the columnar cache (:mod:`hss_gym.workloads.cache`);
 * :func:`detect_format` tells the format (content sniffing, file extension as a tie-break);
 * :data:`FORMATS` lists the formats with their columns and units (see ``formats.py``).
 
@@ -43,7 +44,7 @@ from hss_gym.workloads.readers._io import TraceFile, open_trace
 from hss_gym.workloads.readers.formats import FORMATS, Block, Parser, detect, make_parser
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
-__all__ = ["FORMATS", "SkippedRowsWarning", "detect_format", "iter_chunks", "load_trace"]
+__all__ = ["FORMATS", "SkippedRowsWarning", "convert", "detect_format", "iter_chunks", "load_trace"]
 
 _COMPRESSION_SUFFIXES = {".gz", ".gzip", ".zst", ".zstd"}
 
@@ -327,3 +328,11 @@ def _cache_only(path: Path, format: str | None, options: dict[str, Any]) -> None
 def _check_limit(limit: int | None) -> None:
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+
+
+def convert(src: str | Path, dst: str | Path, format: str | None = None,
+            **options: Any) -> Trace:
+    """Parse the trace file ``src`` (see ``load_trace``) and save it as a cache at ``dst``."""
+    trace = load_trace(src, format, **options)
+    _cache.save_cache(trace, dst)
+    return trace
