@@ -179,7 +179,7 @@ class RLAllocEnv(gym.Env):
                 raise ValueError(f"{name}={val!r}; valid: {', '.join(ok)}")
         for name, val in (("period_us", period_us), ("episode_periods", episode_periods),
                           ("lat_ref_us", lat_ref_us), ("queue_depth", queue_depth), ("scale", scale),
-                          ("intensity", intensity), ("demand_periods", demand_periods)):
+                          ("intensity", intensity), ("demand_periods", int(demand_periods))):
             if not val > 0:
                 raise ValueError(f"{name} must be > 0, got {val!r}")
         if len(reward_weights) != 2:
