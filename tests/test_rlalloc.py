@@ -250,14 +250,54 @@ def test_shipped_dqn_weights_load():
     assert "command" in meta and Path(dqn.WEIGHTS).stat().st_size < 600_000
 
 
+def test_intensity_entries_are_the_demand_share_of_chip_time():
+    def play(window):
+        env = RLAllocEnv(demand_periods=window, **SMALL)
+        env.reset(seed=0)
+        return env, [env.step(0) for _ in range(4)]
+
+    env, steps = play(3)
+    raw = [s[4] for s in play(1)[1]]
+    pr, obs, info = env.profile, steps[-1][0], steps[-1][4]
+    rd, wr = np.asarray(info["demand_read_tx"]), np.asarray(info["demand_write_tx"])
+    np.testing.assert_allclose(rd, np.mean([i["demand_read_tx"] for i in raw[1:]], axis=0))
+    np.testing.assert_allclose(wr, np.mean([i["demand_write_tx"] for i in raw[1:]], axis=0))
+    assert sum(raw[0]["demand_write_tx"]) > 0
+    cost = np.stack([rd * pr.read_us, wr * pr.program_us], axis=1) / (rd * pr.read_us + wr * pr.program_us).sum()
+    per = obs[1:1 + 8 * 10].reshape(8, 10)
+    np.testing.assert_allclose(per[:, :2], cost, rtol=1e-5, atol=1e-6)
+    assert per[:, :2].sum() == pytest.approx(1.0, abs=1e-5)
+    # the write-heavy STG_0 asks for more chip time than the read-heavy PRN_1
+    assert per[STREAMS.index("STG_0"), :2].sum() > per[STREAMS.index("PRN_1"), :2].sum()
+
+
+def test_demand_teacher_acts_on_the_observation():
+    from hss_gym.agents.rlalloc.baselines import DemandPolicy, pair_scores
+    env = RLAllocEnv(**SMALL)
+    obs, info = env.reset(seed=0)
+    pol = DemandPolicy()
+    pol.reset(env, 0)
+    assert pol.act(obs, info) == 0
+    obs, _, _, _, info = env.step(0)
+    s = pair_scores(obs, 8, 8, 8)
+    a = pol.act(obs, info)
+    assert a == int(np.argmax(s)) and a != 0
+    dst, donor = decode_flat(a, 8)
+    assert dst in (STREAMS.index(n) for n in ("STG_0", "RSRCH_0", "TS_0", "MDS_0"))
+    assert donor not in (STREAMS.index(n) for n in ("STG_0", "RSRCH_0", "TS_0"))
+    batch = pair_scores(np.stack([obs, obs]), 8, 8, 8)
+    assert batch.shape == (2, 57) and np.array_equal(batch[0], s)
+
+
+HELD_OUT = (12345, 777, 4242)  # not used in training (seeds 100, 101) nor in the suite (0, 1, 2)
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="on the merged flash model (multi-plane commands, GC reserve) the shipped "
-                   "DQN reaches 28.5k IOPS vs Static's 31.1k on seed 12345 (re-training with the recorded command "
-                   "gave 27.7k): issue #17 stays open until the DQN beats Static again")
-def test_dqn_beats_static_on_iops_on_a_held_out_seed():
+@pytest.mark.parametrize("seed", HELD_OUT)
+def test_dqn_beats_static_on_iops_on_a_held_out_seed(seed):
     pytest.importorskip("torch")
     from hss_gym.agents.rlalloc import make_policy, run_episode
-    seed = 12345  # not used in training (seeds 0, 1) nor in the suite (0, 1, 2)
     static = run_episode(RLAllocEnv(), make_policy("static"), seed)
     dqn = run_episode(RLAllocEnv(), make_policy("rlalloc_dqn"), seed)
-    assert dqn["iops"] > static["iops"], (dqn, static)
+    assert dqn["iops"] > 1.02 * static["iops"], (dqn, static)
+    assert dqn["p99_us"] < static["p99_us"], (dqn, static)

@@ -12,9 +12,15 @@
   throughput with I/O conflicts.
 * **Random**: a uniformly random action of the env's action space each period.
 * **Demand** (not from the paper: a hand-written policy in the DQN's own action space, showing
-  what chip moves alone can reach; also the teacher whose actions label the DQN's offline data): Dynamic's write demand, but chips *move* (flat pair actions,
-  no sharing): each period one chip goes from the stream furthest above its demand share of the
-  chips to the one furthest below, when both are off by >= 1 chip.
+  what chip moves alone can reach; also the teacher whose preferences label the DQN's offline
+  data). It acts on the observation alone: a stream's demand share is its share of the chip time
+  the requests arriving in the last ``demand_periods`` periods ask for (reads x read time + writes x
+  program time, the observation's two I/O-intensity entries); each period one chip *moves* (flat
+  pair action, no sharing) from the stream furthest above ``max(1, n_units x share)`` chips to the
+  one furthest below, when both are off by >= ``threshold`` chips (:func:`pair_scores`). Reads
+  count because in this model reads of never-written pages and of data written during the
+  episode land on the stream's own chips: an earlier version that counted writes only left WEB_2
+  (48k read transactions/s) on one chip and finished barely above Static.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hss_gym.envs.rlalloc import RLAllocEnv, encode_flat, static_allocation
+from hss_gym.envs.rlalloc import RLAllocEnv, static_allocation
 
 
 class AllocPolicy:
@@ -106,30 +112,55 @@ class DynamicPolicy(AllocPolicy):
         return StaticPolicy.act(self, obs, info)
 
 
-class DemandPolicy(DynamicPolicy):
-    """Isolated chips in proportion to write demand, one move per period; see the module docstring."""
+def pair_scores(obs: np.ndarray, n_streams: int, n_channels: int, chips_per_channel: int,
+                threshold: float = 1.0) -> np.ndarray:
+    """Demand's preference for every flat action, from observations alone (shape ``(..., obs)`` ->
+    ``(..., 1 + N(N-1))``): with ``gap_s = max(1, n_units x demand share_s) - chips_s`` (the demand
+    share is the stream's two I/O-intensity entries of the observation, chips the sum of its
+    chips-per-channel entries), the pair (dst, donor) scores ``gap_dst - gap_donor`` (-n_units
+    when the donor has a single chip) and the no-op ``2 x threshold``: the argmax moves a chip
+    only when the destination lacks and the donor has ``threshold`` chips more than its share."""
+    n, nch, cpc = n_streams, n_channels, chips_per_channel
+    x = np.asarray(obs, dtype=np.float64)
+    blk = x[..., 1:1 + n * (2 + nch)].reshape(x.shape[:-1] + (n, 2 + nch))
+    chips = np.rint(blk[..., 2:].sum(-1) * cpc)
+    gap = np.maximum(1.0, nch * cpc * (blk[..., 0] + blk[..., 1])) - chips
+    dst, donor = _PAIRS.get(n) or _pairs(n)
+    out = np.empty(x.shape[:-1] + (1 + n * (n - 1),))
+    out[..., 0] = 2.0 * threshold
+    out[..., 1:] = np.where(chips[..., donor] > 1, gap[..., dst] - gap[..., donor], -float(nch * cpc))
+    return out
+
+
+_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(dst, donor) of flat actions 1..N(N-1), in action order."""
+    dst = np.repeat(np.arange(n), n - 1)
+    k = np.tile(np.arange(n - 1), n)
+    _PAIRS[n] = (dst, np.where(k < dst, k, k + 1))
+    return _PAIRS[n]
+
+
+class DemandPolicy(AllocPolicy):
+    """Isolated chips in proportion to chip-time demand, one move per period; see the module docstring."""
 
     name = "demand"
+
+    def __init__(self, threshold: float = 1.0) -> None:
+        if not threshold > 0:
+            raise ValueError(f"threshold must be > 0, got {threshold}")
+        self.threshold = threshold
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
         env = self.env
         if env.action_mode != "flat":
             raise ValueError("the demand policy acts with action_mode='flat'")
-        if "read_tx" in info:
-            rd = np.asarray(info["read_tx"], dtype=np.float64)
-            wr = np.asarray(info["write_tx"], dtype=np.float64)
-            wshare = np.divide(wr, rd + wr, out=np.zeros_like(wr), where=rd + wr > 0)
-            now = wr + np.asarray(info["backlog"], dtype=np.float64) * wshare
-            self.demand = self.alpha * now + (1 - self.alpha) * self.demand
-        total = self.demand.sum()
-        if total <= 0:
+        if "demand_write_tx" not in info:
             return 0
-        chips = np.array([len(a) for a in env.allocation()], dtype=np.float64)
-        gap = np.maximum(1.0, env.n_units * self.demand / total) - chips
-        dst, donor = int(np.argmax(gap)), int(np.argmin(gap))
-        if gap[dst] >= 1 and gap[donor] <= -1 and chips[donor] > 1:
-            return encode_flat(dst, donor, env.n_streams)
-        return 0
+        s = pair_scores(obs, env.n_streams, env.n_channels, env.chips_per_channel, self.threshold)
+        return int(np.argmax(s))
 
 
 POLICIES: dict[str, Callable[[], AllocPolicy]] = {

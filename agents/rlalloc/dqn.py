@@ -9,16 +9,33 @@ every 4 steps, gradient norm clipped to 10.
 
 Offline pre-training follows the paper's "pairs of input vectors and the desired action
 (functioning as labels)": ``offline_steps`` periods are played by a teacher (the Demand policy of
-:mod:`.baselines`, with ``offline_random`` = 30% random actions to explore), its action in each
-state being the label; ``offline_updates`` minibatch updates then minimise the TD loss plus
-``margin_weight`` x a large-margin loss pulling the labelled action's Q-value above the others by
-``margin`` (DQfD, Hester et al. 2018, the usual way to combine labels with the DQN loss). The
-labelled transitions stay in the buffer during online learning. Online = the usual epsilon-greedy DQN loop,
-epsilon decaying linearly from ``eps_start`` to ``eps_end`` over ``eps_decay_steps``.
+:mod:`.baselines`, with ``offline_random`` = 30% random actions so that the data cover
+allocations away from the teacher's), and ``offline_updates`` minibatch updates minimise the TD
+loss plus ``sup_weight`` x the squared error between the network's advantages ``Q(s, a) -
+Q(s, no-op)`` and the teacher's score advantages (:func:`.baselines.pair_scores` x ``sup_scale``;
+the teacher's action is their argmax): a graded form of the label, in the spirit of DQfD (Hester et
+al. 2018). The teacher's transitions keep that loss during online learning. Online = the usual
+epsilon-greedy DQN loop, epsilon decaying linearly from ``eps_start`` to ``eps_end`` over
+``eps_decay_steps``.
+
+Deviations from the paper, each measured (issue #17, docs/rlalloc.md):
+
+* **Adam, lr 1e-3** instead of SGD lr 1e-2 (``--optimizer sgd --lr 1e-2`` restores the paper's):
+  on the same 15k labelled periods, SGD (also with momentum 0.9) left the supervised loss at
+  0.027-0.031 after 800 updates and the greedy policy answered the no-op almost everywhere (= Static);
+  Adam reaches 0.0003 and the teacher's destination stream in 89% of held-out states.
+* **Input standardisation** (``QNetwork.obs_mean/obs_std``, from the offline data): without it
+  even Adam did not fit the graded labels (loss 0.022 after 600 updates, held-out agreement at the
+  no-op rate).
+* **Graded labels** (above) instead of a one-hot large-margin loss: without standardisation the
+  margin loss stayed at 0.77-0.80 (SGD with momentum, Adam; greedy ~ no-op); with
+  standardisation only the graded form was tried.
+* A schedule of minutes, not the paper's 100k-step decay and "10G samples".
 
 Shipped weights (``weights/dqn_table1.npz``, the 8-stream Table I mix at the env defaults) are
 int8 with one float32 scale per output row (the paper compresses its 1.5 MB network the same way,
-§III-C), ~0.4 MB. Regenerate them (minutes on 2 cores) with::
+§III-C), ~0.4 MB. Regenerate them (~4 minutes on 2 cores; ``--seed`` 100: offline episodes from
+seed 100, online from 101, never a suite seed (0-2) nor a test seed) with::
 
     python -m hss_gym.agents.rlalloc.dqn --out agents/rlalloc/weights/dqn_table1.npz
 
@@ -33,13 +50,13 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 from torch import nn
 
-from hss_gym.agents.rlalloc.baselines import AllocPolicy, DemandPolicy
+from hss_gym.agents.rlalloc.baselines import AllocPolicy, DemandPolicy, pair_scores
 from hss_gym.envs.rlalloc import RLAllocEnv
 from hss_gym.workloads.msr_streams import STREAMS
 
@@ -51,7 +68,8 @@ HIDDEN = 500
 class Args:
     """Hyper-parameters (the paper's where it gives them)."""
 
-    lr: float = 1e-2
+    lr: float = 1e-3
+    optimizer: str = "adam"
     batch_size: int = 1000
     gamma: float = 0.9
     buffer_size: int = 100_000
@@ -62,24 +80,35 @@ class Args:
     train_every: int = 4
     learning_starts: int = 1000
     max_grad_norm: float = 10.0
-    offline_steps: int = 20_000
-    offline_updates: int = 2_000
+    offline_steps: int = 15_000
+    offline_updates: int = 1_500
     offline_random: float = 0.3
-    margin: float = 0.8
-    margin_weight: float = 1.0
-    online_steps: int = 20_000
+    sup_weight: float = 1.0
+    sup_scale: float = 0.1
+    threshold: float = 1.0
+    online_steps: int = 1_000
+    online_lr: float = 1e-4
 
 
 class QNetwork(nn.Module):
-    """state -> 500 -> 500 -> one Q-value per action (ReLU)."""
+    """state -> 500 -> 500 -> one Q-value per action (ReLU); the state is first standardised with
+    the mean and standard deviation of the offline data (fixed buffers ``obs_mean``, ``obs_std``)."""
 
     def __init__(self, n_obs: int, n_actions: int) -> None:
         super().__init__()
+        self.register_buffer("obs_mean", torch.zeros(n_obs))
+        self.register_buffer("obs_std", torch.ones(n_obs))
         self.net = nn.Sequential(nn.Linear(n_obs, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN),
                                  nn.ReLU(), nn.Linear(HIDDEN, n_actions))
 
+    def set_normalisation(self, obs: np.ndarray) -> None:
+        """Standardise inputs with the statistics of ``obs`` (rows of states); a floor of 0.01 on the
+        deviation keeps near-constant inputs (the device configuration) from blowing up."""
+        self.obs_mean.copy_(torch.as_tensor(obs.mean(axis=0), dtype=torch.float32))
+        self.obs_std.copy_(torch.as_tensor(np.maximum(obs.std(axis=0), 0.01), dtype=torch.float32))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        return self.net((x - self.obs_mean) / self.obs_std)
 
 
 class ReplayBuffer:
@@ -91,14 +120,14 @@ class ReplayBuffer:
         self.act = np.zeros(size, np.int64)
         self.rew = np.zeros(size, np.float32)
         self.done = np.zeros(size, np.float32)
-        self.label = np.full(size, -1, np.int64)  # the teacher's action in obs, -1 if none
+        self.label = np.zeros(size, np.bool_)  # a teacher (offline) sample: its scores are targets
         self.size, self.pos, self.full = size, 0, False
 
     def __len__(self) -> int:
         return self.size if self.full else self.pos
 
     def add(self, obs: np.ndarray, act: int, rew: float, next_obs: np.ndarray, done: bool,
-            label: int = -1) -> None:
+            label: bool = False) -> None:
         i = self.pos
         self.obs[i], self.act[i], self.rew[i], self.next_obs[i], self.done[i] = obs, act, rew, next_obs, done
         self.label[i] = label
@@ -115,13 +144,17 @@ class ReplayBuffer:
 class DQN:
     """Q-network, target network, SGD optimiser, replay buffer and the update rule."""
 
-    def __init__(self, n_obs: int, n_actions: int, args: Args, seed: int) -> None:
+    def __init__(self, n_obs: int, n_actions: int, args: Args, seed: int,
+                 scores: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         torch.manual_seed(seed)
-        self.args, self.n_actions = args, n_actions
+        self.args, self.n_actions, self.scores = args, n_actions, scores
         self.q = QNetwork(n_obs, n_actions)
         self.target = QNetwork(n_obs, n_actions)
         self.target.load_state_dict(self.q.state_dict())
-        self.opt = torch.optim.SGD(self.q.parameters(), lr=args.lr)
+        if args.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer={args.optimizer!r}; valid: adam, sgd")
+        opt = torch.optim.Adam if args.optimizer == "adam" else torch.optim.SGD
+        self.opt = opt(self.q.parameters(), lr=args.lr)
         self.buffer = ReplayBuffer(args.buffer_size, n_obs)
         self.rng = np.random.default_rng(seed)
         self.updates = 0
@@ -136,8 +169,9 @@ class DQN:
         return self.greedy(obs)
 
     def update(self) -> float:
-        """One minibatch update: Huber TD loss against the target network, plus the large-margin
-        loss on the labelled samples."""
+        """One minibatch update: Huber TD loss against the target network, plus, on the teacher's
+        samples, the squared error between the Q-value advantages ``Q(s, a) - Q(s, no-op)`` and the
+        teacher's (scaled) score advantages."""
         a = self.args
         obs, act, rew, nxt, done, label = self.buffer.sample(a.batch_size, self.rng)
         with torch.no_grad():
@@ -145,12 +179,11 @@ class DQN:
         qall = self.q(obs)
         q = qall.gather(1, act[:, None]).squeeze(1)
         loss = nn.functional.smooth_l1_loss(q, target)
-        has = label >= 0
-        if a.margin_weight > 0 and bool(has.any()):
-            ql, lab = qall[has], label[has]
-            margins = torch.full_like(ql, a.margin).scatter(1, lab[:, None], 0.0)
-            sup = (ql + margins).max(1).values - ql.gather(1, lab[:, None]).squeeze(1)
-            loss = loss + a.margin_weight * sup.mean()
+        if a.sup_weight > 0 and self.scores is not None and bool(label.any()):
+            ql = qall[label]
+            s = torch.as_tensor(self.scores(obs[label].numpy()) * a.sup_scale, dtype=torch.float32)
+            sup = nn.functional.mse_loss(ql - ql[:, :1], s - s[:, :1])
+            loss = loss + a.sup_weight * sup
         self.opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.q.parameters(), a.max_grad_norm)
@@ -192,7 +225,7 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """The float32 state dict and the metadata of a file written by :func:`save_weights`."""
     with np.load(path) as z:
         keys = list(z.keys())
-        state = {k: z[k].astype(np.float32) for k in keys if not k.startswith("meta.") and "." in k
+        state = {k: z[k].astype(np.float32) for k in keys if not k.startswith("meta.")
                  and not k.endswith((".q8", ".scale"))}
         for k in keys:
             if k.endswith(".q8"):
@@ -202,11 +235,19 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     return state, meta
 
 
+def teacher_scores(env: RLAllocEnv, threshold: float) -> Callable[[np.ndarray], np.ndarray]:
+    """The Demand teacher's score of every action, as a function of a batch of ``env``'s states."""
+    return lambda obs: pair_scores(obs, env.n_streams, env.n_channels, env.chips_per_channel, threshold)
+
+
 def pretrain_offline(agent: DQN, env: RLAllocEnv, steps: int, updates: int, seed: int,
                      log: list[float] | None = None) -> None:
-    """Fill the buffer with ``steps`` periods of the teacher (its actions as labels, a share
-    ``offline_random`` of random actions played instead), then ``updates`` minibatch updates."""
-    teacher = DemandPolicy()
+    """Fill the buffer with ``steps`` periods of the teacher (its action the label; a share
+    ``offline_random`` of random actions played instead, so that the data also cover allocations
+    away from the teacher's), standardise the network's inputs with the data's statistics, then
+    ``updates`` minibatch updates."""
+    teacher = DemandPolicy(threshold=agent.args.threshold)
+    agent.scores = teacher_scores(env, agent.args.threshold)
     obs, info = env.reset(seed=seed)
     teacher.reset(env, seed)
     for _ in range(steps):
@@ -214,11 +255,13 @@ def pretrain_offline(agent: DQN, env: RLAllocEnv, steps: int, updates: int, seed
         explore = agent.rng.random() < agent.args.offline_random
         a = int(agent.rng.integers(agent.n_actions)) if explore else label
         nxt, r, term, trunc, info = env.step(a)
-        agent.buffer.add(obs, a, r, nxt, term, label)
+        agent.buffer.add(obs, a, r, nxt, term, True)
         obs = nxt
         if term or trunc:
             obs, info = env.reset()
             teacher.reset(env, seed)
+    agent.q.set_normalisation(agent.buffer.obs[:len(agent.buffer)])
+    agent.target.load_state_dict(agent.q.state_dict())
     for _ in range(updates):
         loss = agent.update()
         if log is not None:
@@ -258,7 +301,11 @@ def train(env_kwargs: dict[str, Any], args: Args, seed: int,
 
 class DQNPolicy(AllocPolicy):
     """The reference agent in an evaluation episode: pre-trained weights, epsilon ``eps`` (0.01,
-    the end of the paper's schedule) and online updates every ``train_every`` periods. The
+    the end of the paper's schedule) and online updates every ``train_every`` = 8 periods (a
+    batch-1000 update costs ~40 ms on one core: every 4 periods the loop ran at ~200 periods/s on
+    the loaded machine) at the fine-tuning rate ``online_lr`` (1e-4: at the pre-training rate the
+    TD updates on the episode's own transitions, which carry no teacher scores, drifted the
+    allocation: 31.4-32.0k IOPS on three held-out seeds against 32.2k without online updates). The
     shipped weights are for the Table I mix; on other streams (the sweep) it first pre-trains
     offline for ``pretrain_steps`` periods on a training seed distinct from the evaluation seed."""
 
@@ -268,7 +315,7 @@ class DQNPolicy(AllocPolicy):
                  pretrain_steps: int = 2000, pretrain_updates: int = 300, **overrides: Any) -> None:
         self.weights, self.eps, self.online = weights, eps, online
         self.pretrain_steps, self.pretrain_updates = pretrain_steps, pretrain_updates
-        self.args = Args(**{**asdict(Args()), "learning_starts": 200, **overrides})
+        self.args = Args(**{**asdict(Args()), "learning_starts": 200, "train_every": 8, **overrides})
         self.pretrained_from = ""
 
     def reset(self, env: RLAllocEnv, seed: int) -> None:
@@ -278,16 +325,19 @@ class DQNPolicy(AllocPolicy):
         n_obs, n_act = env.observation_space.shape[0], int(env.action_space.n)
         torch.set_num_threads(1)
         self.agent = DQN(n_obs, n_act, self.args, seed)
+        self.pretrained_from = ""
         if self.weights and os.path.isfile(self.weights) and env.streams == list(STREAMS):
             state, meta = load_weights(self.weights)
             if state["net.0.weight"].shape[1] == n_obs and state["net.4.weight"].shape[0] == n_act:
                 self.agent.load_arrays(state)
                 self.pretrained_from = os.path.basename(self.weights)
-                return
-        self.pretrained_from = f"in-run offline pre-training ({self.pretrain_steps} periods)"
-        train_env = RLAllocEnv(**env_kwargs_of(env))
-        pretrain_offline(self.agent, train_env, self.pretrain_steps, self.pretrain_updates, seed + 10_007)
-        train_env.close()
+        if not self.pretrained_from:
+            self.pretrained_from = f"in-run offline pre-training ({self.pretrain_steps} periods)"
+            train_env = RLAllocEnv(**env_kwargs_of(env))
+            pretrain_offline(self.agent, train_env, self.pretrain_steps, self.pretrain_updates, seed + 10_007)
+            train_env.close()
+        for group in self.agent.opt.param_groups:
+            group["lr"] = self.args.online_lr
 
     def act(self, obs: np.ndarray, info: dict[str, Any]) -> int:
         return self.agent.act(obs, self.eps)
@@ -307,14 +357,14 @@ def env_kwargs_of(env: RLAllocEnv) -> dict[str, Any]:
                 queue_depth=env.queue_depth, period_us=env.period_us,
                 episode_periods=env.episode_periods, reward_weights=env.reward_weights,
                 tail=env.tail, lat_ref_us=env.lat_ref_us, initial=env.initial,
-                intensity=env.intensity)
+                intensity=env.intensity, demand_periods=env.demand_periods)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Train RLAlloc's reference DQN (offline, then online) "
                                  "on the 8-stream Table I mix and write int8 weights.")
     ap.add_argument("--out", default=WEIGHTS)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=100)
     for f, v in asdict(Args()).items():
         ap.add_argument("--" + f.replace("_", "-"), type=type(v), default=v)
     argv = sys.argv[1:] if argv is None else argv

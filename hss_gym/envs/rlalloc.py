@@ -39,7 +39,7 @@ and 8 streams, the paper's input vector (§III-B) in order:
 | slice | meaning | scaling |
 |---|---|---|
 | 1 | number of streams | ``N / 64`` |
-| per stream: 2 | read, write transactions completed in the period | ``log1p(x) / log1p(max page ops of the device in a period)`` |
+| per stream: 2 | I/O intensity: read, write transactions (pages) of the requests that arrived in the last ``demand_periods`` periods (the stream's demand) | x read time (reads) or x program time (writes), / the sum over all streams: the stream's share of the chip time asked for |
 | per stream: n_channels | chips allocated to it on each channel | ``/ chips_per_channel`` |
 | 7 | device configuration: channels, chips, dies, planes, blocks, pages per block, page size | ``log2(x) / 24`` |
 | n_channels | channel bus busy fraction in the period | 0..1 |
@@ -75,7 +75,16 @@ amplification of the whole episode.
 ``scale`` (blocks-per-plane shrink, default 1/16; parallelism and timing kept), ``precondition``,
 ``queue_depth``, ``period_us``, ``episode_periods``, ``action_mode``, ``reward_weights``, ``tail``,
 ``lat_ref_us``, ``initial``, ``intensity`` (arrival-rate multiplier: the streams' timestamps are
-divided by it, request count per period multiplied; 1.0 = Table I's rates).
+divided by it, request count per period multiplied; 1.0 = Table I's rates), ``demand_periods``
+(window of the I/O-intensity entries, default 10 periods = 100 ms: one 10 ms period holds ~34
+STG_0 requests, whose count varies by ~25% from period to period).
+
+The I/O intensity is the demand (arrived requests), not the transactions completed: under
+overload a stream's completions are capped by its chips and hide what it needs; and it is a share
+of chip time, not a log count, so that "this stream has fewer chips than its share" is a linear
+function of the state (with log counts the DQN did not learn the Demand teacher's choices:
+issue #17). ``info`` also gives ``demand_read_tx``/``demand_write_tx`` (the window's transactions
+per period).
 
 Baselines that are allocation rules rather than chip moves (Static, Dynamic) drive
 :meth:`RLAllocEnv.set_allocation` and step with the no-op.
@@ -151,7 +160,7 @@ class RLAllocEnv(gym.Env):
                  episode_periods: int = 500, action_mode: str = "flat",
                  reward_weights: Sequence[float] = (1.0, 1.0), tail: str = "p99",
                  lat_ref_us: float = 10_000.0, initial: str = "static", intensity: float = 1.0,
-                 render_mode: str | None = None) -> None:
+                 demand_periods: int = 10, render_mode: str | None = None) -> None:
         if streams is not None and n_streams is not None:
             raise ValueError("give streams (a list) or n_streams (copies of sweep_stream), not both")
         if streams is None:
@@ -170,7 +179,7 @@ class RLAllocEnv(gym.Env):
                 raise ValueError(f"{name}={val!r}; valid: {', '.join(ok)}")
         for name, val in (("period_us", period_us), ("episode_periods", episode_periods),
                           ("lat_ref_us", lat_ref_us), ("queue_depth", queue_depth), ("scale", scale),
-                          ("intensity", intensity)):
+                          ("intensity", intensity), ("demand_periods", int(demand_periods))):
             if not val > 0:
                 raise ValueError(f"{name} must be > 0, got {val!r}")
         if len(reward_weights) != 2:
@@ -192,6 +201,7 @@ class RLAllocEnv(gym.Env):
         self.reward_weights = (float(reward_weights[0]), float(reward_weights[1]))
         self.lat_ref_us = float(lat_ref_us)
         self.intensity = float(intensity)
+        self.demand_periods = int(demand_periods)
         self.render_mode = render_mode
         n, nch = self.n_streams, self.n_channels
         self.obs_size = 1 + n * (2 + nch) + 7 + nch + 2 * self.n_units
@@ -202,8 +212,6 @@ class RLAllocEnv(gym.Env):
         self._config = np.array([math.log2(v) / 24.0 for v in (
             p.n_channels, p.n_units, p.dies_per_chip, p.planes_per_die, p.blocks_per_plane,
             p.pages_per_block, p.page_size)], dtype=np.float32).clip(0, 1)
-        page_ops = self.period_us / p.read_us * p.n_units * p.dies_per_chip * p.planes_per_die
-        self._tx_norm = 1.0 / math.log1p(page_ops)
         self._ssd = None
         self._alloc: list[np.ndarray] = []
         self._region = p.logical_bytes // n // 4096 * 4096
@@ -296,12 +304,15 @@ class RLAllocEnv(gym.Env):
         self._offset = np.concatenate([p.offset for p in parts])[order]
         self._size = np.concatenate([p.size for p in parts])[order]
         self._write = (np.concatenate([p.op for p in parts]) == WRITE)[order]
+        ps = self.profile.page_size
+        self._pages = ((self._offset + self._size - 1) // ps - self._offset // ps + 1).astype(np.float64)
         self._bounds = np.searchsorted(self._t, self.period_us * np.arange(1, self.episode_periods + 1))
         self._provenance = [p.source for p in parts]
         self._alloc = [np.arange(self.n_units, dtype=np.int32) for _ in range(self.n_streams)]
         if self.initial == "static":
             self.set_allocation(static_allocation(self.n_streams, self.n_channels, self.chips_per_channel))
         self._period, self._next_req = 0, 0
+        self._demand_hist = np.zeros((self.demand_periods, 2, self.n_streams))
         self._unit_busy = np.zeros(self.n_units)
         self._unit_valid = np.zeros(self.n_units)
         stats = self._ssd.run_until(0.0)
@@ -335,12 +346,18 @@ class RLAllocEnv(gym.Env):
         iops_n = done / max(offered, 1)
         lat_n = math.log10(1.0 + tail / self.lat_ref_us)
         reward = self.reward_weights[0] * iops_n - self.reward_weights[1] * lat_n
-        obs = self._observe(ws, np.asarray(ws.read_tx, dtype=np.float64),
-                            np.asarray(ws.write_tx, dtype=np.float64))
+        n = self.n_streams
+        st, pg, wr = self._stream[lo:hi], self._pages[lo:hi], self._write[lo:hi]
+        row = self._demand_hist[(self._period - 1) % self.demand_periods]
+        row[0] = np.bincount(st[~wr], weights=pg[~wr], minlength=n)[:n]
+        row[1] = np.bincount(st[wr], weights=pg[wr], minlength=n)[:n]
+        demand_rd, demand_wr = self._demand_hist.sum(axis=0) / min(self._period, self.demand_periods)
+        obs = self._observe(ws, demand_rd, demand_wr)
         truncated = self._period >= self.episode_periods
         info = {"period": self._period, "invalid_action": not valid, "offered": offered,
                 "completed": done, "iops": done / (self.period_us * 1e-6), "tail_us": tail,
                 "read_tx": np.asarray(ws.read_tx).tolist(), "write_tx": np.asarray(ws.write_tx).tolist(),
+                "demand_read_tx": demand_rd.tolist(), "demand_write_tx": demand_wr.tolist(),
                 "backlog": np.asarray(ws.backlog).tolist(), "gc_runs": int(np.sum(ws.gc_runs)),
                 "conflicts": int(np.sum(ws.conflicts)),
                 "chips": [int(len(a)) for a in self._alloc]}
@@ -356,8 +373,10 @@ class RLAllocEnv(gym.Env):
     def _observe(self, ws: Any, rd: np.ndarray, wr: np.ndarray) -> np.ndarray:
         n, nch, cpc = self.n_streams, self.n_channels, self.chips_per_channel
         per = np.empty((n, 2 + nch), dtype=np.float64)
-        per[:, 0] = np.log1p(rd) * self._tx_norm
-        per[:, 1] = np.log1p(wr) * self._tx_norm
+        cost_rd, cost_wr = rd * self.profile.read_us, wr * self.profile.program_us
+        total = float(cost_rd.sum() + cost_wr.sum())
+        per[:, 0] = cost_rd / total if total > 0 else 0.0
+        per[:, 1] = cost_wr / total if total > 0 else 0.0
         for s, units in enumerate(self._alloc):
             per[s, 2:] = np.bincount(units // cpc, minlength=nch) / cpc
         obs = np.concatenate([[n / MAX_STREAMS_SCALE], per.ravel(), self._config,
