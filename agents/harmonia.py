@@ -212,7 +212,7 @@ class MigrationAgent(_C51Policy):
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, max_pending: int = 4096, credit: str = "page", horizon: int = 500,
                  explore_moves: int = 0, explore_rate: float = 0.1, learn_start: int | None = None,
-                 idle_only: bool = False, evicting_only: bool = False, linear: bool = False) -> None:
+                 idle_only: bool = False, evicting_only: bool = False) -> None:
         super().__init__(config, seed, train)
         if credit not in ("page", "system"):
             raise ValueError(f"credit must be 'page' or 'system', got {credit!r}")
@@ -224,7 +224,7 @@ class MigrationAgent(_C51Policy):
                              f"{explore_moves}, {explore_rate}, {learn_start}")
         self.max_pending, self.credit, self.horizon = max_pending, credit, int(horizon)
         self.explore_moves, self.explore_rate, self.learn_start = int(explore_moves), float(explore_rate), int(learn_start)
-        self.idle_only, self.evicting_only, self.linear = bool(idle_only), bool(evicting_only), bool(linear)
+        self.idle_only, self.evicting_only = bool(idle_only), bool(evicting_only)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         if self.agent is None:  # exploration (if any) once per agent, none with loaded weights
@@ -236,11 +236,10 @@ class MigrationAgent(_C51Policy):
         self._moves: dict[int, tuple[np.ndarray, int, np.ndarray]] = {}
         self._stays: deque[tuple[np.ndarray, int, np.ndarray]] = deque(maxlen=env.reward_x)
         self._credit = PageCredit(self.agent, self.horizon) if self.credit == "page" else None
-        self._fast_write, self._evict_cost, self._evicted_at = None, 0.0, -(1 << 30)
+        self._fast_write, self._evict_cost, self._evicted_at = -1.0, 0.0, -(1 << 30)
         self._ref, self._penalty, self._n = env.reward_ref_us, env.penalty, int(env.action_space("migration").n)
         self._dev_at = feature_names(self._n, env.kind).index("curr_dev")
-        self._read_reward: list[float | None] = [None] * self._n  # mean eq.-2 reward of reads served by each device
-        self._norm = 0.0
+        self._read_reward = [-1.0] * self._n  # mean eq.-2 reward of reads served by each device
         self._req: tuple[tuple[float, int, int, int], int] | None = None  # request now, its page's device
         self._decision: tuple[int, np.ndarray, int, float, int] | None = None  # page, obs, action, reward, from
         self._rng = np.random.default_rng(self.seed)
@@ -264,10 +263,10 @@ class MigrationAgent(_C51Policy):
             return
         if evicted:
             self._evicted_at = self.env.step_index
-        r = self._u(latency)
+        r = self._ref / latency
         if not evicted:
-            self._fast_write = r if self._fast_write is None else self._fast_write + 0.01 * (r - self._fast_write)
-        elif self._fast_write is not None:
+            self._fast_write = r if self._fast_write < 0 else self._fast_write + 0.01 * (r - self._fast_write)
+        elif self._fast_write > 0:
             self._evict_cost += 0.01 * (max(self._fast_write - r, 0.0) / evicted - self._evict_cost)
 
     def decide(self, obs: np.ndarray, info: dict[str, Any], placement_obs: np.ndarray | None = None) -> int:
@@ -365,30 +364,22 @@ class MigrationAgent(_C51Policy):
                 agent.remember(obs, a, r, n)
         self.agent.tick()
 
-    def _u(self, latency: float) -> float:
-        if not self.linear:
-            return self._ref / latency
-        return -latency / (self._norm or latency)
-
     def _learn_page(self, step: int, latency: float) -> None:
         credit, req = self._credit, self._req
-        if latency > 0:
-            self._norm += 0.001 * (latency - self._norm) if self._norm > 0 else latency - self._norm
         if req is not None:
             (_, op, off, size), served = req
             opened = credit.open
             if op == 0 and latency > 0:  # a read: served by the device that holds its first page
-                r = self._u(latency)
+                r = self._ref / latency
                 means = self._read_reward
                 if served >= 0:
-                    means[served] = r if means[served] is None else means[served] + 0.01 * (r - means[served])
+                    means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
             for p in range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1) if opened else ():
                 t = opened.get(p)
                 if t is None:
                     continue
                 if op == 0 and latency > 0:  # served where the move put it, against staying
-                    base = self._read_reward[t[5]]
-                    credit.access(p, r - (base if base is not None else r if self.linear else 0.0))
+                    credit.access(p, r - max(self._read_reward[t[5]], 0.0))
                 else:  # rewritten: the placement agent places it anew
                     credit.end(p)
         if self._decision is not None:
