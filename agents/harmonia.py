@@ -210,26 +210,17 @@ class MigrationAgent(_C51Policy):
     defaults = MIGRATION_DEFAULTS
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, max_pending: int = 4096, credit: str = "page", horizon: int = 500,
-                 explore_moves: int = 0, explore_rate: float = 0.1, learn_start: int | None = None,
-                 idle_only: bool = False, evicting_only: bool = False) -> None:
+                 train: bool = True, max_pending: int = 4096, credit: str = "page", horizon: int = 500) -> None:
         super().__init__(config, seed, train)
         if credit not in ("page", "system"):
             raise ValueError(f"credit must be 'page' or 'system', got {credit!r}")
         if horizon < 1:
             raise ValueError(f"horizon must be >= 1 request, got {horizon}")
-        learn_start = self.cfg.batch_size if learn_start is None else learn_start
-        if explore_moves < 0 or not 0.0 <= explore_rate <= 1.0 or learn_start < 1:
-            raise ValueError(f"need explore_moves >= 0, 0 <= explore_rate <= 1 and learn_start >= 1; got "
-                             f"{explore_moves}, {explore_rate}, {learn_start}")
         self.max_pending, self.credit, self.horizon = max_pending, credit, int(horizon)
-        self.explore_moves, self.explore_rate, self.learn_start = int(explore_moves), float(explore_rate), int(learn_start)
-        self.idle_only, self.evicting_only = bool(idle_only), bool(evicting_only)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         if self.agent is None:  # exploration (if any) once per agent, none with loaded weights
             self._explore_left = 0 if self._pending_state is not None else self.cfg.explore_steps
-            self._idle_left = 0 if self._pending_state is not None or not self.learns else self.explore_moves
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int, int] | None = None  # obs, action, step (moves only)
         self._last_stay: tuple[np.ndarray, int] | None = None
@@ -246,7 +237,7 @@ class MigrationAgent(_C51Policy):
 
     def load_state(self, state: dict[str, Any], source: str) -> None:
         super().load_state(state, source)
-        self._explore_left = self._idle_left = 0
+        self._explore_left = 0
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"migration": self.decide(observations["migration"], infos["migration"], observations.get("placement"))}
@@ -315,34 +306,21 @@ class MigrationAgent(_C51Policy):
         counterfactual baseline; the network's stay output is not consulted: a random network's
         would decide): the best move if its expected return is positive, else stay."""
         cfg = self.cfg
-        if self.evicting_only and self.env.step_index - self._evicted_at > self.env.reward_n:
-            return 0  # the eviction terms of a move's reward are live only while the fast device evicts
         eps = cfg.epsilon
         if self._explore_left and self._evicted_at >= 0:  # explore once the fast device is full
             self._explore_left -= 1
             eps += (1.0 - eps) * self._explore_left / cfg.explore_steps
         if eps and self._rng.random() < eps:
             return int(self._rng.integers(self._n))
-        if self._idle_left and self._evicted_at >= 0 and self._rng.random() < self.explore_rate \
-                and self.env.hss.counters()["queue_length"] == 0:  # a cheap try: the move runs in the background
-            self._idle_left -= 1
-            return int(self._rng.integers(1, self._n))
         q = self.agent.q_values(obs)
         best = max(range(1, self._n), key=q.__getitem__)
-        if q[best] > 0.0 and (not self.idle_only or self.env.hss.counters()["queue_length"] == 0):
-            return best
-        return 0
+        return best if q[best] > 0.0 else 0
 
     def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any], latency: float = 0.0) -> None:
         credit = self._credit
         if credit is not None:
-            agent = self.agent
-            before = agent.experiences
             self._learn_page(info["step"], latency)
-            if self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
-                for _ in range(agent.experiences - before):
-                    agent.train_step()
-            agent.tick()
+            self.agent.tick()
             return
         if self._last is not None:
             obs, a, step = self._last
