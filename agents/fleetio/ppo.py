@@ -5,7 +5,8 @@
     python -m hss_gym.agents.fleetio.ppo --steps 40000 --seed 0 --beta 1 \
         --out agents/fleetio/weights/fleetio_ppo_local.npz  # the beta ablation (policy fleetio_ppo_local)
 
-Both train on the flash SSD model (the env's only SSD model), ~17 min each on one idle core.
+Both train on the flash SSD model (the env's only SSD model), ~14 min each with the two side by
+side on the loaded 2-core machine.
 
 Table 3's hyper-parameters: hidden [50, 50], gamma 0.9, minibatch 32, train batch 256
 (agent-steps per update). One actor-critic is shared by every vSSD (parameter sharing: each vSSD
