@@ -29,6 +29,9 @@ clipping: ``epochs=30`` and ``max_grad_norm=None`` follow that stack. Our budget
 8% of the paper's) is compensated by ``lr=1e-3`` (10x Table 3's): on ``train4`` with 15-window
 episodes, after 5k agent-steps, lr 1e-4 (30 epochs) still gave LS and BW agents the same mean
 harvest (7.2 / 7.2 channels, entropy 2.69), lr 1e-3 separated them (6.7 / 9.1, entropy 2.40).
+Full 40k runs, beta 0.6, held-out mix4 / mix1 eq. 2 reward (3 seeds x 30 windows): lr 1e-4 and 4
+epochs 0.463 / 0.206; lr 1e-4 and 30 epochs 0.518 / 0.304; lr 1e-3 and 30 epochs 0.532 / 0.327
+(docs/fleetio.md has utilisation and P99).
 ``--lr 1e-4 --epochs 4`` reproduces the earlier set-up. An update waits for whole episodes, so
 with the four training mixes (60 + 60 + 120 + 240 agent-steps per 30-window episode) every train
 batch holds 480 agent-steps, not 256 (83 updates in 40k agent-steps; not changed here).
