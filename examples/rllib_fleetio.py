@@ -2,7 +2,8 @@
 
 One shared policy (``"vssd"``) for every vSSD agent, as FleetIO deploys its pre-trained model in
 each vSSD; Table 3's hyper-parameters: hidden [50, 50], lr 1e-4, gamma 0.9, minibatch 32, train
-batch 256. Episodes cycle over the *training* mixes (never the Table 5 evaluation mixes). The
+batch 256, and RLlib's default of 30 epochs per batch (the paper's run: 2,000 iterations; the
+single-file trainer uses lr 1e-3 for its much smaller budget, docs/fleetio.md). Episodes cycle over the *training* mixes (never the Table 5 evaluation mixes). The
 trained actor is exported in :class:`hss_gym.agents.fleetio.policy.PPOPolicy`'s NumPy format
 with ``--out``.
 
@@ -89,7 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--windows", type=int, default=30, help="decision windows per episode")
     p.add_argument("--batch-size", type=int, default=256, help="agent steps per iteration")
     p.add_argument("--minibatch-size", type=int, default=32)
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=30, help="SGD epochs per batch (RLlib's default)")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the actor as PPOPolicy NumPy weights (.npz)")
