@@ -196,6 +196,16 @@ class MigrationAgent(_C51Policy):
     * exploration: Table 2's epsilon; ``explore_steps`` (0 by default) adds a warm-up from 1 that
       starts once the fast device first evicts (before that, no move has anything to show).
 
+    Opt-in, all off by default (measured in docs/learning-diagnostics.md, not adopted):
+    ``explore_moves``/``explore_rate`` (a budget of random moves tried with that probability, only
+    into an empty migration queue, once the fast device evicts), ``learn_start`` (train from that
+    many moves instead of a full batch), ``idle_only`` (greedy moves only into an empty queue),
+    ``evicting_only`` (moves only while the fast device evicts) and ``move_delay``: charge each
+    executed move what it delayed host I/O (the environment's ``infos["migration"]
+    ["move_delay_us"]``) converted to eq.-2 reward (see ``_charge_delay``), and pause the
+    exploration budget while the running mean of that charge exceeds the measured eviction cost
+    (the most a background move saves besides its reads).
+
     The environment's system-level eq.-3 reward pays the moves and the stays of one period the same
     (0.00794 vs 0.00793 in the replay), so it cannot tell the agent which page to move.
 
@@ -244,6 +254,7 @@ class MigrationAgent(_C51Policy):
         self._decision: tuple[int, np.ndarray, int, float, int] | None = None  # page, obs, action, reward, from
         self._rng = np.random.default_rng(self.seed)
         self._queued: dict[int, int] = {}  # env step of a move decision -> its page (move_delay)
+        self._delay_cost = 0.0  # running mean delay cost of an executed move (move_delay)
 
     def load_state(self, state: dict[str, Any], source: str) -> None:
         super().load_state(state, source)
@@ -330,7 +341,8 @@ class MigrationAgent(_C51Policy):
         if eps and self._rng.random() < eps:
             return int(self._rng.integers(self._n))
         if self._idle_left and self._evicted_at >= 0 and self._rng.random() < self.explore_rate \
-                and self.env.hss.counters()["queue_length"] == 0:  # a cheap try: the move runs in the background
+                and self.env.hss.counters()["queue_length"] == 0 \
+                and (not self.move_delay or self._delay_cost < self._evict_cost):  # a cheap try: the move runs in the background
             self._idle_left -= 1
             return int(self._rng.integers(1, self._n))
         q = self.agent.q_values(obs)
@@ -382,6 +394,7 @@ class MigrationAgent(_C51Policy):
         share = delay_us / len(executed)
         f = self._fast_write if self._fast_write > 0 else 1.0
         cost = f - self._ref / (self._ref / f + share) if share > 0 else 0.0
+        self._delay_cost += 0.1 * (cost - self._delay_cost) * len(executed)
         opened = self._credit.open
         for s in executed:
             page = self._queued.pop(s, None)
