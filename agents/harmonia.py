@@ -196,6 +196,16 @@ class MigrationAgent(_C51Policy):
     * exploration: Table 2's epsilon; ``explore_steps`` (0 by default) adds a warm-up from 1 that
       starts once the fast device first evicts (before that, no move has anything to show).
 
+    Opt-in, all off by default (measured in docs/learning-diagnostics.md, not adopted):
+    ``explore_moves``/``explore_rate`` (a budget of random moves tried with that probability, only
+    into an empty migration queue, once the fast device evicts), ``learn_start`` (train from that
+    many moves instead of a full batch), ``idle_only`` (greedy moves only into an empty queue),
+    ``evicting_only`` (moves only while the fast device evicts) and ``move_delay``: charge each
+    executed move what it delayed host I/O (the environment's ``infos["migration"]
+    ["move_delay_us"]``) converted to eq.-2 reward (see ``_charge_delay``), and pause the
+    exploration budget while the running mean of that charge exceeds the measured eviction cost
+    (the most a background move saves besides its reads).
+
     The environment's system-level eq.-3 reward pays the moves and the stays of one period the same
     (0.00794 vs 0.00793 in the replay), so it cannot tell the agent which page to move.
 
@@ -210,17 +220,26 @@ class MigrationAgent(_C51Policy):
     defaults = MIGRATION_DEFAULTS
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, max_pending: int = 4096, credit: str = "page", horizon: int = 500) -> None:
+                 train: bool = True, max_pending: int = 4096, credit: str = "page", horizon: int = 500,
+                 explore_moves: int = 0, explore_rate: float = 0.1, learn_start: int | None = None,
+                 idle_only: bool = False, evicting_only: bool = False, move_delay: bool = False) -> None:
         super().__init__(config, seed, train)
         if credit not in ("page", "system"):
             raise ValueError(f"credit must be 'page' or 'system', got {credit!r}")
         if horizon < 1:
             raise ValueError(f"horizon must be >= 1 request, got {horizon}")
+        learn_start = self.cfg.batch_size if learn_start is None else learn_start
+        if explore_moves < 0 or not 0.0 <= explore_rate <= 1.0 or learn_start < 1:
+            raise ValueError(f"need explore_moves >= 0, 0 <= explore_rate <= 1 and learn_start >= 1; got "
+                             f"{explore_moves}, {explore_rate}, {learn_start}")
         self.max_pending, self.credit, self.horizon = max_pending, credit, int(horizon)
+        self.explore_moves, self.explore_rate, self.learn_start = int(explore_moves), float(explore_rate), int(learn_start)
+        self.idle_only, self.evicting_only, self.move_delay = bool(idle_only), bool(evicting_only), bool(move_delay)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         if self.agent is None:  # exploration (if any) once per agent, none with loaded weights
             self._explore_left = 0 if self._pending_state is not None else self.cfg.explore_steps
+            self._idle_left = 0 if self._pending_state is not None or not self.learns else self.explore_moves
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int, int] | None = None  # obs, action, step (moves only)
         self._last_stay: tuple[np.ndarray, int] | None = None
@@ -234,10 +253,12 @@ class MigrationAgent(_C51Policy):
         self._req: tuple[tuple[float, int, int, int], int] | None = None  # request now, its page's device
         self._decision: tuple[int, np.ndarray, int, float, int] | None = None  # page, obs, action, reward, from
         self._rng = np.random.default_rng(self.seed)
+        self._queued: dict[int, int] = {}  # env step of a move decision -> its page (move_delay)
+        self._delay_cost = 0.0  # running mean delay cost of an executed move (move_delay)
 
     def load_state(self, state: dict[str, Any], source: str) -> None:
         super().load_state(state, source)
-        self._explore_left = 0
+        self._explore_left = self._idle_left = 0
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"migration": self.decide(observations["migration"], infos["migration"], observations.get("placement"))}
@@ -283,6 +304,11 @@ class MigrationAgent(_C51Policy):
         if a:
             reward = self._move_reward(info, dev, target)
         self._decision = (info["page"], obs, a, reward, dev)
+        if a and self.move_delay:
+            queued = self._queued
+            queued[info["step"]] = info["page"]
+            if len(queued) > self.max_pending:  # moves the env did not queue never run
+                del queued[next(iter(queued))]
         return target
 
     def _move_reward(self, info: dict[str, Any], dev: int, target: int) -> float:
@@ -306,21 +332,37 @@ class MigrationAgent(_C51Policy):
         counterfactual baseline; the network's stay output is not consulted: a random network's
         would decide): the best move if its expected return is positive, else stay."""
         cfg = self.cfg
+        if self.evicting_only and self.env.step_index - self._evicted_at > self.env.reward_n:
+            return 0  # the eviction terms of a move's reward are live only while the fast device evicts
         eps = cfg.epsilon
         if self._explore_left and self._evicted_at >= 0:  # explore once the fast device is full
             self._explore_left -= 1
             eps += (1.0 - eps) * self._explore_left / cfg.explore_steps
         if eps and self._rng.random() < eps:
             return int(self._rng.integers(self._n))
+        if self._idle_left and self._evicted_at >= 0 and self._rng.random() < self.explore_rate \
+                and self.env.hss.counters()["queue_length"] == 0 \
+                and (not self.move_delay or self._delay_cost < self._evict_cost):  # a cheap try: the move runs in the background
+            self._idle_left -= 1
+            return int(self._rng.integers(1, self._n))
         q = self.agent.q_values(obs)
         best = max(range(1, self._n), key=q.__getitem__)
-        return best if q[best] > 0.0 else 0
+        if q[best] > 0.0 and (not self.idle_only or self.env.hss.counters()["queue_length"] == 0):
+            return best
+        return 0
 
     def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any], latency: float = 0.0) -> None:
         credit = self._credit
         if credit is not None:
+            agent = self.agent
+            before = agent.experiences
             self._learn_page(info["step"], latency)
-            self.agent.tick()
+            if self.move_delay and info["executed"]:
+                self._charge_delay(info["executed"], info["move_delay_us"])
+            if self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
+                for _ in range(agent.experiences - before):
+                    agent.train_step()
+            agent.tick()
             return
         if self._last is not None:
             obs, a, step = self._last
@@ -341,6 +383,24 @@ class MigrationAgent(_C51Policy):
                 obs, a, n = self._stays.popleft()
                 agent.remember(obs, a, r, n)
         self.agent.tick()
+
+    def _charge_delay(self, executed: list[int], delay_us: float) -> None:
+        """Charge the moves executed this step what they delayed host I/O (the environment's
+        ``move_delay_us``, shared equally among them), in eq.-2 reward: what a fast-device write
+        (``L = L_ref / f``, ``f`` its running eq.-2 reward, as for the eviction cost) loses when
+        delayed by ``D``: ``f - L_ref / (L_ref / f + D)``, in [0, f). Immediate (undiscounted),
+        like the eviction terms; a move whose transition has closed (its page rewritten) is not
+        charged."""
+        share = delay_us / len(executed)
+        f = self._fast_write if self._fast_write > 0 else 1.0
+        cost = f - self._ref / (self._ref / f + share) if share > 0 else 0.0
+        self._delay_cost += 0.1 * (cost - self._delay_cost) * len(executed)
+        opened = self._credit.open
+        for s in executed:
+            page = self._queued.pop(s, None)
+            t = None if page is None else opened.get(page)
+            if t is not None and t[4] == s + 1:  # the agent's decision step is the env's + 1
+                t[2] -= cost
 
     def _learn_page(self, step: int, latency: float) -> None:
         credit, req = self._credit, self._req

@@ -439,6 +439,13 @@ int hss_remap(hss *h, uint64_t page, int target)
 
 /* ------------------------------------------------------------------ migration queue */
 
+/* When the later of two devices is free again (for the delay a move adds to host I/O). */
+static double busy_until(const hss *h, int a, int b)
+{
+    double fa = simdev_free_at(&h->dev[a]), fb = simdev_free_at(&h->dev[b]);
+    return fa > fb ? fa : fb;
+}
+
 int hss_run_idle(hss *h, double t)
 {
     while (h->mq_len) {
@@ -459,6 +466,11 @@ int hss_run_idle(hss *h, double t)
             int rc = hss_move(h, e->page, e->target, start, &done);
             if (rc != HSS_OK && rc != HSS_EFULL)
                 return rc;
+            /* Both devices were free before t: what the move keeps them busy past t delays the
+             * host request arriving at t (measured only; it changes no timing). */
+            double late = busy_until(h, src, e->target) - t;
+            if (late > 0)
+                h->c.mig_delay_us += late;
         }
         h->mq_head = (h->mq_head + 1) % h->mq_cap;
         h->mq_len--;
@@ -478,7 +490,14 @@ int hss_enqueue(hss *h, uint64_t page, int target)
         hss_page *old = pt_get(&h->pt, e->page, 0);
         old->flags &= (uint8_t)~HSS_F_QUEUED;
         double done;
-        int rc = hss_dev_of(old) >= 0 ? hss_move(h, e->page, e->target, h->cur.t, &done) : HSS_OK;
+        int src = hss_dev_of(old), rc = HSS_OK;
+        if (src >= 0 && src != e->target) {
+            double f0 = busy_until(h, src, e->target);
+            rc = hss_move(h, e->page, e->target, h->cur.t, &done);
+            if (h->busy_free1 <= 0.0) /* first queue-full move since the last arrival */
+                h->busy_free0 = f0;
+            h->busy_free1 = busy_until(h, src, e->target);
+        }
         if (rc == HSS_OK)
             h->c.migrations_busy++;
         else if (rc != HSS_EFULL)
@@ -556,6 +575,12 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
     r->p0 = offset >> 12;
     r->p1 = (offset + size - 1) >> 12;
     r->active = 1;
+    if (h->busy_free1 > 0.0) { /* a queue-full move ran since the last arrival: its delay to t */
+        double late = h->busy_free1 - (h->busy_free0 > t ? h->busy_free0 : t);
+        if (late > 0)
+            h->c.mig_delay_us += late;
+        h->busy_free0 = h->busy_free1 = 0.0;
+    }
     int rc = hss_run_idle(h, t);
     if (rc != HSS_OK)
         return rc;
@@ -761,6 +786,7 @@ int hss_reset(hss *h, uint64_t seed)
         simdev_reset(&h->dev[d], seed + (uint64_t)d);
     }
     h->mq_head = h->mq_len = 0;
+    h->busy_free0 = h->busy_free1 = 0.0;
     memset(h->inflight, 0, (size_t)h->qd * sizeof *h->inflight);
     h->scan_chunk = h->scan_off = 0;
     h->now = 0;

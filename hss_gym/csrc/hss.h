@@ -82,6 +82,7 @@ typedef struct hss_counters {
     uint64_t mig_pages_in[HSS_MAX_DEV], mig_pages_out[HSS_MAX_DEV];
     double first_arrival, last_completion, latency_sum;
     double host_wait_us;                           /* time requests waited for a host slot */
+    double mig_delay_us;   /* queued moves' device time past the next host arrival (measured only) */
 } hss_counters;
 
 typedef struct hss_req {
@@ -115,6 +116,8 @@ typedef struct hss {
     hss_alloc alloc[HSS_MAX_DEV];
     hss_mq_ent *mq;
     int mq_cap, mq_head, mq_len;
+    double busy_free0, busy_free1; /* a queue-full move's devices' free time before / after it:
+                                    * its delay is settled at the next arrival (c.mig_delay_us) */
     uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
     uint32_t scan_window;      /* placed pages examined per candidate */
     uint32_t scan_chunk, scan_off;

@@ -497,8 +497,15 @@ static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
     return l;
 }
 
+static PyObject *HSS_get_mig_delay(HSSObject *self, void *Py_UNUSED(closure))
+{
+    return PyFloat_FromDouble(self->h.c.mig_delay_us);
+}
+
 static PyGetSetDef HSS_getset[] = {
     {"evictions", (getter)HSS_get_evictions, NULL, "pages evicted so far (cheap; counters() has all)", NULL},
+    {"migration_delay_us", (getter)HSS_get_mig_delay, NULL,
+     "queued moves' device time past the next host arrival, summed (cheap; counters() has all)", NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
     {"issue_us", (getter)HSS_get_issue, NULL, "issue time of the current request (after begin)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -570,7 +577,7 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         PyList_SET_ITEM(used, d, PyLong_FromUnsignedLongLong(self->h.dev[d].used_pages));
     }
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
         "requests", c->requests, "reads", c->reads, "writes", c->writes,
         "host_bytes_read", c->host_bytes_read, "host_bytes_written", c->host_bytes_written,
         "pages_accessed", c->pages_accessed, "fast_pages", c->fast_pages,
@@ -579,7 +586,7 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         "migration_bytes_written", c->mig_bytes_written, "fill_pages", c->fill_pages, "migrated_pages_in", in,
         "migrated_pages_out", out, "used_pages", used, "first_arrival_us", c->first_arrival,
         "last_completion_us", c->last_completion, "latency_sum_us", c->latency_sum,
-        "host_wait_us", c->host_wait_us,
+        "host_wait_us", c->host_wait_us, "migration_delay_us", c->mig_delay_us,
         "touched_pages", self->h.pt.touched, "step", self->h.now, "queue_length", self->h.mq_len);
 }
 

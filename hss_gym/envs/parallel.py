@@ -43,6 +43,11 @@ Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per d
 every call), ``step``.
 Placement: ``latency_us`` of the request just served and ``evicted`` (pages its placement evicted
 on the critical path; Sibyl's reward penalises them). Migration: ``credit`` (list, possibly empty),
+``executed`` (the decision steps of the moves executed, or dropped as stale, during this step, in
+FIFO order; a fresh list) and ``move_delay_us`` (what those moves delayed host I/O, summed, in µs:
+how long past the next host request's arrival they kept their source or target device busy; a
+queued move starts in idle time but is not pre-empted, and one run at once because the queue was
+full is charged from that arrival; measured only, it changes no timing; 0.0 when none ran),
 ``page`` (the candidate now observed, or -1) and ``device`` (its current device, or -1). On the final step both carry ``metrics`` (the
 run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them at any time.
 
@@ -205,6 +210,8 @@ class HSSParallelEnv(ParallelEnv):
         self._window_credit: list[int] = []
         self._evictions = 0
         self._window_pen = 0.0
+        self._ran: list[int] = []  # decision steps of the moves executed (or dropped) this step
+        self._delay = self._move_delay = 0.0
         self.agents = list(AGENTS)
         self._obs = self._new_obs()
         self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self.kind == "sibyl",
@@ -223,7 +230,8 @@ class HSSParallelEnv(ParallelEnv):
             "placement": {"acting": bool(self._needs), "action_mask": mask.copy(), "step": step,
                           "latency_us": latency, "evicted": evicted},
             "migration": {"acting": self._cand is not None, "action_mask": mask.copy(), "step": step,
-                          "credit": credit, "page": -1 if self._cand is None else self._cand,
+                          "credit": credit, "executed": self._ran, "move_delay_us": self._move_delay,
+                          "page": -1 if self._cand is None else self._cand,
                           "device": -1 if self._cand is None else self._candidate_device()},
         }
 
@@ -272,10 +280,19 @@ class HSSParallelEnv(ParallelEnv):
         evicted, self._evictions = evictions - self._evictions, evictions
         if queued:
             self._pending.append((i, pen))
-        if executed or self._window_left or len(self._executed) >= self.reward_x:
-            r_migr, credit = self._migration_reward(latency, executed)
+        ran: list[tuple[int, float]] = []
+        if executed:  # queued moves run (or dropped as stale) in FIFO order
+            pending = self._pending
+            ran = [pending.popleft() for _ in range(min(executed, len(pending)))]
+            delay = self._hss.core.migration_delay_us
+            self._delay, self._move_delay = delay, delay - self._delay
+        else:
+            self._move_delay = 0.0
+        if ran or self._window_left or len(self._executed) >= self.reward_x:
+            r_migr, credit = self._migration_reward(latency, ran)
         else:  # nothing to count or pay this step (the common case)
             r_migr, credit = 0.0, []
+        self._ran = [s for s, _ in ran]
         rewards = {"placement": self.reward_ref_us / latency if needs_before and latency > 0 else 0.0,
                    "migration": r_migr}
         if done:
@@ -291,10 +308,9 @@ class HSSParallelEnv(ParallelEnv):
         return ({"placement": obs[0], "migration": obs[1]}, rewards,
                 {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
 
-    def _migration_reward(self, latency: float, executed: int) -> tuple[float, list[int]]:
+    def _migration_reward(self, latency: float, ran: list[tuple[int, float]]) -> tuple[float, list[int]]:
         """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
-        for _ in range(min(executed, len(self._pending))):
-            self._executed.append(self._pending.popleft())
+        self._executed.extend(ran)
         if self._window_left:
             self._window_sum += latency
             self._window_left -= 1
