@@ -2,7 +2,8 @@
 
 * ``sibyl+k_svm`` / ``sibyl+rnn_hss`` — Sibyl's RL placement with K-SVM's / RNN-HSS's periodic,
   critical-path migration: the naive combinations the paper shows to trail Sibyl alone;
-* ``cde+rl_migr`` — CDE's heuristic placement with Harmonia's migration agent.
+* ``cde+rl_migr`` — CDE's heuristic placement with an RL migration agent trained on eq. 3 as published
+  (Harmonia's migration agent before its per-page credit).
 """
 
 from __future__ import annotations
@@ -27,4 +28,8 @@ def sibyl_rnn_hss(seed: int = 0, **kwargs: Any) -> Combined:
 def cde_rl_migr(seed: int = 0, **kwargs: Any) -> Combined:
     from hss_gym.agents.harmonia import MigrationAgent
     from hss_gym.agents.heuristics import CDE
-    return Combined(CDE(**kwargs), MigrationAgent(seed=seed), name="cde+rl_migr")
+    # The RL migration agent as the papers compare it: eq. 3's system-level reward as published,
+    # credited to the moves that earned it (the migration agent as it was before issue 13; Harmonia's
+    # own agent judges moves per page and needs its placement agent's eviction reports).
+    published = {"v_min": -1.0, "v_max": 2.0, "reward_scale": None, "train_every": 64}
+    return Combined(CDE(**kwargs), MigrationAgent(published, seed=seed, credit="system"), name="cde+rl_migr")
