@@ -44,7 +44,9 @@ class Sibyl(PlacementAgent):
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
                  horizon: int = 2000) -> None:
-        super().__init__(config, seed, train, credit, horizon)
+        # No idle horizon: with it Sibyl follows learn-phase's moving hot set (1.41 -> 1.02 of the
+        # best fixed policy) but loses learn-write-once cost_opt (0.85 -> 2.35; docs/learning-diagnostics.md).
+        super().__init__(config, seed, train, credit, horizon, idle_horizon=None)
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty
