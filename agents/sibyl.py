@@ -14,9 +14,10 @@ costs ``k`` page copies.
 
 Hyper-parameters (Sibyl's): network 6-20-30-(N x 51) with swish, gamma 0.9, epsilon 0.001, batch
 128, experience buffer 1000, inference weights refreshed every 1000 requests. Deviations, each
-measured in docs/learning-diagnostics.md: learning rate 1e-3 (Sibyl: 1e-4), an exploration warm-up
+measured in docs/learning-diagnostics.md: learning rate 3e-3 (Sibyl: 1e-4), an exploration warm-up
 over the first 1000 decisions, a gradient step every 8 experiences, and per-page credit
-(:mod:`hss_gym.agents.credit`). The learner is :mod:`hss_gym.agents.c51`.
+(:mod:`hss_gym.agents.credit`) with an idle horizon of 50 requests; the same as Harmonia's
+placement agent. The learner is :mod:`hss_gym.agents.c51`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import numpy as np
 from hss_gym.agents.c51 import C51Config
 from hss_gym.agents.harmonia import PlacementAgent
 
-#: As Harmonia's placement agent (see PLACEMENT_DEFAULTS), plus lr 1e-3 instead of Sibyl's 1e-4
-#: (docs/learning-diagnostics.md: at 1e-4 the loss went 3.94 -> 3.81 in 10k requests).
-SIBYL_DEFAULTS = C51Config(hidden=(20, 30), gamma=0.9, lr=1e-3, epsilon=0.001, batch_size=128,
+#: As Harmonia's placement agent (see PLACEMENT_DEFAULTS), with lr 3e-3 instead of Sibyl's 1e-4
+#: (docs/learning-diagnostics.md: at 1e-4 the loss went 3.94 -> 3.81 in 10k requests; 1e-3 left
+#: learn-phase perf_opt at 1.41x the best fixed policy, and the synthetic workloads 13% slower).
+SIBYL_DEFAULTS = C51Config(hidden=(20, 30), gamma=0.9, lr=3e-3, epsilon=0.001, batch_size=128,
                            buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 
 
@@ -43,10 +45,8 @@ class Sibyl(PlacementAgent):
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
-                 horizon: int = 2000) -> None:
-        # No idle horizon: with it Sibyl follows learn-phase's moving hot set (1.41 -> 1.02 of the
-        # best fixed policy) but loses learn-write-once cost_opt (0.85 -> 2.35; docs/learning-diagnostics.md).
-        super().__init__(config, seed, train, credit, horizon, idle_horizon=None)
+                 horizon: int = 2000, idle_horizon: int | None = 50) -> None:
+        super().__init__(config, seed, train, credit, horizon, idle_horizon)
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty

@@ -274,7 +274,7 @@ def test_loading_weights_for_other_devices_is_refused(tmp_path):
 def test_sibyl_uses_its_features_and_penalises_evictions():
     p, r = episode("sibyl", config="cost_opt", n=3000)
     assert p.agent.n_inputs == 6 and r.metrics.migrations == 0
-    assert p.agent.cfg.hidden == (20, 30) and p.agent.cfg.lr == 1e-3  # docs/learning-diagnostics.md
+    assert p.agent.cfg.hidden == (20, 30) and p.agent.cfg.lr == 3e-3  # docs/learning-diagnostics.md
     obs = {"placement": np.zeros(6, np.float32)}
     p._last, p._page = (obs["placement"], 0), 123_456  # a decision on page 123456 opens its transition
     p.observe(obs, {"placement": 0.5}, {"placement": {"evicted": 100, "step": 10**6, "latency_us": 20.0}})

@@ -121,14 +121,6 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     assert m.agent.experiences == 1 and page not in m._credit.open
 
 
-# Cells that do not meet the requirement yet, with the reason measured in docs/learning-diagnostics.md
-# (strict: a fix makes them pass, and the mark must then go).
-KNOWN_MISSES = {("learn-phase", "perf_opt", "sibyl"):
-                "Sibyl's first-touch placements oscillate when the hot set moves: a scan page's outcome comes "
-                "back only after the 2,000-request credit horizon (Harmonia's idle horizon fixes it; for "
-                "Sibyl it costs learn-write-once cost_opt, 0.85 -> 2.35)"}
-
-
 @pytest.fixture(scope="module")
 def suite_rows() -> list:
     rows = learning.learning_suite(seeds=5)
@@ -138,9 +130,7 @@ def suite_rows() -> list:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario,config,policy", [
-    pytest.param(s, c, p, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[(s, c, p)])]
-                 if (s, c, p) in KNOWN_MISSES else [])
-    for s in learning.SCENARIOS for c in ("perf_opt", "cost_opt") for p in learning.LEARNERS])
+    (s, c, p) for s in learning.SCENARIOS for c in ("perf_opt", "cost_opt") for p in learning.LEARNERS])
 def test_learner_within_10pct_of_the_best_fixed_policy(suite_rows, scenario: str, config: str, policy: str) -> None:
     """Issue 13: 5 seeds, mean latency after 6,000 requests within 10% of the best fixed/heuristic."""
     rs = [r for r in suite_rows if (r["scenario"], r["config"]) == (scenario, config)]
