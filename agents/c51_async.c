@@ -226,16 +226,17 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
     a->r_lo[k] = r_lo;
     a->r_hi[k] = r_hi;
     a->exps[k] = experiences;
-    a->head = (k + 1) % a->queue;
 #if C51_THREADS
     if (!a->inline_only) {
         pthread_mutex_lock(&a->mu);
+        a->head = (k + 1) % a->queue;  /* with count: the worker finds its job at head - count */
         a->count++;
         pthread_cond_signal(&a->work);
         pthread_mutex_unlock(&a->mu);
         return;
     }
 #endif
+    a->head = (k + 1) % a->queue;
     record(a, experiences, run_job(a, k));
 }
 
