@@ -217,22 +217,23 @@ class HSSParallelEnv(ParallelEnv):
         self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self.kind == "sibyl",
                                                      self.migration_enabled)
         self._cand = None if cand < 0 else cand
-        return {"placement": self._obs[0], "migration": self._obs[1]}, self._infos(0.0, [])
+        infos = self._infos(0.0, [], 0, bool(self._needs), cand, -1 if cand < 0 else self._candidate_device())
+        return {"placement": self._obs[0], "migration": self._obs[1]}, infos
 
     def _new_obs(self) -> tuple[np.ndarray, np.ndarray]:
         shape = self._obs_space.shape
         return np.empty(shape, dtype=self._dtype), np.empty(shape, dtype=self._dtype)
 
-    def _infos(self, latency: float, credit: list[int], evicted: int = 0) -> dict[str, dict[str, Any]]:
+    def _infos(self, latency: float, credit: list[int], evicted: int, needs: bool, page: int,
+               device: int) -> dict[str, dict[str, Any]]:
         # Fresh arrays per call (Gymnasium's data-reuse check; users keep what they are given).
         step, mask = self._i, self._mask
         return {
-            "placement": {"acting": bool(self._needs), "action_mask": mask.copy(), "step": step,
+            "placement": {"acting": needs, "action_mask": mask.copy(), "step": step,
                           "latency_us": latency, "evicted": evicted},
-            "migration": {"acting": self._cand is not None, "action_mask": mask.copy(), "step": step,
+            "migration": {"acting": page >= 0, "action_mask": mask.copy(), "step": step,
                           "credit": credit, "executed": self._ran, "move_delay_us": self._move_delay,
-                          "page": -1 if self._cand is None else self._cand,
-                          "device": -1 if self._cand is None else self._candidate_device()},
+                          "page": page, "device": device},
         }
 
     def _candidate_device(self) -> int:
@@ -255,7 +256,6 @@ class HSSParallelEnv(ParallelEnv):
             raise RuntimeError("step() called on a finished episode (or before reset()); call reset()")
         if len(actions) != 2 or "placement" not in actions or "migration" not in actions:
             raise KeyError(f"actions must have exactly the keys {AGENTS}; got {sorted(actions)}")
-        i = self._i
         n, place, move = self._act_space.n, 0, -1
         if self._needs:  # fast path for a plain in-range int; _action checks anything else
             place = actions["placement"]
@@ -265,18 +265,44 @@ class HSSParallelEnv(ParallelEnv):
             move = actions["migration"]
             if type(move) is not int or not 0 <= move < n:
                 move = self._action(actions, "migration")
+        obs_p, obs_m, r_place, r_migr, latency, evicted, credit, done, needs, page, dev = self.fast_step(place, move)
+        infos = self._infos(latency, credit, evicted, needs, page, dev)
+        if done:
+            summary = self.metrics().to_dict()
+            for a in AGENTS:
+                infos[a]["metrics"] = summary
+        return ({"placement": obs_p, "migration": obs_m}, {"placement": r_place, "migration": r_migr},
+                {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
+
+    def fast_step(self, place: int, move: int) -> tuple[np.ndarray, np.ndarray, float, float, float, int, list[int],
+                                                        bool, bool, int, int]:
+        """:meth:`step` without PettingZoo's dicts, for a policy's own episode loop
+        (:meth:`hss_gym.agents.base.Policy.run_fast`). ``place`` and ``move`` must be valid device
+        indices (not checked; ignored for an agent that is not acting). Returns, in order: the
+        next observations (placement, migration), the rewards (placement, migration), then the
+        infos: ``latency_us``, ``evicted``, ``credit``, whether the episode ended, and for the next
+        request whether the placement agent acts, the migration candidate (``page``) and its
+        ``device`` (-1, -1: none). ``executed`` and ``move_delay_us`` are :attr:`executed` and
+        :attr:`move_delay_us`; the step index is :attr:`step_index`."""
+        i = self._i
         needs_before = self._needs
+        if not needs_before:
+            place = 0
+        if self._cand is None:
+            move = -1
         self._i += 1
         done = self._i >= self._end
-        obs = self._new_obs()
-        latency, queued, pen, executed, self._needs, cand = self._hss.core.env_step(
+        shape, dtype = self._obs_space.shape, self._dtype
+        obs = (np.empty(shape, dtype=dtype), np.empty(shape, dtype=dtype))
+        core = self._hss.core
+        latency, queued, pen, executed, self._needs, cand = core.env_step(
             place, move, None if done else self._reqs[self._i], obs[0], obs[1],
             self.kind == "sibyl", self.migration_enabled)
         self._cand = None if cand < 0 else cand
         if self._real is not None:  # measured on the real devices
-            latency = self._real.complete(self._hss.core, self._reqs[i][0])
+            latency = self._real.complete(core, self._reqs[i][0])
         self._latencies[i] = latency
-        evictions = self._hss.core.evictions
+        evictions = core.evictions
         evicted, self._evictions = evictions - self._evictions, evictions
         if queued:
             self._pending.append((i, pen))
@@ -284,7 +310,7 @@ class HSSParallelEnv(ParallelEnv):
         if executed:  # queued moves run (or dropped as stale) in FIFO order
             pending = self._pending
             ran = [pending.popleft() for _ in range(min(executed, len(pending)))]
-            delay = self._hss.core.migration_delay_us
+            delay = core.migration_delay_us
             self._delay, self._move_delay = delay, delay - self._delay
         else:
             self._move_delay = 0.0
@@ -293,20 +319,26 @@ class HSSParallelEnv(ParallelEnv):
         else:  # nothing to count or pay this step (the common case)
             r_migr, credit = 0.0, []
         self._ran = [s for s, _ in ran]
-        rewards = {"placement": self.reward_ref_us / latency if needs_before and latency > 0 else 0.0,
-                   "migration": r_migr}
+        r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
         if done:
             obs = (np.zeros_like(obs[0]), np.zeros_like(obs[1]))
             self._needs, self._cand = False, None
-        self._obs = obs
-        infos = self._infos(latency, credit, evicted)
-        if done:
-            summary = self.metrics().to_dict()
-            for a in AGENTS:
-                infos[a]["metrics"] = summary
             self.agents = []
-        return ({"placement": obs[0], "migration": obs[1]}, rewards,
-                {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
+        self._obs = obs
+        if self._cand is None:
+            return obs[0], obs[1], r_place, r_migr, latency, evicted, credit, done, bool(self._needs), -1, -1
+        return (obs[0], obs[1], r_place, r_migr, latency, evicted, credit, done, bool(self._needs), self._cand,
+                self._candidate_device())
+
+    @property
+    def executed(self) -> list[int]:
+        """``infos["migration"]["executed"]`` of the last step (the list itself: do not modify)."""
+        return self._ran
+
+    @property
+    def move_delay_us(self) -> float:
+        """``infos["migration"]["move_delay_us"]`` of the last step."""
+        return self._move_delay
 
     def _migration_reward(self, latency: float, ran: list[tuple[int, float]]) -> tuple[float, list[int]]:
         """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
