@@ -41,7 +41,7 @@ class PageCredit:
             raise ValueError(f"horizon must be >= 1 request, got {horizon}")
         self.agent, self.gamma, self.horizon = agent, agent.cfg.gamma, int(horizon)
         self.open: OrderedDict[int, list[Any]] = OrderedDict()
-        self._next_expiry = 0
+        self.next_expiry = 0  # expire() has nothing to do before this step
         cfg = agent.cfg
         agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
 
@@ -65,9 +65,9 @@ class PageCredit:
             self.agent.remember(t[0], t[1], t[2], t[0], 0.0)
 
     def expire(self, step: int) -> None:
-        if step < self._next_expiry:
+        if step < self.next_expiry:
             return
-        self._next_expiry = step + EXPIRE_EVERY
+        self.next_expiry = step + EXPIRE_EVERY
         opened, remember = self.open, self.agent.remember
         while opened:
             first = next(iter(opened.values()))

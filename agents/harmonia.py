@@ -177,7 +177,8 @@ class PlacementAgent(_C51Policy):
                 credit.decision(self._page, last[0], last[1], reward, step)
             elif latency > 0:
                 credit.access(self._page, self._ref / latency)
-            credit.expire(step)
+            if step >= credit.next_expiry:
+                credit.expire(step)
         agent.tick()
 
     def run_fast(self, env: HSSParallelEnv, observations: Obs, infos: Infos,
@@ -311,11 +312,12 @@ class MigrationAgent(_C51Policy):
             self._evict_cost += 0.01 * (max(self._fast_write - r, 0.0) / evicted - self._evict_cost)
 
     def decide(self, obs: np.ndarray, info: dict[str, Any], placement_obs: np.ndarray | None = None) -> int:
-        return self._decide(obs, info["acting"], info["page"], info["device"], info["step"], placement_obs)
+        return self._decide(obs, info["acting"], info["page"], info["device"], info["step"], placement_obs,
+                            self.env.request)
 
     def _decide(self, obs: np.ndarray, acting: bool, page: int, dev: int, step: int,
-                placement_obs: np.ndarray | None) -> int:
-        """:meth:`decide` on what it reads from ``infos["migration"]``."""
+                placement_obs: np.ndarray | None, request: tuple[float, int, int, int]) -> int:
+        """:meth:`decide` on what it reads from ``infos["migration"]`` and ``env.request``."""
         self._last = self._last_stay = None
         if self._credit is None:
             if not acting:
@@ -326,8 +328,7 @@ class MigrationAgent(_C51Policy):
             else:
                 self._last = (obs, a, step)
             return a
-        req = self.env.request
-        self._req = (req, -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5))
+        self._req = (request, -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5))
         self._decision = None
         if not acting:
             return max(dev, 0)
@@ -379,7 +380,7 @@ class MigrationAgent(_C51Policy):
             self._idle_left -= 1
             return int(self._rng.integers(1, self._n))
         q = self.agent.q_values(obs)
-        best = max(range(1, self._n), key=q.__getitem__)
+        best = 1 if self._n == 2 else max(range(1, self._n), key=q.__getitem__)
         if q[best] > 0.0 and (not self.idle_only or self.env.hss.counters()["queue_length"] == 0):
             return best
         return 0
@@ -395,11 +396,12 @@ class MigrationAgent(_C51Policy):
         credit = self._credit
         if credit is not None:
             agent = self.agent
-            before = agent.experiences
+            warm = agent.size < agent.cfg.batch_size  # (the replay only grows)
+            before = agent.experiences if warm else 0
             self._learn_page(step, latency)
-            if self.move_delay and executed:
+            if executed and self.move_delay:
                 self._charge_delay(executed, delay_us)
-            if self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
+            if warm and self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
                 for _ in range(agent.experiences - before):
                     agent.train_step()
             agent.tick()
@@ -467,7 +469,8 @@ class MigrationAgent(_C51Policy):
                 t = credit.open[page]
                 t[3] = 1.0  # the page's first read is the move's first consequence: undiscounted
                 t.append(dev)
-        credit.expire(step)
+        if step >= credit.next_expiry:
+            credit.expire(step)
 
 
 #: How Harmonia runs its migration agent (docs/learning-diagnostics.md, "migration delay"): a
@@ -527,7 +530,7 @@ class Harmonia(Combined):
         while True:
             req = env.request
             a_p = decide_p(obs_p, acting, req)
-            a_m = decide_m(obs_m, page >= 0, page, dev, i, obs_p)
+            a_m = decide_m(obs_m, page >= 0, page, dev, i, obs_p, req)
             obs_p, obs_m, r_p, r_m, latency, evicted, credit, done, acting, page, dev = step(a_p, a_m)
             n, i = n + 1, i + 1
             if learns_p:

@@ -125,6 +125,7 @@ class HSSParallelEnv(ParallelEnv):
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
+        self._sibyl = features == "sibyl"
         self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
         self.render_mode = render_mode
         n = self.cfg.n_devices
@@ -290,15 +291,13 @@ class HSSParallelEnv(ParallelEnv):
             place = 0
         if self._cand is None:
             move = -1
-        self._i += 1
-        done = self._i >= self._end
+        self._i = nxt = i + 1
+        done = nxt >= self._end
         shape, dtype = self._obs_space.shape, self._dtype
-        obs = (np.empty(shape, dtype=dtype), np.empty(shape, dtype=dtype))
+        obs_p, obs_m = np.empty(shape, dtype=dtype), np.empty(shape, dtype=dtype)
         core = self._hss.core
-        latency, queued, pen, executed, self._needs, cand = core.env_step(
-            place, move, None if done else self._reqs[self._i], obs[0], obs[1],
-            self.kind == "sibyl", self.migration_enabled)
-        self._cand = None if cand < 0 else cand
+        latency, queued, pen, executed, needs, cand = core.env_step(
+            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled)
         if self._real is not None:  # measured on the real devices
             latency = self._real.complete(core, self._reqs[i][0])
         self._latencies[i] = latency
@@ -306,29 +305,34 @@ class HSSParallelEnv(ParallelEnv):
         evicted, self._evictions = evictions - self._evictions, evictions
         if queued:
             self._pending.append((i, pen))
-        ran: list[tuple[int, float]] = []
         if executed:  # queued moves run (or dropped as stale) in FIFO order
             pending = self._pending
             ran = [pending.popleft() for _ in range(min(executed, len(pending)))]
             delay = core.migration_delay_us
             self._delay, self._move_delay = delay, delay - self._delay
+            self._ran = [s for s, _ in ran]
         else:
+            ran = []
             self._move_delay = 0.0
+            self._ran = []
         if ran or self._window_left or len(self._executed) >= self.reward_x:
             r_migr, credit = self._migration_reward(latency, ran)
         else:  # nothing to count or pay this step (the common case)
             r_migr, credit = 0.0, []
-        self._ran = [s for s, _ in ran]
         r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
         if done:
-            obs = (np.zeros_like(obs[0]), np.zeros_like(obs[1]))
-            self._needs, self._cand = False, None
+            obs_p, obs_m = np.zeros_like(obs_p), np.zeros_like(obs_m)
+            needs, cand = False, -1
             self.agents = []
-        self._obs = obs
-        if self._cand is None:
-            return obs[0], obs[1], r_place, r_migr, latency, evicted, credit, done, bool(self._needs), -1, -1
-        return (obs[0], obs[1], r_place, r_migr, latency, evicted, credit, done, bool(self._needs), self._cand,
-                self._candidate_device())
+        self._obs = (obs_p, obs_m)
+        self._needs = needs = bool(needs)
+        if cand < 0:
+            self._cand = None
+            return obs_p, obs_m, r_place, r_migr, latency, evicted, credit, done, needs, -1, -1
+        self._cand = cand
+        v = obs_m.item(self._curr_dev_index)  # the candidate's device, from its curr_dev feature
+        return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, done, needs, cand,
+                int(v) if self.raw_bins else int(v * self._dev_scale + 0.5))
 
     @property
     def executed(self) -> list[int]:
