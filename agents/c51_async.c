@@ -25,6 +25,7 @@ struct c51_async {
     double *scale, *r_lo, *r_hi;
     long long *exps;
     int head, count;  /* next job to fill; jobs queued (the worker runs the oldest) */
+    int wake;         /* a sleeping worker is woken when this many jobs are queued (or at a flush) */
     /* Results of the steps done since the last take. */
     long long *res_exp;
     double *res_loss;
@@ -132,6 +133,7 @@ c51_async *c51_async_new(c51_trainer *t, int nin, int queue, float *mcache, int6
     a->nin = nin;
     a->batch = t->batch;
     a->queue = queue;
+    a->wake = queue / 2 > 1 ? queue / 2 : 1;
     size_t rows = (size_t)queue * t->batch;
     a->obs = malloc(rows * nin * sizeof(float));
     a->next = malloc(rows * nin * sizeof(float));
@@ -230,8 +232,11 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
     if (!a->inline_only) {
         pthread_mutex_lock(&a->mu);
         a->head = (k + 1) % a->queue;  /* with count: the worker finds its job at head - count */
-        a->count++;
-        pthread_cond_signal(&a->work);
+        /* Waking the worker costs a system call or two (more than a job's copy): a sleeping
+         * worker has caught up, so it is woken once `wake` jobs wait (a running one takes them
+         * anyway). A full queue has woken it (wake <= queue); flush wakes it for the rest. */
+        if (++a->count >= a->wake)
+            pthread_cond_signal(&a->work);
         pthread_mutex_unlock(&a->mu);
         return;
     }
@@ -254,6 +259,8 @@ void c51_async_flush(c51_async *a)
         return;
     }
     pthread_mutex_lock(&a->mu);
+    if (a->count > 0)
+        pthread_cond_signal(&a->work);
     while (a->count > 0)
         pthread_cond_wait(&a->done, &a->mu);
     pthread_mutex_unlock(&a->mu);
