@@ -231,12 +231,17 @@ class C51Agent:
         ``discount`` weighs the next state's return (default gamma; 0: a terminal transition)."""
         n = self.trainer.push(obs, action, reward, next_obs, self.cfg.gamma if discount is None else discount)
         if n % self.cfg.train_every == 0 and self.trainer.size >= self.cfg.batch_size:
-            if self._background:
-                if self.scale is None:
-                    self.scale = self._first_scale()
-                self.trainer.submit(self.scale, self.r_lo, self.r_hi)
-            else:
-                self.train_step()
+            self.queue_step()
+
+    def queue_step(self) -> None:
+        """:meth:`train_step` on a uniform minibatch, taken by the background thread when it runs
+        the steps (its loss joins :attr:`loss_curve` at the next :meth:`wait`), else now."""
+        if not self._background:
+            self.train_step()
+            return
+        if self.scale is None:
+            self.scale = self._first_scale()
+        self.trainer.submit(self.scale, self.r_lo, self.r_hi)
 
     @property
     def experiences(self) -> int:

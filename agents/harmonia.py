@@ -403,7 +403,7 @@ class MigrationAgent(_C51Policy):
                 self._charge_delay(executed, delay_us)
             if warm and self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
                 for _ in range(agent.experiences - before):
-                    agent.train_step()
+                    agent.queue_step()
             agent.tick()
             return
         if self._last is not None:
