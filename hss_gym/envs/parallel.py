@@ -131,6 +131,7 @@ class HSSParallelEnv(ParallelEnv):
         n = self.cfg.n_devices
         self.feature_names = feature_names(n, features)
         self._obs_space = observation_space(n, features, raw_bins)
+        self._obs_shape = self._obs_space.shape
         self._act_space = spaces.Discrete(n)
         self._curr_dev_index = self.feature_names.index("curr_dev")
         self._dev_scale = n - 1
@@ -293,8 +294,8 @@ class HSSParallelEnv(ParallelEnv):
             move = -1
         self._i = nxt = i + 1
         done = nxt >= self._end
-        shape, dtype = self._obs_space.shape, self._dtype
-        obs_p, obs_m = np.empty(shape, dtype=dtype), np.empty(shape, dtype=dtype)
+        shape, dtype = self._obs_shape, self._dtype
+        obs_p, obs_m = np.empty(shape, dtype), np.empty(shape, dtype)
         core = self._hss.core
         latency, queued, pen, executed, needs, cand = core.env_step(
             place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled)
