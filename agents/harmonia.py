@@ -191,7 +191,7 @@ class PlacementAgent(_C51Policy):
         n, i = 0, env.step_index
         while True:
             place = decide(obs, acting, env.request)
-            obs, _, reward, _, latency, evicted, _, done, acting, _, dev = step(place, dev if dev >= 0 else 0)
+            obs, _, reward, _, latency, evicted, _, _, _, done, acting, _, dev = step(place, dev if dev >= 0 else 0)
             n, i = n + 1, i + 1
             if learns:
                 learn(obs, reward, i, latency, evicted)
@@ -395,14 +395,14 @@ class MigrationAgent(_C51Policy):
         ``move_delay_us``, ``credit``) and the request's latency."""
         credit = self._credit
         if credit is not None:
-            agent = self.agent
-            warm = agent.size < agent.cfg.batch_size  # (the replay only grows)
-            before = agent.experiences if warm else 0
+            agent, trainer = self.agent, self.agent.trainer
+            warm = trainer.size < agent.cfg.batch_size  # (the replay only grows)
+            before = trainer.experiences if warm else 0
             self._learn_page(step, latency)
             if executed and self.move_delay:
                 self._charge_delay(executed, delay_us)
-            if warm and self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
-                for _ in range(agent.experiences - before):
+            if warm and self.learn_start <= trainer.size < agent.cfg.batch_size:  # train before the replay holds a batch
+                for _ in range(trainer.experiences - before):
                     agent.queue_step()
             agent.tick()
             return
@@ -531,7 +531,8 @@ class Harmonia(Combined):
             req = env.request
             a_p = decide_p(obs_p, acting, req)
             a_m = decide_m(obs_m, page >= 0, page, dev, i, obs_p, req)
-            obs_p, obs_m, r_p, r_m, latency, evicted, credit, done, acting, page, dev = step(a_p, a_m)
+            (obs_p, obs_m, r_p, r_m, latency, evicted, credit, executed, delay_us, done, acting, page,
+             dev) = step(a_p, a_m)
             n, i = n + 1, i + 1
             if learns_p:
                 learn_p(obs_p, r_p, i, latency, evicted)
@@ -539,7 +540,7 @@ class Harmonia(Combined):
                 last = pl._last
                 if last is not None:
                     placed(last[1], latency, evicted)
-                learn_m(obs_m, r_m, i, latency, env.executed, env.move_delay_us, credit)
+                learn_m(obs_m, r_m, i, latency, executed, delay_us, credit)
             if callback is not None and n % 10_000 == 0:
                 callback(n)
             if done:

@@ -267,7 +267,7 @@ class HSSParallelEnv(ParallelEnv):
             move = actions["migration"]
             if type(move) is not int or not 0 <= move < n:
                 move = self._action(actions, "migration")
-        obs_p, obs_m, r_place, r_migr, latency, evicted, credit, done, needs, page, dev = self.fast_step(place, move)
+        obs_p, obs_m, r_place, r_migr, latency, evicted, credit, _, _, done, needs, page, dev = self.fast_step(place, move)
         infos = self._infos(latency, credit, evicted, needs, page, dev)
         if done:
             summary = self.metrics().to_dict()
@@ -277,15 +277,15 @@ class HSSParallelEnv(ParallelEnv):
                 {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
 
     def fast_step(self, place: int, move: int) -> tuple[np.ndarray, np.ndarray, float, float, float, int, list[int],
-                                                        bool, bool, int, int]:
+                                                        list[int], float, bool, bool, int, int]:
         """:meth:`step` without PettingZoo's dicts, for a policy's own episode loop
         (:meth:`hss_gym.agents.base.Policy.run_fast`). ``place`` and ``move`` must be valid device
         indices (not checked; ignored for an agent that is not acting). Returns, in order: the
         next observations (placement, migration), the rewards (placement, migration), then the
-        infos: ``latency_us``, ``evicted``, ``credit``, whether the episode ended, and for the next
-        request whether the placement agent acts, the migration candidate (``page``) and its
-        ``device`` (-1, -1: none). ``executed`` and ``move_delay_us`` are :attr:`executed` and
-        :attr:`move_delay_us`; the step index is :attr:`step_index`."""
+        infos: ``latency_us``, ``evicted``, ``credit``, ``executed``, ``move_delay_us``, whether
+        the episode ended, and for the next request whether the placement agent acts, the
+        migration candidate (``page``) and its ``device`` (-1, -1: none); the step index is
+        :attr:`step_index`. The lists are fresh; the observations too, as :meth:`step`'s."""
         i = self._i
         needs_before = self._needs
         if not needs_before:
@@ -329,21 +329,12 @@ class HSSParallelEnv(ParallelEnv):
         self._needs = needs = bool(needs)
         if cand < 0:
             self._cand = None
-            return obs_p, obs_m, r_place, r_migr, latency, evicted, credit, done, needs, -1, -1
+            return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
+                    -1, -1)
         self._cand = cand
         v = obs_m.item(self._curr_dev_index)  # the candidate's device, from its curr_dev feature
-        return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, done, needs, cand,
-                int(v) if self.raw_bins else int(v * self._dev_scale + 0.5))
-
-    @property
-    def executed(self) -> list[int]:
-        """``infos["migration"]["executed"]`` of the last step (the list itself: do not modify)."""
-        return self._ran
-
-    @property
-    def move_delay_us(self) -> float:
-        """``infos["migration"]["move_delay_us"]`` of the last step."""
-        return self._move_delay
+        return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
+                cand, int(v) if self.raw_bins else int(v * self._dev_scale + 0.5))
 
     def _migration_reward(self, latency: float, ran: list[tuple[int, float]]) -> tuple[float, list[int]]:
         """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
