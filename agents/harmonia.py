@@ -152,7 +152,7 @@ class PlacementAgent(_C51Policy):
         return self._decide(obs, info["acting"], self.env.request)
 
     def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
-        self._learn(next_obs, reward, info["step"], info["latency_us"], info["evicted"])
+        self._learn(next_obs, reward, info["step"], info["latency_us"], info.get("evicted", 0))
 
     def _decide(self, obs: np.ndarray, acting: bool, request: tuple[float, int, int, int]) -> int:
         """:meth:`decide` on what it reads: ``infos["placement"]["acting"]`` and ``env.request``."""
