@@ -187,10 +187,10 @@ class PlacementAgent(_C51Policy):
         if overridden(self, PlacementAgent, ("act", "observe", "decide", "learn")):
             return None
         obs, acting, dev = observations["placement"], infos["placement"]["acting"], infos["migration"]["device"]
-        decide, learn, step, learns = self._decide, self._learn, env.fast_step, self.learns
+        decide, learn, step, learns, reqs = self._decide, self._learn, env.fast_step, self.learns, env.requests
         n, i = 0, env.step_index
         while True:
-            place = decide(obs, acting, env.request)
+            place = decide(obs, acting, reqs[i])
             obs, _, reward, _, latency, evicted, _, _, _, done, acting, _, dev = step(place, dev if dev >= 0 else 0)
             n, i = n + 1, i + 1
             if learns:
@@ -463,7 +463,8 @@ class MigrationAgent(_C51Policy):
                     credit.end(p)
         if self._decision is not None:
             page, obs, a, reward, dev = self._decision
-            credit.end(page)  # a new decision on the page: its open move transition ends here
+            if page in credit.open:  # a new decision on the page: its open move transition ends here
+                credit.end(page)
             if a:
                 credit.decision(page, obs, a, reward, step)
                 t = credit.open[page]
@@ -525,10 +526,10 @@ class Harmonia(Combined):
         acting, page, dev = infos["placement"]["acting"], infos["migration"]["page"], infos["migration"]["device"]
         decide_p, decide_m, step = pl._decide, mg._decide, env.fast_step
         learn_p, learn_m, placed = pl._learn, mg._learn, mg.placed
-        learns_p, learns_m = pl.learns, mg.learns
+        learns_p, learns_m, reqs = pl.learns, mg.learns, env.requests
         n, i = 0, env.step_index
         while True:
-            req = env.request
+            req = reqs[i]
             a_p = decide_p(obs_p, acting, req)
             a_m = decide_m(obs_m, page >= 0, page, dev, i, obs_p, req)
             (obs_p, obs_m, r_p, r_m, latency, evicted, credit, executed, delay_us, done, acting, page,

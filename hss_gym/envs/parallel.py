@@ -382,6 +382,12 @@ class HSSParallelEnv(ParallelEnv):
         return self._reqs[min(self._i, self._end - 1)]
 
     @property
+    def requests(self) -> list[tuple[float, int, int, int]]:
+        """The episode's requests, in order, as :attr:`request` gives them (``requests[i]`` is the
+        one observed at step ``i``; the list itself, for a policy's own loop: do not modify)."""
+        return self._reqs
+
+    @property
     def issue_time_us(self) -> float:
         """When the request the agents are observing now is issued (its arrival, or later in a
         closed loop or a full host queue): the time from which device queues are seen."""
