@@ -153,8 +153,9 @@ class C51Agent:
         self.act_buf = np.zeros(cap, dtype=np.int64)
         self.rew_buf = np.zeros(cap, dtype=np.float32)
         self.disc_buf = np.zeros(cap, dtype=np.float32)
+        self._q_views, self._target_views = _views(self._q), _views(self.target)
         self.trainer = C51Trainer((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max,
-                                  cfg.gamma, cfg.lr, _views(self._q), _views(self.target), self.obs_buf,
+                                  cfg.gamma, cfg.lr, self._q_views, self._target_views, self.obs_buf,
                                   self.next_buf, self.act_buf, self.rew_buf, cfg.batch_size, self.seed,
                                   disc_buf=self.disc_buf)
         self.scale = cfg.reward_scale
@@ -216,10 +217,12 @@ class C51Agent:
 
     def sync(self) -> None:
         """Copy the training weights to the inference network (C) and the target network."""
-        q = self.q  # waits for the background steps
-        self.target.load_state_dict(q.state_dict())
+        self.wait()  # for the background steps
+        for (w, b), (tw, tb) in zip(self._q_views, self._target_views):  # the parameters' memory
+            np.copyto(tw, w)
+            np.copyto(tb, b)
         self.trainer.invalidate()
-        self.infer.set_weights([(m.weight.detach().numpy(), m.bias.detach().numpy()) for m in q.linear_layers()])
+        self.infer.set_weights(self._q_views)
 
     # -- learning --------------------------------------------------------------------------
     def remember(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray,
@@ -228,12 +231,17 @@ class C51Agent:
         ``discount`` weighs the next state's return (default gamma; 0: a terminal transition)."""
         n = self.trainer.push(obs, action, reward, next_obs, self.cfg.gamma if discount is None else discount)
         if n % self.cfg.train_every == 0 and self.trainer.size >= self.cfg.batch_size:
-            if self._background:
-                if self.scale is None:
-                    self.scale = self._first_scale()
-                self.trainer.submit(self.scale, self.r_lo, self.r_hi)
-            else:
-                self.train_step()
+            self.queue_step()
+
+    def queue_step(self) -> None:
+        """:meth:`train_step` on a uniform minibatch, taken by the background thread when it runs
+        the steps (its loss joins :attr:`loss_curve` at the next :meth:`wait`), else now."""
+        if not self._background:
+            self.train_step()
+            return
+        if self.scale is None:
+            self.scale = self._first_scale()
+        self.trainer.submit(self.scale, self.r_lo, self.r_hi)
 
     @property
     def experiences(self) -> int:

@@ -25,6 +25,8 @@ struct c51_async {
     double *scale, *r_lo, *r_hi;
     long long *exps;
     int head, count;  /* next job to fill; jobs queued (the worker runs the oldest) */
+    int wake;         /* a sleeping worker is woken when this many jobs are queued */
+    int busy;         /* a thread (the worker, or the owner helping) is running the oldest job */
     /* Results of the steps done since the last take. */
     long long *res_exp;
     double *res_loss;
@@ -70,22 +72,45 @@ static void record(c51_async *a, long long exps, double loss)
 }
 
 #if C51_THREADS
+/* Run the oldest queued job on the calling thread: the lock is held on entry and on return, and
+ * no job is running (busy == 0). One job at a time, oldest first, whichever thread runs it: the
+ * steps and their results are those of the synchronous order. */
+static void run_oldest(c51_async *a)
+{
+    int k = (a->head - a->count + a->queue) % a->queue;
+    a->busy = 1;
+    pthread_mutex_unlock(&a->mu);
+    double loss = run_job(a, k);
+    pthread_mutex_lock(&a->mu);
+    record(a, a->exps[k], loss);
+    a->count--;
+    a->busy = 0;
+    pthread_cond_broadcast(&a->done);
+}
+
+/* The owner needs queued jobs done (a flush, or a full queue): it runs the oldest itself while
+ * no job is running, so it does not sleep waiting for a worker that waits for a CPU on a loaded
+ * machine; it waits only while a job is running. Lock held. */
+static void help_while(c51_async *a, int until_count)
+{
+    while (a->count > until_count) {
+        if (!a->busy)
+            run_oldest(a);
+        else
+            pthread_cond_wait(&a->done, &a->mu);
+    }
+}
+
 static void *worker(void *arg)
 {
     c51_async *a = arg;
     pthread_mutex_lock(&a->mu);
     for (;;) {
-        while (a->count == 0 && !a->stop)
+        while ((a->count == 0 || a->busy) && !a->stop)
             pthread_cond_wait(&a->work, &a->mu);
-        if (a->count == 0)
-            break;
-        int k = (a->head - a->count + a->queue) % a->queue;
-        pthread_mutex_unlock(&a->mu);
-        double loss = run_job(a, k);
-        pthread_mutex_lock(&a->mu);
-        record(a, a->exps[k], loss);
-        a->count--;
-        pthread_cond_broadcast(&a->done);
+        if (a->count == 0 || a->busy)
+            break;  /* stopping (the owner stops the worker only when it runs no job itself) */
+        run_oldest(a);
     }
     pthread_mutex_unlock(&a->mu);
     return NULL;
@@ -108,6 +133,7 @@ static void ensure_worker(c51_async *a)
     if (a->started) {  /* a forked child: the worker is the parent's; the queue's copy is ours */
         init_sync(a);
         a->started = 0;
+        a->busy = 0;
     }
     a->stop = 0;
     a->pid = getpid();
@@ -132,6 +158,7 @@ c51_async *c51_async_new(c51_trainer *t, int nin, int queue, float *mcache, int6
     a->nin = nin;
     a->batch = t->batch;
     a->queue = queue;
+    a->wake = queue / 2 > 1 ? queue / 2 : 1;
     size_t rows = (size_t)queue * t->batch;
     a->obs = malloc(rows * nin * sizeof(float));
     a->next = malloc(rows * nin * sizeof(float));
@@ -203,8 +230,7 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
     ensure_worker(a);
     if (!a->inline_only) {
         pthread_mutex_lock(&a->mu);
-        while (a->count == a->queue)
-            pthread_cond_wait(&a->done, &a->mu);
+        help_while(a, a->queue - 1);  /* a full queue: make room */
         k = a->head;  /* free: the worker only reads the queued jobs */
         pthread_mutex_unlock(&a->mu);
     } else
@@ -230,8 +256,11 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
     if (!a->inline_only) {
         pthread_mutex_lock(&a->mu);
         a->head = (k + 1) % a->queue;  /* with count: the worker finds its job at head - count */
-        a->count++;
-        pthread_cond_signal(&a->work);
+        /* Waking the worker costs a system call or two (more than a job's copy): a sleeping
+         * worker has caught up, so it is woken once `wake` jobs wait (a running one takes them
+         * anyway). The owner runs what is left at a flush or in a full queue (help_while). */
+        if (++a->count >= a->wake)
+            pthread_cond_signal(&a->work);
         pthread_mutex_unlock(&a->mu);
         return;
     }
@@ -254,8 +283,7 @@ void c51_async_flush(c51_async *a)
         return;
     }
     pthread_mutex_lock(&a->mu);
-    while (a->count > 0)
-        pthread_cond_wait(&a->done, &a->mu);
+    help_while(a, 0);
     pthread_mutex_unlock(&a->mu);
 #else
     (void)a;

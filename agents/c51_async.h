@@ -5,8 +5,11 @@
  * minibatch steps. Each step's minibatch is drawn and copied out of the replay buffer when the
  * step is submitted (c51_async_submit), so later pushes cannot change it; the worker runs the
  * steps one after the other, in submission order, on the trainer's training network (Adam
- * included), exactly as the synchronous c51_gradients() + c51_adam() would. The owner waits for
- * the queue to empty (c51_async_flush) before it reads or changes what the worker uses: the
+ * included), exactly as the synchronous c51_gradients() + c51_adam() would. When the owner needs
+ * the steps done (a flush) or room (a full queue), it runs the oldest queued steps itself while
+ * the worker runs none (one step at a time, in order, whichever thread runs it), so on a loaded
+ * machine it does not sleep waiting for a worker that waits for a CPU. The owner empties the
+ * queue (c51_async_flush) before it reads or changes what the worker uses: the
  * training network's weights, the target network, the trainer itself. The target cache belongs
  * to the worker while steps are queued; a cached target is keyed by the transition's version
  * (c51_replay.ver), so a slot overwritten after the step was submitted is never mistaken for it.

@@ -53,7 +53,7 @@ class PageCredit:
         self.open: OrderedDict[int, list[Any]] = OrderedDict()
         #: page -> decision step of the open transitions whose page was not accessed since (oldest first)
         self.idle: OrderedDict[int, int] | None = None if idle_horizon is None else OrderedDict()
-        self._next_expiry = 0
+        self.next_expiry = 0  # expire() has nothing to do before this step
         cfg = agent.cfg
         agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
 
@@ -84,9 +84,9 @@ class PageCredit:
                 self.idle.pop(page, None)
 
     def expire(self, step: int) -> None:
-        if step < self._next_expiry:
+        if step < self.next_expiry:
             return
-        self._next_expiry = step + EXPIRE_EVERY
+        self.next_expiry = step + EXPIRE_EVERY
         opened, remember, idle = self.open, self.agent.remember, self.idle
         if idle is not None:
             while idle:

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from hss_gym.agents.base import Combined, Infos, Obs, Policy
+from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
 from hss_gym.agents.c51 import C51Agent, C51Config
 from hss_gym.agents.credit import PAGE_SHIFT, PageCredit
 from hss_gym.envs.features import feature_names
@@ -161,27 +161,56 @@ class PlacementAgent(_C51Policy):
         self.learn(observations["placement"], rewards["placement"], infos["placement"])
 
     def decide(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        return self._decide(obs, info["acting"], self.env.request)
+
+    def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
+        self._learn(next_obs, reward, info["step"], info["latency_us"], info.get("evicted", 0))
+
+    def _decide(self, obs: np.ndarray, acting: bool, request: tuple[float, int, int, int]) -> int:
+        """:meth:`decide` on what it reads: ``infos["placement"]["acting"]`` and ``env.request``."""
         if self._credit is not None:
-            self._page = self.env.request[2] >> PAGE_SHIFT
-        if not info["acting"]:
+            self._page = request[2] >> PAGE_SHIFT
+        if not acting:
             self._last = None
             return 0
         a = self.agent.act(obs)
         self._last = (obs, a)
         return a
 
-    def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
+    def _learn(self, next_obs: np.ndarray, reward: float, step: int, latency: float, evicted: int) -> None:
+        """:meth:`learn` on what it reads from ``infos["placement"]``: ``step``, ``latency_us``
+        and ``evicted`` (unused here; Sibyl's reward penalises it)."""
         agent, credit, last = self.agent, self._credit, self._last
         if credit is None:
             if last is not None:
                 agent.remember(last[0], last[1], reward, next_obs)
         else:
             if last is not None:
-                credit.decision(self._page, last[0], last[1], reward, info["step"])
-            elif info["latency_us"] > 0:
-                credit.access(self._page, self._ref / info["latency_us"])
-            credit.expire(info["step"])
+                credit.decision(self._page, last[0], last[1], reward, step)
+            elif latency > 0:
+                credit.access(self._page, self._ref / latency)
+            if step >= credit.next_expiry:
+                credit.expire(step)
         agent.tick()
+
+    def run_fast(self, env: HSSParallelEnv, observations: Obs, infos: Infos,
+                 callback: Callable[[int], None] | None = None) -> int | None:
+        """:meth:`act`/:meth:`observe` (the migration agent staying) on ``env.fast_step``."""
+        if overridden(self, PlacementAgent, ("act", "observe", "decide", "learn")):
+            return None
+        obs, acting, dev = observations["placement"], infos["placement"]["acting"], infos["migration"]["device"]
+        decide, learn, step, learns, reqs = self._decide, self._learn, env.fast_step, self.learns, env.requests
+        n, i = 0, env.step_index
+        while True:
+            place = decide(obs, acting, reqs[i])
+            obs, _, reward, _, latency, evicted, _, _, _, done, acting, _, dev = step(place, dev if dev >= 0 else 0)
+            n, i = n + 1, i + 1
+            if learns:
+                learn(obs, reward, i, latency, evicted)
+            if callback is not None and n % 10_000 == 0:
+                callback(n)
+            if done:
+                return n
 
 
 class MigrationAgent(_C51Policy):
@@ -295,43 +324,47 @@ class MigrationAgent(_C51Policy):
             self._evict_cost += 0.01 * (max(self._fast_write - r, 0.0) / evicted - self._evict_cost)
 
     def decide(self, obs: np.ndarray, info: dict[str, Any], placement_obs: np.ndarray | None = None) -> int:
+        return self._decide(obs, info["acting"], info["page"], info["device"], info["step"], placement_obs,
+                            self.env.request)
+
+    def _decide(self, obs: np.ndarray, acting: bool, page: int, dev: int, step: int,
+                placement_obs: np.ndarray | None, request: tuple[float, int, int, int]) -> int:
+        """:meth:`decide` on what it reads from ``infos["migration"]`` and ``env.request``."""
         self._last = self._last_stay = None
-        dev = info["device"]
         if self._credit is None:
-            if not info["acting"]:
+            if not acting:
                 return max(dev, 0)
             a = self.agent.act(obs)
             if a == dev:
                 self._last_stay = (obs, a)
             else:
-                self._last = (obs, a, info["step"])
+                self._last = (obs, a, step)
             return a
-        req = self.env.request
-        self._req = (req, -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5))
+        self._req = (request, -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5))
         self._decision = None
-        if not info["acting"]:
+        if not acting:
             return max(dev, 0)
         a = self._choose(obs)
         target = (dev + a) % self._n
         reward = 0.0
         if a:
-            reward = self._move_reward(info, dev, target)
-        self._decision = (info["page"], obs, a, reward, dev)
+            reward = self._move_reward(page, step, dev, target)
+        self._decision = (page, obs, a, reward, dev)
         if a and self.move_delay:
             queued = self._queued
-            queued[info["step"]] = info["page"]
+            queued[step] = page
             if len(queued) > self.max_pending:  # moves the env did not queue never run
                 del queued[next(iter(queued))]
         return target
 
-    def _move_reward(self, info: dict[str, Any], dev: int, target: int) -> float:
+    def _move_reward(self, page: int, step: int, dev: int, target: int) -> float:
         """The immediate part of a move's reward, against staying: -P (eq. 3's penalty), and one
         critical-path eviction (its measured cost in eq.-2 reward) saved when the move frees a
         slot of the full fast device, or caused when it takes one or when the migration queue is
         full (the oldest queued move then runs at once, competing with host I/O)."""
         hss = self.env.hss
-        pg = hss.page(info["page"])
-        now = info["step"] + 1
+        pg = hss.page(page)
+        now = step + 1
         reward = -self._penalty * (1.0 / max(now - pg["last_access"], 1) + 1.0 / max(now - pg["last_move"], 1))
         e = self._evict_cost
         if now - self._evicted_at <= self.env.reward_n:  # the fast device is evicting: it is full
@@ -359,33 +392,40 @@ class MigrationAgent(_C51Policy):
             self._idle_left -= 1
             return int(self._rng.integers(1, self._n))
         q = self.agent.q_values(obs)
-        best = max(range(1, self._n), key=q.__getitem__)
+        best = 1 if self._n == 2 else max(range(1, self._n), key=q.__getitem__)
         if q[best] > 0.0 and (not self.idle_only or self.env.hss.counters()["queue_length"] == 0):
             return best
         return 0
 
     def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any], latency: float = 0.0) -> None:
+        self._learn(nxt, r, info["step"], latency, info.get("executed", []), info.get("move_delay_us", 0.0),
+                    info.get("credit", []))
+
+    def _learn(self, nxt: np.ndarray, r: float, step: int, latency: float, executed: list[int], delay_us: float,
+               credit_steps: list[int]) -> None:
+        """:meth:`learn` on what it reads from ``infos["migration"]`` (``step``, ``executed``,
+        ``move_delay_us``, ``credit``) and the request's latency."""
         credit = self._credit
         if credit is not None:
-            agent = self.agent
-            before = agent.experiences
-            self._learn_page(info["step"], latency)
-            if self.move_delay and info["executed"]:
-                self._charge_delay(info["executed"], info["move_delay_us"])
-            if self.learn_start <= agent.size < agent.cfg.batch_size:  # train before the replay holds a batch
-                for _ in range(agent.experiences - before):
-                    agent.train_step()
+            agent, trainer = self.agent, self.agent.trainer
+            warm = trainer.size < agent.cfg.batch_size  # (the replay only grows)
+            before = trainer.experiences if warm else 0
+            self._learn_page(step, latency)
+            if executed and self.move_delay:
+                self._charge_delay(executed, delay_us)
+            if warm and self.learn_start <= trainer.size < agent.cfg.batch_size:  # train before the replay holds a batch
+                for _ in range(trainer.experiences - before):
+                    agent.queue_step()
             agent.tick()
             return
         if self._last is not None:
-            obs, a, step = self._last
+            obs, a, at = self._last
             moves = self._moves
-            moves[step] = (obs, a, nxt)
+            moves[at] = (obs, a, nxt)
             if len(moves) > self.max_pending:  # moves dropped by the env are never credited
                 del moves[next(iter(moves))]
         elif self._last_stay is not None:
             self._stays.append((*self._last_stay, nxt))
-        credit_steps = info["credit"]
         if credit_steps:
             agent = self.agent
             for s in credit_steps:
@@ -435,13 +475,15 @@ class MigrationAgent(_C51Policy):
                     credit.end(p)
         if self._decision is not None:
             page, obs, a, reward, dev = self._decision
-            credit.end(page)  # a new decision on the page: its open move transition ends here
+            if page in credit.open:  # a new decision on the page: its open move transition ends here
+                credit.end(page)
             if a:
                 credit.decision(page, obs, a, reward, step)
                 t = credit.open[page]
                 t[3] = 1.0  # the page's first read is the move's first consequence: undiscounted
                 t.append(dev)
-        credit.expire(step)
+        if step >= credit.next_expiry:
+            credit.expire(step)
 
 
 #: How Harmonia runs its migration agent (docs/learning-diagnostics.md, "migration delay"): a
@@ -485,6 +527,37 @@ class Harmonia(Combined):
             if last is not None:
                 self.migration.placed(last[1], p["latency_us"], p["evicted"])
             self.migration.learn(observations["migration"], rewards["migration"], infos["migration"], p["latency_us"])
+
+    def run_fast(self, env: HSSParallelEnv, observations: Obs, infos: Infos,
+                 callback: Callable[[int], None] | None = None) -> int | None:
+        """:meth:`act`/:meth:`observe` on ``env.fast_step`` (the per-request hot path)."""
+        if overridden(self, Harmonia, ("act", "observe")):
+            return None
+        pl, mg = self.placement, self.migration
+        obs_p, obs_m = observations["placement"], observations["migration"]
+        acting, page, dev = infos["placement"]["acting"], infos["migration"]["page"], infos["migration"]["device"]
+        decide_p, decide_m, step = pl._decide, mg._decide, env.fast_step
+        learn_p, learn_m, placed = pl._learn, mg._learn, mg.placed
+        learns_p, learns_m, reqs = pl.learns, mg.learns, env.requests
+        n, i = 0, env.step_index
+        while True:
+            req = reqs[i]
+            a_p = decide_p(obs_p, acting, req)
+            a_m = decide_m(obs_m, page >= 0, page, dev, i, obs_p, req)
+            (obs_p, obs_m, r_p, r_m, latency, evicted, credit, executed, delay_us, done, acting, page,
+             dev) = step(a_p, a_m)
+            n, i = n + 1, i + 1
+            if learns_p:
+                learn_p(obs_p, r_p, i, latency, evicted)
+            if learns_m:
+                last = pl._last
+                if last is not None:
+                    placed(last[1], latency, evicted)
+                learn_m(obs_m, r_m, i, latency, executed, delay_us, credit)
+            if callback is not None and n % 10_000 == 0:
+                callback(n)
+            if done:
+                return n
 
     def save(self, path: "str | Path") -> None:
         """Save both agents' training weights and loss curves (call after an episode)."""

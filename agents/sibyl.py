@@ -51,8 +51,7 @@ class Sibyl(PlacementAgent):
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty
 
-    def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
-        evicted = info["evicted"]
+    def _learn(self, next_obs: np.ndarray, reward: float, step: int, latency: float, evicted: int) -> None:
         if evicted:
             reward = max(0.0, reward - self.eviction_penalty * evicted)
-        super().learn(next_obs, reward, info)
+        super()._learn(next_obs, reward, step, latency, evicted)

@@ -341,3 +341,49 @@ def test_background_training_gives_the_synchronous_episode(policy):
     assert len(lc0[0]) > 100 and lat0 == lat1 and lc0 == lc1
     for a, b in zip(w0, w1):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("policy", ["harmonia", "sibyl", "harmonia_placement"])
+def test_fast_loop_gives_the_pettingzoo_loops_episode(policy):
+    """run_episode's fast loop (Policy.run_fast on env.fast_step, no per-step dicts) and the
+    generic act/step/observe loop: the same latencies, loss curves and weights, bit for bit."""
+    runs = []
+    for fast in (True, False):
+        p = make_policy(policy, seed=1) if policy != "harmonia_placement" else \
+            make_policy("hss_gym.agents.harmonia:PlacementAgent", seed=1)
+        steps = []
+        if not fast:  # the generic loop: no fast loop on this instance
+            p.run_fast = lambda *a, **k: None
+        else:
+            run_fast = p.run_fast
+            p.run_fast = lambda *a, **k: steps.append(run_fast(*a, **k)) or steps[-1]
+        env = make_env(p, "cost_opt", "learn-hot-scan", n_requests=4000)
+        res = run_episode(p, env, seed=1)
+        parts = [p.placement, p.migration] if policy == "harmonia" else [p]
+        runs.append((env.latencies(), res.steps, [list(q.agent.loss_curve) for q in parts],
+                     [x.detach().numpy().copy() for q in parts for x in q.agent.q.parameters()], res.metrics))
+        if fast:
+            assert steps == [4000]  # the fast loop ran the episode
+    (lat0, n0, lc0, w0, m0), (lat1, n1, lc1, w1, m1) = runs
+    assert n0 == n1 == 4000 and len(lc0[0]) > 100 and m0 == m1
+    np.testing.assert_array_equal(lat0, lat1)
+    assert lc0 == lc1
+    for a, b in zip(w0, w1):
+        np.testing.assert_array_equal(a, b)
+    if policy == "harmonia":
+        assert m0.migrations > 0 and len(lc0[1]) > 0  # the migration agent's path ran too
+
+
+def test_fast_loop_is_skipped_when_a_subclass_changes_what_it_reproduces():
+    class Louder(Harmonia):
+        def act(self, observations, infos):
+            return super().act(observations, infos)
+
+    env = make_env(Louder(), "perf_opt", "ycsb-b", n_requests=10)
+    obs, infos = env.reset(seed=0)
+    p = Louder()
+    p.reset(env, 0)
+    assert p.run_fast(env, obs, infos) is None
+    h = Harmonia()
+    h.reset(env, 0)
+    assert h.run_fast(env, obs, infos) == 10 and not env.agents

@@ -276,3 +276,28 @@ def test_migration_env_passes_credit():
         else:
             assert r == 0.0
     assert credited and all(len(c) >= 10 for _, c in credited)
+
+
+@pytest.mark.parametrize("features", ["harmonia", "sibyl"])
+def test_fast_step_is_step_without_the_dicts(features):
+    """fast_step (the policies' own loops) returns step()'s observations, rewards and infos, and
+    leaves the env in the same state, on a run that moves pages and pays migration rewards."""
+    kw = dict(n_requests=3000, features=features, fast_fraction=0.05)
+    envs = [HSSParallelEnv("perf_opt", "ycsb-b", **kw), HSSParallelEnv("perf_opt", "ycsb-b", **kw)]
+    (obs, infos), _ = envs[0].reset(seed=3), envs[1].reset(seed=3)
+    rng, n, paid = np.random.default_rng(0), 0, 0
+    while envs[0].agents:
+        place, move = int(rng.integers(2)), int(rng.integers(2))
+        o, r, _, trunc, inf = envs[0].step({"placement": place, "migration": move})
+        fo_p, fo_m, r_p, r_m, lat, ev, credit, executed, delay, done, needs, page, dev = envs[1].fast_step(place, move)
+        np.testing.assert_array_equal(o["placement"], fo_p)
+        np.testing.assert_array_equal(o["migration"], fo_m)
+        assert (r["placement"], r["migration"]) == (r_p, r_m) and trunc["placement"] == done
+        p, m = inf["placement"], inf["migration"]
+        assert (p["latency_us"], p["evicted"], p["acting"], p["step"]) == (lat, ev, needs, envs[1].step_index)
+        assert (m["credit"], m["executed"], m["move_delay_us"], m["page"], m["device"], m["acting"]) == \
+            (credit, executed, delay, page, dev, page >= 0)
+        n, paid = n + 1, paid + bool(credit)
+    assert n == 3000 and not envs[1].agents and paid > 0
+    np.testing.assert_array_equal(envs[0].latencies(), envs[1].latencies())
+    assert envs[0].metrics() == envs[1].metrics()

@@ -3,11 +3,14 @@
 Requirements (issues 5 and 13): >= 50,000 requests/s end to end (env + both agents, training on);
 inference <= 2 µs per decision; both agents' memory <= 1 MiB (paper: 206 KiB).
 
-Measured in one run, on the same episode (ycsb-b, perf_opt): the env alone (a policy that always
-answers 0); Harmonia and Sibyl with training on, gradient steps in the background thread (the
-default) and synchronous (``train_thread=False``; same results); and where a request's time goes
-on the agent's thread, by switching parts off: acting only (``train=False``), plus the agents'
-bookkeeping (page credit, replay pushes stubbed out), plus synchronous training. CPU times are
+Measured in one run, on the same episode (ycsb-b, perf_opt): the env alone (placement on device 0,
+every candidate stays), through PettingZoo's ``step`` and through ``fast_step``; Harmonia and
+Sibyl with training on, gradient steps in the background thread (the default) and synchronous
+(``train_thread=False``; same results), in their own loop (``Policy.run_fast``, what
+``run_episode`` uses) and in the generic PettingZoo loop (act/step/observe with the per-step
+dicts; same results); and where a request's time goes on the agent's thread, by switching parts
+off: acting only (``train=False``), plus the agents' bookkeeping (page credit, replay pushes
+stubbed out), plus synchronous training. CPU times are
 the main thread's (``time.thread_time``), so they hold on a loaded machine; requests/s are wall
 clock. Then one decision of the C inference network and a PyTorch forward of the same network;
 one training minibatch with the C kernel and with the PyTorch reference; the agents' memory.
@@ -38,15 +41,35 @@ def per_call_us(fn: Callable[[], Any], n: int) -> float:
     return (time.perf_counter() - start) / n * 1e6
 
 
-def episode(policy: Policy, n: int, workload: str, **options: Any) -> tuple[float, float]:
+def episode(policy: Policy, n: int, workload: str, generic: bool = False, **options: Any) -> tuple[float, float]:
     """Wall-clock requests/s and the main thread's CPU µs per request of one episode (trace
-    generation and the first reset excluded)."""
+    generation and the first reset excluded); ``generic``: in the PettingZoo act/step/observe
+    loop, not the policy's own (``run_fast``)."""
     env = make_env(policy, "perf_opt", workload, n_requests=n, **options)
     env.reset(seed=0)
+    if generic:
+        policy.run_fast = lambda *a, **k: None  # type: ignore[method-assign]
     wall, cpu = time.perf_counter(), time.thread_time()
     res = run_episode(policy, env, seed=0)
     wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
     return res.steps / wall, cpu / res.steps * 1e6
+
+
+class FastStay(Policy):
+    """The env alone on ``fast_step``: placement on device 0, every candidate stays."""
+
+    name = "fast_stay"
+
+    def act(self, observations: dict[str, np.ndarray], infos: dict[str, dict[str, Any]]) -> dict[str, int]:
+        return {"placement": 0, "migration": max(infos["migration"]["device"], 0)}
+
+    def run_fast(self, env: Any, observations: Any, infos: Any, callback: Any = None) -> int:
+        step, dev, n = env.fast_step, infos["migration"]["device"], 0
+        while True:
+            *_, done, _, _, dev = step(0, dev if dev >= 0 else 0)
+            n += 1
+            if done:
+                return n
 
 
 def learner(name: str, **c51: Any) -> Policy:
@@ -74,23 +97,26 @@ def main() -> None:
     args = ap.parse_args()
     n, wl = args.requests, args.workload
 
-    base = make_policy("hss_gym.agents.heuristics:FastOnly")
-    episode(base, n, wl, fast_fraction=0.1)  # warm up
-    env_rate, env_cpu = episode(base, n, wl, fast_fraction=0.1)
+    episode(FastStay(), n, wl)  # warm up
+    env_rate, env_cpu = episode(FastStay(), n, wl)
+    pz_rate, pz_cpu = episode(FastStay(), n, wl, generic=True)
     print(f"workload {wl}, perf_opt, {n:,} requests (requests/s: wall clock; CPU: the agent's thread)")
-    print(f"env only (always device 0)        {env_rate:>10,.0f} requests/s   {env_cpu:6.2f} us CPU/request")
+    print(f"env only, fast_step                  {env_rate:>10,.0f} requests/s   {env_cpu:6.2f} us CPU/request")
+    print(f"env only, PettingZoo step            {pz_rate:>10,.0f} requests/s   {pz_cpu:6.2f} us CPU/request")
     h = None
     for name in ("harmonia", "sibyl"):
         pol = learner(name)
         rate, cpu = episode(pol, n, wl)
         h = pol if name == "harmonia" else h
+        gen_rate, gen_cpu = episode(learner(name), n, wl, generic=True)
         sync_rate, sync_cpu = episode(learner(name, train_thread=False), n, wl)
         verdict = "PASS" if rate >= 50_000 else "FAIL"
-        print(f"{name:9s} training on, background {rate:>10,.0f} requests/s   {cpu:6.2f} us CPU/request "
-              f"({rate / env_rate:.2f}x env; requirement >= 50,000: {verdict}; the agent thread alone "
-              f"would allow {1e6 / cpu:,.0f}/s with the worker on a free core)")
-        print(f"{name:9s} training on, synchronous{sync_rate:>10,.0f} requests/s   {sync_cpu:6.2f} us CPU/request "
-              f"({sync_rate / env_rate:.2f}x env)")
+        print(f"{name:9s} training on, background    {rate:>10,.0f} requests/s   {cpu:6.2f} us CPU/request "
+              f"(requirement >= 50,000: {verdict}; the agent thread alone would allow {1e6 / cpu:,.0f}/s with the "
+              f"worker on a free core)")
+        print(f"{name:9s}   same, PettingZoo loop     {gen_rate:>10,.0f} requests/s   {gen_cpu:6.2f} us CPU/request "
+              f"(own loop: {gen_cpu / cpu:.2f}x less CPU)")
+        print(f"{name:9s} training on, synchronous   {sync_rate:>10,.0f} requests/s   {sync_cpu:6.2f} us CPU/request")
         c = components(name, n, wl)
         parts = {"env": env_cpu, "acting": c["act"] - env_cpu, "bookkeeping": c["bookkeeping"] - c["act"],
                  "training": c["sync"] - c["bookkeeping"]}

@@ -125,11 +125,13 @@ class HSSParallelEnv(ParallelEnv):
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
+        self._sibyl = features == "sibyl"
         self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
         self.render_mode = render_mode
         n = self.cfg.n_devices
         self.feature_names = feature_names(n, features)
         self._obs_space = observation_space(n, features, raw_bins)
+        self._obs_shape = self._obs_space.shape
         self._act_space = spaces.Discrete(n)
         self._curr_dev_index = self.feature_names.index("curr_dev")
         self._dev_scale = n - 1
@@ -217,22 +219,23 @@ class HSSParallelEnv(ParallelEnv):
         self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self.kind == "sibyl",
                                                      self.migration_enabled)
         self._cand = None if cand < 0 else cand
-        return {"placement": self._obs[0], "migration": self._obs[1]}, self._infos(0.0, [])
+        infos = self._infos(0.0, [], 0, bool(self._needs), cand, -1 if cand < 0 else self._candidate_device())
+        return {"placement": self._obs[0], "migration": self._obs[1]}, infos
 
     def _new_obs(self) -> tuple[np.ndarray, np.ndarray]:
         shape = self._obs_space.shape
         return np.empty(shape, dtype=self._dtype), np.empty(shape, dtype=self._dtype)
 
-    def _infos(self, latency: float, credit: list[int], evicted: int = 0) -> dict[str, dict[str, Any]]:
+    def _infos(self, latency: float, credit: list[int], evicted: int, needs: bool, page: int,
+               device: int) -> dict[str, dict[str, Any]]:
         # Fresh arrays per call (Gymnasium's data-reuse check; users keep what they are given).
         step, mask = self._i, self._mask
         return {
-            "placement": {"acting": bool(self._needs), "action_mask": mask.copy(), "step": step,
+            "placement": {"acting": needs, "action_mask": mask.copy(), "step": step,
                           "latency_us": latency, "evicted": evicted},
-            "migration": {"acting": self._cand is not None, "action_mask": mask.copy(), "step": step,
+            "migration": {"acting": page >= 0, "action_mask": mask.copy(), "step": step,
                           "credit": credit, "executed": self._ran, "move_delay_us": self._move_delay,
-                          "page": -1 if self._cand is None else self._cand,
-                          "device": -1 if self._cand is None else self._candidate_device()},
+                          "page": page, "device": device},
         }
 
     def _candidate_device(self) -> int:
@@ -255,7 +258,6 @@ class HSSParallelEnv(ParallelEnv):
             raise RuntimeError("step() called on a finished episode (or before reset()); call reset()")
         if len(actions) != 2 or "placement" not in actions or "migration" not in actions:
             raise KeyError(f"actions must have exactly the keys {AGENTS}; got {sorted(actions)}")
-        i = self._i
         n, place, move = self._act_space.n, 0, -1
         if self._needs:  # fast path for a plain in-range int; _action checks anything else
             place = actions["placement"]
@@ -265,48 +267,74 @@ class HSSParallelEnv(ParallelEnv):
             move = actions["migration"]
             if type(move) is not int or not 0 <= move < n:
                 move = self._action(actions, "migration")
-        needs_before = self._needs
-        self._i += 1
-        done = self._i >= self._end
-        obs = self._new_obs()
-        latency, queued, pen, executed, self._needs, cand = self._hss.core.env_step(
-            place, move, None if done else self._reqs[self._i], obs[0], obs[1],
-            self.kind == "sibyl", self.migration_enabled)
-        self._cand = None if cand < 0 else cand
-        if self._real is not None:  # measured on the real devices
-            latency = self._real.complete(self._hss.core, self._reqs[i][0])
-        self._latencies[i] = latency
-        evictions = self._hss.core.evictions
-        evicted, self._evictions = evictions - self._evictions, evictions
-        if queued:
-            self._pending.append((i, pen))
-        ran: list[tuple[int, float]] = []
-        if executed:  # queued moves run (or dropped as stale) in FIFO order
-            pending = self._pending
-            ran = [pending.popleft() for _ in range(min(executed, len(pending)))]
-            delay = self._hss.core.migration_delay_us
-            self._delay, self._move_delay = delay, delay - self._delay
-        else:
-            self._move_delay = 0.0
-        if ran or self._window_left or len(self._executed) >= self.reward_x:
-            r_migr, credit = self._migration_reward(latency, ran)
-        else:  # nothing to count or pay this step (the common case)
-            r_migr, credit = 0.0, []
-        self._ran = [s for s, _ in ran]
-        rewards = {"placement": self.reward_ref_us / latency if needs_before and latency > 0 else 0.0,
-                   "migration": r_migr}
-        if done:
-            obs = (np.zeros_like(obs[0]), np.zeros_like(obs[1]))
-            self._needs, self._cand = False, None
-        self._obs = obs
-        infos = self._infos(latency, credit, evicted)
+        obs_p, obs_m, r_place, r_migr, latency, evicted, credit, _, _, done, needs, page, dev = self.fast_step(place, move)
+        infos = self._infos(latency, credit, evicted, needs, page, dev)
         if done:
             summary = self.metrics().to_dict()
             for a in AGENTS:
                 infos[a]["metrics"] = summary
-            self.agents = []
-        return ({"placement": obs[0], "migration": obs[1]}, rewards,
+        return ({"placement": obs_p, "migration": obs_m}, {"placement": r_place, "migration": r_migr},
                 {"placement": False, "migration": False}, {"placement": done, "migration": done}, infos)
+
+    def fast_step(self, place: int, move: int) -> tuple[np.ndarray, np.ndarray, float, float, float, int, list[int],
+                                                        list[int], float, bool, bool, int, int]:
+        """:meth:`step` without PettingZoo's dicts, for a policy's own episode loop
+        (:meth:`hss_gym.agents.base.Policy.run_fast`). ``place`` and ``move`` must be valid device
+        indices (not checked; ignored for an agent that is not acting). Returns, in order: the
+        next observations (placement, migration), the rewards (placement, migration), then the
+        infos: ``latency_us``, ``evicted``, ``credit``, ``executed``, ``move_delay_us``, whether
+        the episode ended, and for the next request whether the placement agent acts, the
+        migration candidate (``page``) and its ``device`` (-1, -1: none); the step index is
+        :attr:`step_index`. The lists are fresh; the observations too, as :meth:`step`'s."""
+        i = self._i
+        needs_before = self._needs
+        if not needs_before:
+            place = 0
+        if self._cand is None:
+            move = -1
+        self._i = nxt = i + 1
+        done = nxt >= self._end
+        shape, dtype = self._obs_shape, self._dtype
+        obs_p, obs_m = np.empty(shape, dtype), np.empty(shape, dtype)
+        core = self._hss.core
+        latency, queued, pen, executed, needs, cand = core.env_step(
+            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled)
+        if self._real is not None:  # measured on the real devices
+            latency = self._real.complete(core, self._reqs[i][0])
+        self._latencies[i] = latency
+        evictions = core.evictions
+        evicted, self._evictions = evictions - self._evictions, evictions
+        if queued:
+            self._pending.append((i, pen))
+        if executed:  # queued moves run (or dropped as stale) in FIFO order
+            pending = self._pending
+            ran = [pending.popleft() for _ in range(min(executed, len(pending)))]
+            delay = core.migration_delay_us
+            self._delay, self._move_delay = delay, delay - self._delay
+            self._ran = [s for s, _ in ran]
+        else:
+            ran = []
+            self._move_delay = 0.0
+            self._ran = []
+        if ran or self._window_left or len(self._executed) >= self.reward_x:
+            r_migr, credit = self._migration_reward(latency, ran)
+        else:  # nothing to count or pay this step (the common case)
+            r_migr, credit = 0.0, []
+        r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
+        if done:
+            obs_p, obs_m = np.zeros_like(obs_p), np.zeros_like(obs_m)
+            needs, cand = False, -1
+            self.agents = []
+        self._obs = (obs_p, obs_m)
+        self._needs = needs = bool(needs)
+        if cand < 0:
+            self._cand = None
+            return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
+                    -1, -1)
+        self._cand = cand
+        v = obs_m.item(self._curr_dev_index)  # the candidate's device, from its curr_dev feature
+        return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
+                cand, int(v) if self.raw_bins else int(v * self._dev_scale + 0.5))
 
     def _migration_reward(self, latency: float, ran: list[tuple[int, float]]) -> tuple[float, list[int]]:
         """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
@@ -352,6 +380,12 @@ class HSSParallelEnv(ParallelEnv):
         """The request the agents are observing now: (time_us, op, offset, size); time_us is its
         arrival in the trace."""
         return self._reqs[min(self._i, self._end - 1)]
+
+    @property
+    def requests(self) -> list[tuple[float, int, int, int]]:
+        """The episode's requests, in order, as :attr:`request` gives them (``requests[i]`` is the
+        one observed at step ``i``; the list itself, for a policy's own loop: do not modify)."""
+        return self._reqs
 
     @property
     def issue_time_us(self) -> float:
