@@ -82,6 +82,10 @@ def test_idle_horizon_ends_a_placement_whose_page_is_not_touched_again() -> None
     assert list(credit.idle) == [2]  # the new decision is idle again until the page is accessed
     with pytest.raises(ValueError, match="idle_horizon"):
         PageCredit(agent, horizon=100, idle_horizon=200)
+    from hss_gym.agents.harmonia import PlacementAgent
+
+    with pytest.raises(ValueError, match="idle_horizon must be in"):
+        PlacementAgent(horizon=100, idle_horizon=0)
 
 
 def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() -> None:
