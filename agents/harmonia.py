@@ -59,6 +59,7 @@ PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=3e-3, epsilon=0.001, 
                                buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
                                buffer_size=1000, v_min=-2.0, v_max=1.0, reward_scale=1.0, train_every=4)
+_INV_2_53 = 1.0 / 9007199254740992.0  # NumPy's random(): the top 53 bits of a 64-bit draw, times 2**-53
 
 
 def make_config(defaults: C51Config, overrides: "C51Config | dict[str, Any] | None") -> C51Config:
@@ -297,6 +298,9 @@ class MigrationAgent(_C51Policy):
         self._req: tuple[tuple[float, int, int, int], int] | None = None  # request now, its page's device
         self._decision: tuple[int, np.ndarray, int, float, int] | None = None  # page, obs, action, reward, from
         self._rng = np.random.default_rng(self.seed)
+        # The hot path's shortcuts: a uniform draw as Generator.random() makes it (bit for bit, in
+        # the same stream as exploration's integers()) and the inference network's Q-values.
+        self._raw, self._q_of = self._rng.bit_generator.random_raw, self.agent.infer.q
         self._queued: dict[int, int] = {}  # env step of a move decision -> its page (move_delay)
         self._delay_cost = 0.0  # running mean delay cost of an executed move (move_delay)
 
@@ -346,7 +350,7 @@ class MigrationAgent(_C51Policy):
         self._decision = None
         if not acting:
             return max(dev, 0)
-        a = self._choose(obs)
+        a = self._choose(obs, step)
         target = (dev + a) % self._n
         reward = 0.0
         if a:
@@ -371,31 +375,31 @@ class MigrationAgent(_C51Policy):
         e = self._evict_cost
         if now - self._evicted_at <= self.env.reward_n:  # the fast device is evicting: it is full
             reward += e if dev == 0 else -e if target == 0 else 0.0
-        if hss.counters()["queue_length"] >= hss.config.queue_size:
+        if hss.core.queue_length >= hss.config.queue_size:
             reward -= e
         return reward
 
-    def _choose(self, obs: np.ndarray) -> int:
+    def _choose(self, obs: np.ndarray, step: int) -> int:
         """Epsilon-greedy over relative actions, a stay being worth 0 by definition (the
         counterfactual baseline; the network's stay output is not consulted: a random network's
         would decide): the best move if its expected return is positive, else stay."""
-        cfg = self.cfg
-        if self.evicting_only and self.env.step_index - self._evicted_at > self.env.reward_n:
+        if self.evicting_only and step - self._evicted_at > self.env.reward_n:
             return 0  # the eviction terms of a move's reward are live only while the fast device evicts
+        cfg = self.cfg
         eps = cfg.epsilon
         if self._explore_left and self._evicted_at >= 0:  # explore once the fast device is full
             self._explore_left -= 1
             eps += (1.0 - eps) * self._explore_left / cfg.explore_steps
-        if eps and self._rng.random() < eps:
+        if eps and (self._raw() >> 11) * _INV_2_53 < eps:  # self._rng.random() < eps
             return int(self._rng.integers(self._n))
-        if self._idle_left and self._evicted_at >= 0 and self._rng.random() < self.explore_rate \
-                and self.env.hss.counters()["queue_length"] == 0 \
+        if self._idle_left and self._evicted_at >= 0 and (self._raw() >> 11) * _INV_2_53 < self.explore_rate \
+                and self.env.hss.core.queue_length == 0 \
                 and (not self.move_delay or self._delay_cost < self._evict_cost):  # a cheap try: the move runs in the background
             self._idle_left -= 1
             return int(self._rng.integers(1, self._n))
-        q = self.agent.q_values(obs)
+        q = self._q_of(obs)
         best = 1 if self._n == 2 else max(range(1, self._n), key=q.__getitem__)
-        if q[best] > 0.0 and (not self.idle_only or self.env.hss.counters()["queue_length"] == 0):
+        if q[best] > 0.0 and (not self.idle_only or self.env.hss.core.queue_length == 0):
             return best
         return 0
 

@@ -102,7 +102,7 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     while not infos["migration"]["acting"]:
         obs, _, _, _, infos = env.step({"placement": 0, "migration": 0})
     info = infos["migration"]
-    m._choose = lambda o: 1  # the network says: move
+    m._choose = lambda o, step: 1  # the network says: move
     assert m.decide(obs["migration"], info, obs["placement"]) == (info["device"] + 1) % 2
     page, o, a, pen, dev = m._decision
     assert (page, a, dev) == (info["page"], 1, info["device"]) and -0.02 < pen < 0
@@ -118,7 +118,7 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     m._learn_page(info["step"] + 2, 10.0)
     assert page not in m._credit.open and m.agent.experiences == 1
     assert m.agent.rew_buf[0] == pytest.approx(pen + 0.6) and m.agent.disc_buf[0] == 0.0
-    m._choose = lambda o: 0  # a stay: nothing stored, nothing opened
+    m._choose = lambda o, step: 0  # a stay: nothing stored, nothing opened
     m.decide(obs["migration"], info, obs["placement"])
     m._req = None
     m._learn_page(info["step"] + 3, 0.0)

@@ -12,7 +12,7 @@ import hss_gym
 def _run(config: str, move: bool, **kw):
     env = hss_gym.parallel_env(config=config, workload="ycsb-b", n_requests=2000, **kw)
     obs, infos = env.reset(seed=0)
-    executed, delay, lat = 0, 0.0, []
+    executed, delay, lat, queued = 0, 0.0, [], 0
     while env.agents:
         dev = infos["migration"]["device"]
         a = {"placement": 0, "migration": (max(dev, 0) + 1) % 2 if move else max(dev, 0)}
@@ -23,6 +23,11 @@ def _run(config: str, move: bool, **kw):
         executed += len(m["executed"])
         delay += m["move_delay_us"]
         lat.append(infos["placement"]["latency_us"])
+        core, c = env.hss.core, env.hss.counters()  # the hot path's cheap getters agree with counters()
+        assert (core.queue_length, core.evictions, core.migration_delay_us) == \
+            (c["queue_length"], c["evictions"], c["migration_delay_us"])
+        queued = max(queued, core.queue_length)
+    assert queued > 0 or not move or not env.migration_enabled
     return env.hss.counters(), executed, delay, lat
 
 

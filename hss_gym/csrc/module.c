@@ -502,10 +502,17 @@ static PyObject *HSS_get_mig_delay(HSSObject *self, void *Py_UNUSED(closure))
     return PyFloat_FromDouble(self->h.c.mig_delay_us);
 }
 
+static PyObject *HSS_get_queue_length(HSSObject *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong((long)self->h.mq_len);
+}
+
 static PyGetSetDef HSS_getset[] = {
     {"evictions", (getter)HSS_get_evictions, NULL, "pages evicted so far (cheap; counters() has all)", NULL},
     {"migration_delay_us", (getter)HSS_get_mig_delay, NULL,
      "queued moves' device time past the next host arrival, summed (cheap; counters() has all)", NULL},
+    {"queue_length", (getter)HSS_get_queue_length, NULL, "moves in the migration queue (cheap; counters() has all)",
+     NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
     {"issue_us", (getter)HSS_get_issue, NULL, "issue time of the current request (after begin)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
