@@ -471,7 +471,8 @@ class MigrationAgent(_C51Policy):
                 means = self._read_reward
                 if served >= 0:
                     means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
-            for p in range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1) if opened else ():
+            pages = range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1)
+            for p in pages if opened and not opened.keys().isdisjoint(pages) else ():  # (the test runs in C)
                 t = opened.get(p)
                 if t is None:
                     continue
