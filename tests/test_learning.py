@@ -125,6 +125,21 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     assert m.agent.experiences == 1 and page not in m._credit.open
 
 
+def test_migration_agents_uniform_draws_are_generator_random() -> None:
+    """The migration agent draws its epsilon uniforms from the bit generator directly (the hot
+    path); they must be NumPy's ``Generator.random()`` bit for bit, interleaved with the
+    ``integers()`` of exploration, or Harmonia's results would change with the speed-up."""
+    from hss_gym.agents.harmonia import _INV_2_53
+
+    ours, theirs = np.random.default_rng(3), np.random.default_rng(3)
+    raw, pick = ours.bit_generator.random_raw, np.random.default_rng(4)
+    for _ in range(2000):
+        if pick.random() < 0.8:
+            assert (raw() >> 11) * _INV_2_53 == theirs.random()
+        else:
+            assert ours.integers(1, 3) == theirs.integers(1, 3)
+
+
 @pytest.fixture(scope="module")
 def suite_rows() -> list:
     rows = learning.learning_suite(seeds=5)
