@@ -305,8 +305,10 @@ def claims_rows(claims: list[dict[str, Any]]) -> list[list[str]]:
 def claims_verdict(claims: list[dict[str, Any]]) -> str:
     judged = [c for c in claims if c.get("agree") is not None]
     held = sum(bool(c["agree"]) for c in judged)
+    missing = len(claims) - len(judged)
     return (f"Reproduced: {held} of {len(judged)} claims that these results can judge agree in direction "
-            f"(or, for values, within a factor of 1.5); {len(claims) - len(judged)} not judged (runs missing).")
+            f"(or, for values, within a factor of 1.5)"
+            + (f"; {missing} not judged (their runs are missing)." if missing else "."))
 
 
 CLAIMS_HEAD = ["claim", "paper", "hss-gym", "agreement", "where"]

@@ -341,6 +341,12 @@ def test_normalisation_oracle_references_and_published_claims():
     assert claims["wa-harmonia"]["value"] == pytest.approx(1.6)
     assert claims["harmonia-vs-sibyl-cost"]["value"] is None  # no cost_opt track
     assert claims["harmonia-vs-sibyl-cost"]["agree"] is None
+    # a direction published without a number ("Sibyl+K-SVM is worse than Sibyl") is judged too
+    for factor, verdict in ((1.2, True), (0.8, False)):
+        ksvm = [dict(r, policy="sibyl+k_svm", metrics=dict(r["metrics"], mean_latency_us=factor * r["metrics"]["mean_latency_us"]))
+                for r in recs if r["policy"] == "sibyl"]
+        judged = {c["id"]: c for c in rep.evaluate_claims(recs + ksvm)}["sibyl-vs-sibylksvm-perf"]
+        assert judged["agree"] is verdict and judged["paper"] == "n/a"
     # the opposite order disagrees with the paper
     flipped = [dict(r, policy={"sibyl": "harmonia", "harmonia": "sibyl"}.get(r["policy"], r["policy"])) for r in recs]
     assert {c["id"]: c for c in rep.evaluate_claims(flipped)}["harmonia-vs-sibyl-perf"]["agree"] is False

@@ -180,7 +180,8 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     A claim is evaluated on the track that runs only its configuration. *Agree* means the same
     direction: a "A beats B by x%" claim agrees when A is faster than B here (whatever the size,
-    which the simulator is not expected to match); a value claim (% of Oracle, write
+    which the simulator is not expected to match; a claim published without a number, "A beats
+    B", agrees when A is faster); a value claim (% of Oracle, write
     amplification) agrees within a factor of 1.5 of the paper's value. With several seeds, a
     difference that is not significant (95%, paired by seed) does not agree with a claimed one.
     """
@@ -213,11 +214,11 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ours = a.mean("write_amplification")
         pct = c["kind"] != "write_amplification"
         agree: bool | None = None
-        if ours is not None and c.get("value") is not None:
-            if c["kind"] in ("faster_pct", "reduction_pct"):  # same direction, and significant
-                agree = (ours > 0) == (c["value"] > 0) and significant is not False
-            else:
-                agree = 1 / 1.5 <= ours / c["value"] <= 1.5 if c["value"] else None
+        if ours is not None and c["kind"] in ("faster_pct", "reduction_pct"):  # same direction, and significant
+            direction = 1.0 if c.get("value") is None else c["value"]  # no number published: A is faster
+            agree = (ours > 0) == (direction > 0) and significant is not False
+        elif ours is not None and c.get("value"):
+            agree = 1 / 1.5 <= ours / c["value"] <= 1.5
         note = "" if significant is not False else " (not significant)"
         out.append({"id": c["id"], "claim": c["text"], "value": ours,
                     "paper": "n/a" if c.get("value") is None else (f"{c['value']:.1f}%" if pct else f"{c['value']:.2f}"),
