@@ -65,12 +65,13 @@ build/test_uring_asan: tests/c/test_uring.c backends/uring/engine.c backends/uri
 	  -Ihss_gym/csrc -Ibackends -Ibackends/uring tests/c/test_uring.c backends/uring/engine.c \
 	  hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
 
-# The C51 kernel (forward, gradients, Adam) of the reference agents.
-build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h agents/c51_async.c agents/c51_async.h
+# The C51 kernel (forward, gradients, Adam) and the per-page credit table of the reference agents.
+build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h agents/c51_async.c agents/c51_async.h \
+                     agents/page_credit.c agents/page_credit.h
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fno-trapping-math -fno-math-errno -pthread \
 	  -fsanitize=address,undefined -fno-omit-frame-pointer -Iagents tests/c/test_c51.c agents/c51_kernel.c \
-	  agents/c51_async.c -lm -o $@
+	  agents/c51_async.c agents/page_credit.c -lm -o $@
 
 # The flash SSD model's core (channels, chips, FTL, GC).
 build/test_flash_asan: tests/c/test_flash.c backends/flash/flash.c backends/flash/flash.h

@@ -20,6 +20,13 @@ page, ``[obs, action, return, discount, step]``:
 Expiry is checked every ``EXPIRE_EVERY`` requests (a transition may stay open up to that many
 requests longer).
 
+The table is C (``agents/page_credit.c``, in the ``_c51`` extension): an ended transition goes
+straight into the agent's replay buffer, and every ``train_every`` transitions the agent's
+``queue_step()`` runs, as :meth:`C51Agent.remember` does. The per-request bookkeeping then costs
+no Python objects (it was a third of Harmonia's agent thread as Python dicts and lists). A
+transition's arithmetic (double precision, in the order above) is that of the Python version it
+replaced, bit for bit.
+
 It is a semi-Markov view of the same MDP (rewards are unchanged: the papers' latency rewards), used
 by the placement agents, :class:`hss_gym.agents.harmonia.PlacementAgent` and
 :class:`hss_gym.agents.sibyl.Sibyl`, and by Harmonia's migration agent
@@ -29,78 +36,34 @@ is rewritten: :meth:`PageCredit.end`) (docs/learning-diagnostics.md).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Any
-
-import numpy as np
-
+from hss_gym.agents._c51 import PageCredit as _PageCredit
 from hss_gym.agents.c51 import C51Agent
 
 PAGE_SHIFT = 12  # 4 KiB pages: page = byte offset >> PAGE_SHIFT
 EXPIRE_EVERY = 64
 
 
-class PageCredit:
-    """Open per-page transitions of one C51 agent; see the module docstring."""
+class PageCredit(_PageCredit):
+    """Open per-page transitions of one C51 agent; see the module docstring.
+
+    ``decision(page, obs, action, reward, step[, discount, tag])`` closes ``page``'s open
+    transition (bootstrapping from ``obs`` with its accumulated discount) and opens a new one
+    (discount ``gamma`` unless given; ``tag``, an int the caller may read back); ``access(page,
+    reward)``, ``end(page)``, ``expire(step)`` as in the module docstring; ``charge(page, step,
+    cost)`` subtracts ``cost`` from the return of ``page``'s transition if it was decided at
+    ``step``; ``touch(first, last, reward, baselines)`` gives each open page of the range the
+    access reward ``reward - max(baselines[tag], 0)`` (``reward=None``: ends them). ``page in
+    credit``, ``len(credit)``, ``credit.get(page)`` (``(action, return, discount, step, tag)`` or
+    None), ``credit.pages()`` and ``credit.idle_pages()`` (oldest decision first) inspect it.
+    """
 
     def __init__(self, agent: C51Agent, horizon: int, idle_horizon: int | None = None) -> None:
         if horizon < 1:
             raise ValueError(f"horizon must be >= 1 request, got {horizon}")
         if idle_horizon is not None and not 1 <= idle_horizon <= horizon:
             raise ValueError(f"idle_horizon must be in [1, horizon={horizon}] requests or None, got {idle_horizon}")
-        self.agent, self.gamma, self.horizon = agent, agent.cfg.gamma, int(horizon)
-        self.idle_horizon = idle_horizon
-        self.open: OrderedDict[int, list[Any]] = OrderedDict()
-        #: page -> decision step of the open transitions whose page was not accessed since (oldest first)
-        self.idle: OrderedDict[int, int] | None = None if idle_horizon is None else OrderedDict()
-        self.next_expiry = 0  # expire() has nothing to do before this step
         cfg = agent.cfg
+        super().__init__(agent.trainer, cfg.gamma, int(horizon), -1 if idle_horizon is None else int(idle_horizon),
+                         cfg.train_every, cfg.batch_size, agent.queue_step, EXPIRE_EVERY)
+        self.agent, self.gamma, self.horizon, self.idle_horizon = agent, cfg.gamma, int(horizon), idle_horizon
         agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
-
-    def decision(self, page: int, obs: np.ndarray, action: int, reward: float, step: int) -> None:
-        t = self.open.pop(page, None)
-        if t is not None:
-            self.agent.remember(t[0], t[1], t[2], obs, t[3])
-        self.open[page] = [obs, action, reward, self.gamma, step]
-        if self.idle is not None:
-            self.idle.pop(page, None)
-            self.idle[page] = step
-
-    def access(self, page: int, reward: float) -> None:
-        t = self.open.get(page)
-        if t is not None:
-            t[2] += t[3] * reward
-            t[3] *= self.gamma
-            if self.idle is not None:
-                self.idle.pop(page, None)
-
-    def end(self, page: int) -> None:
-        """Close ``page``'s open transition as terminal (its outcome no longer depends on the
-        decision, e.g. the page was rewritten and placed anew)."""
-        t = self.open.pop(page, None)
-        if t is not None:
-            self.agent.remember(t[0], t[1], t[2], t[0], 0.0)
-            if self.idle is not None:
-                self.idle.pop(page, None)
-
-    def expire(self, step: int) -> None:
-        if step < self.next_expiry:
-            return
-        self.next_expiry = step + EXPIRE_EVERY
-        opened, remember, idle = self.open, self.agent.remember, self.idle
-        if idle is not None:
-            while idle:
-                page, decided = next(iter(idle.items()))
-                if step - decided < self.idle_horizon:
-                    break
-                del idle[page]
-                t = opened.pop(page)
-                remember(t[0], t[1], t[2], t[0], 0.0)
-        while opened:
-            first = next(iter(opened.values()))
-            if step - first[4] < self.horizon:
-                break
-            page, t = opened.popitem(last=False)
-            remember(t[0], t[1], t[2], t[0], 0.0)
-            if idle is not None:
-                idle.pop(page, None)

@@ -454,41 +454,29 @@ class MigrationAgent(_C51Policy):
         f = self._fast_write if self._fast_write > 0 else 1.0
         cost = f - self._ref / (self._ref / f + share) if share > 0 else 0.0
         self._delay_cost += 0.1 * (cost - self._delay_cost) * len(executed)
-        opened = self._credit.open
+        credit, queued = self._credit, self._queued
         for s in executed:
-            page = self._queued.pop(s, None)
-            t = None if page is None else opened.get(page)
-            if t is not None and t[4] == s + 1:  # the agent's decision step is the env's + 1
-                t[2] -= cost
+            page = queued.pop(s, None)
+            if page is not None:
+                credit.charge(page, s + 1, cost)  # the agent's decision step is the env's + 1
 
     def _learn_page(self, step: int, latency: float) -> None:
         credit, req = self._credit, self._req
         if req is not None:
             (_, op, off, size), served = req
-            opened = credit.open
-            if op == 0 and latency > 0:  # a read: served by the device that holds its first page
+            read = op == 0 and latency > 0
+            if read:  # a read: served by the device that holds its first page
                 r = self._ref / latency
                 means = self._read_reward
                 if served >= 0:
                     means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
-            pages = range(off >> PAGE_SHIFT, ((off + size - 1) >> PAGE_SHIFT) + 1)
-            for p in pages if opened and not opened.keys().isdisjoint(pages) else ():  # (the test runs in C)
-                t = opened.get(p)
-                if t is None:
-                    continue
-                if op == 0 and latency > 0:  # served where the move put it, against staying
-                    credit.access(p, r - max(self._read_reward[t[5]], 0.0))
-                else:  # rewritten: the placement agent places it anew
-                    credit.end(p)
+            if len(credit):  # a read of a moved page: its reward against the device it left; a write ends it
+                credit.touch(off >> PAGE_SHIFT, (off + size - 1) >> PAGE_SHIFT, r if read else None, self._read_reward)
         if self._decision is not None:
             page, obs, a, reward, dev = self._decision
-            if page in credit.open:  # a new decision on the page: its open move transition ends here
-                credit.end(page)
-            if a:
-                credit.decision(page, obs, a, reward, step)
-                t = credit.open[page]
-                t[3] = 1.0  # the page's first read is the move's first consequence: undiscounted
-                t.append(dev)
+            credit.end(page)  # a new decision on the page: its open move transition ends here
+            if a:  # the page's first read is the move's first consequence: undiscounted (1.0)
+                credit.decision(page, obs, a, reward, step, 1.0, dev)
         if step >= credit.next_expiry:
             credit.expire(step)
 

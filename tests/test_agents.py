@@ -278,7 +278,7 @@ def test_sibyl_uses_its_features_and_penalises_evictions():
     obs = {"placement": np.zeros(6, np.float32)}
     p._last, p._page = (obs["placement"], 0), 123_456  # a decision on page 123456 opens its transition
     p.observe(obs, {"placement": 0.5}, {"placement": {"evicted": 100, "step": 10**6, "latency_us": 20.0}})
-    assert p._credit.open[123_456][2] == pytest.approx(0.4)
+    assert p._credit.get(123_456)[1] == pytest.approx(0.4)
 
 
 def test_sapm_migrates_only_in_idle_time():

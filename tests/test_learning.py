@@ -54,10 +54,136 @@ def test_page_credit_closes_a_page_at_its_next_decision_or_horizon() -> None:
     pol.agent.act = lambda obs: decisions.append(1) or act(obs)  # count the agent's decisions
     run_episode(pol, env, seed=0)
     # Every decision is pushed exactly once when it closes, or is still open (< horizon + 64).
-    assert 0 < len(pol._credit.open) <= 500 + 64
-    assert pol.agent.experiences + len(pol._credit.open) == len(decisions)
+    assert 0 < len(pol._credit) <= 500 + 64
+    assert pol.agent.experiences + len(pol._credit) == len(decisions)
     d = pol.agent.disc_buf[:pol.agent.size]
     assert (d == 0).any() and (d > 0).any()  # terminal (never reused) and bootstrapped transitions
+
+
+class _ReferenceCredit:
+    """The per-page credit as the Python it was (OrderedDicts of [obs, action, return, discount,
+    step, tag]): the oracle of the C table (agents/page_credit.c)."""
+
+    def __init__(self, gamma: float, horizon: int, idle_horizon: int | None) -> None:
+        from collections import OrderedDict
+
+        self.gamma, self.horizon, self.idle_horizon, self.next_expiry = gamma, horizon, idle_horizon, 0
+        self.open: OrderedDict = OrderedDict()
+        self.idle: OrderedDict | None = None if idle_horizon is None else OrderedDict()
+        self.pushed: list[tuple] = []
+
+    def decision(self, page, obs, action, reward, step, disc=None, tag=-1):
+        t = self.open.pop(page, None)
+        if t is not None:
+            self.pushed.append((t[0], t[1], t[2], obs, t[3]))
+        self.open[page] = [obs, action, reward, self.gamma if disc is None else disc, step, tag]
+        if self.idle is not None:
+            self.idle.pop(page, None)
+            self.idle[page] = step
+
+    def access(self, page, reward):
+        t = self.open.get(page)
+        if t is not None:
+            t[2] += t[3] * reward
+            t[3] *= self.gamma
+            if self.idle is not None:
+                self.idle.pop(page, None)
+
+    def end(self, page):
+        t = self.open.pop(page, None)
+        if t is not None:
+            self.pushed.append((t[0], t[1], t[2], t[0], 0.0))
+            if self.idle is not None:
+                self.idle.pop(page, None)
+
+    def expire(self, step):
+        if step < self.next_expiry:
+            return
+        self.next_expiry = step + 64
+        while self.idle:
+            page, decided = next(iter(self.idle.items()))
+            if step - decided < self.idle_horizon:
+                break
+            del self.idle[page]
+            self.end(page)
+        while self.open:
+            page, t = next(iter(self.open.items()))
+            if step - t[4] < self.horizon:
+                break
+            self.end(page)
+
+    def charge(self, page, step, cost):
+        t = self.open.get(page)
+        if t is not None and t[4] == step:
+            t[2] -= cost
+
+    def touch(self, first, last, reward, baselines):
+        for p in range(first, last + 1):
+            t = self.open.get(p)
+            if t is not None:
+                if reward is None:
+                    self.end(p)
+                else:
+                    self.access(p, reward - max(baselines[t[5]], 0.0))
+
+
+@pytest.mark.parametrize("idle_horizon", [None, 40])
+def test_page_credit_table_matches_its_python_reference(idle_horizon: int | None) -> None:
+    """Random decisions, accesses, ends, charges and expiries over pages that collide in the hash
+    table and make it grow: the C table pushes the same transitions, bit for bit, in the same
+    order, and holds the same open pages, as the Python reference."""
+    from hss_gym.agents.c51 import C51Agent, C51Config
+    from hss_gym.agents.credit import PageCredit
+
+    agent = C51Agent(3, 3, C51Config(hidden=(4,), batch_size=8, buffer_size=20_000, train_every=10**6,
+                                     train_thread=False), seed=0)
+    credit, ref = PageCredit(agent, horizon=300, idle_horizon=idle_horizon), _ReferenceCredit(0.9, 300, idle_horizon)
+    rng = np.random.default_rng(7)
+    pages = np.concatenate([rng.integers(0, 2**40, 1500), np.arange(1000) << 20])  # sparse and strided pages
+    baselines = [0.25, -1.0, 0.5]
+    for step in range(12_000):
+        k, u = int(rng.integers(len(pages))), rng.random()
+        page = int(pages[k])
+        if u < 0.45:
+            obs = rng.random(3, dtype=np.float32)
+            a, r, tag = int(rng.integers(3)), float(rng.random()), int(rng.integers(3))
+            if k < 1500:  # the default discount and no tag (touch() reads only the strided pages)
+                credit.decision(page, obs, a, r, step)
+                ref.decision(page, obs, a, r, step)
+            else:
+                credit.decision(page, obs, a, r, step, 1.0 - 1e-9, tag)
+                ref.decision(page, obs, a, r, step, 1.0 - 1e-9, tag)
+        elif u < 0.75:
+            r = float(rng.normal())
+            credit.access(page, r)
+            ref.access(page, r)
+        elif u < 0.8:
+            credit.end(page)
+            ref.end(page)
+        elif u < 0.85:
+            cost, decided = float(rng.random()), step - int(rng.integers(3))
+            credit.charge(page, decided, cost)
+            ref.charge(page, decided, cost)
+        elif u < 0.95:
+            first, r = int(rng.integers(0, 1000)) << 20, None if rng.random() < 0.3 else float(rng.random())
+            credit.touch(first, first + 2, r, baselines)
+            ref.touch(first, first + 2, r, baselines)
+        if step % 7 == 0:
+            credit.expire(step)
+            ref.expire(step)
+    n = len(ref.pushed)
+    assert n > 3000 and agent.experiences == n
+    assert credit.pages() == list(ref.open) and len(credit) == len(ref.open)
+    if idle_horizon is not None:
+        assert credit.idle_pages() == list(ref.idle)
+    for page, t in ref.open.items():
+        assert page in credit and credit.get(page) == (t[1], t[2], t[3], t[4], t[5])
+    want = list(zip(*ref.pushed))
+    np.testing.assert_array_equal(agent.obs_buf[:n], np.array(want[0]))
+    np.testing.assert_array_equal(agent.act_buf[:n], np.array(want[1]))
+    np.testing.assert_array_equal(agent.rew_buf[:n], np.array(want[2], dtype=np.float32))
+    np.testing.assert_array_equal(agent.next_buf[:n], np.array(want[3]))
+    np.testing.assert_array_equal(agent.disc_buf[:n], np.array(want[4], dtype=np.float32))
 
 
 def test_idle_horizon_ends_a_placement_whose_page_is_not_touched_again() -> None:
@@ -70,16 +196,16 @@ def test_idle_horizon_ends_a_placement_whose_page_is_not_touched_again() -> None
     agent = C51Agent(7, 2, C51Config(hidden=(10,), train_thread=False), seed=0)
     credit = PageCredit(agent, horizon=1000, idle_horizon=50)
     obs = np.full(7, 0.5, dtype=np.float32)
-    credit.decision(1, obs, 0, 0.2, step=0)  # a scan page: never touched again
-    credit.decision(2, obs, 1, 0.3, step=0)  # a hot page: read at step 10
+    credit.decision(1, obs, 0, 0.2, 0)  # a scan page: never touched again
+    credit.decision(2, obs, 1, 0.3, 0)  # a hot page: read at step 10
     credit.access(2, 1.0)
     credit.expire(EXPIRE_EVERY)  # 64 >= 50 requests after the decisions
-    assert list(credit.open) == [2] and not credit.idle and agent.experiences == 1
+    assert credit.pages() == [2] and not credit.idle_pages() and agent.experiences == 1
     assert agent.rew_buf[0] == pytest.approx(0.2) and agent.disc_buf[0] == 0.0
-    credit.decision(2, obs, 0, 0.5, step=200)  # its next decision closes it, bootstrapping
+    credit.decision(2, obs, 0, 0.5, 200)  # its next decision closes it, bootstrapping
     assert agent.experiences == 2 and agent.rew_buf[1] == pytest.approx(0.3 + 0.9 * 1.0)
     assert agent.disc_buf[1] == pytest.approx(0.9 ** 2)
-    assert list(credit.idle) == [2]  # the new decision is idle again until the page is accessed
+    assert credit.idle_pages() == [2]  # the new decision is idle again until the page is accessed
     with pytest.raises(ValueError, match="idle_horizon"):
         PageCredit(agent, horizon=100, idle_horizon=200)
     from hss_gym.agents.harmonia import PlacementAgent
@@ -108,21 +234,21 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     assert (page, a, dev) == (info["page"], 1, info["device"]) and -0.02 < pen < 0
     m._req = None
     m._learn_page(info["step"], 0.0)
-    assert page in m._credit.open and m.agent.experiences == 0
+    assert page in m._credit and m.agent.experiences == 0
     m._read_reward = [0.9, 0.2]
     m._read_reward[dev] = 0.2  # staying would have served its reads at 0.2 on average
     m._decision, m._req = None, ((0.0, 0, page << 12, 4096), 1 - dev)  # a read, served where it went
     m._learn_page(info["step"] + 1, env.reward_ref_us / 0.8)
-    assert m._credit.open[page][2] == pytest.approx(pen + 0.8 - 0.2)
+    assert m._credit.get(page)[1] == pytest.approx(pen + 0.8 - 0.2)
     m._req = ((0.0, 1, page << 12, 4096), 1 - dev)  # a write: the placement agent places it anew
     m._learn_page(info["step"] + 2, 10.0)
-    assert page not in m._credit.open and m.agent.experiences == 1
+    assert page not in m._credit and m.agent.experiences == 1
     assert m.agent.rew_buf[0] == pytest.approx(pen + 0.6) and m.agent.disc_buf[0] == 0.0
     m._choose = lambda o, step: 0  # a stay: nothing stored, nothing opened
     m.decide(obs["migration"], info, obs["placement"])
     m._req = None
     m._learn_page(info["step"] + 3, 0.0)
-    assert m.agent.experiences == 1 and page not in m._credit.open
+    assert m.agent.experiences == 1 and page not in m._credit
 
 
 def test_migration_agents_uniform_draws_are_generator_random() -> None:

@@ -9,8 +9,8 @@ Sibyl with training on, gradient steps in the background thread (the default) an
 (``train_thread=False``; same results), in their own loop (``Policy.run_fast``, what
 ``run_episode`` uses) and in the generic PettingZoo loop (act/step/observe with the per-step
 dicts; same results); and where a request's time goes on the agent's thread, by switching parts
-off: acting only (``train=False``), plus the agents' bookkeeping (page credit, replay pushes
-stubbed out), plus synchronous training. CPU times are the main thread's (``time.thread_time``),
+off: acting only (``train=False``), plus the agents' bookkeeping (page credit and replay pushes,
+gradient steps stubbed out), plus synchronous training. CPU times are the main thread's (``time.thread_time``),
 so they hold on a loaded machine; requests/s are wall clock. The background-training episode runs
 ``--repeat`` times (3) and the best is reported with the median: timing noise on a shared machine
 only slows a run (timeit's rule). Then one decision of the C inference network and a PyTorch
@@ -82,12 +82,12 @@ def learner(name: str, **c51: Any) -> Policy:
 def components(name: str, n: int, workload: str) -> dict[str, float]:
     """Main-thread CPU µs per request, cumulative: acting only, + bookkeeping, + sync training."""
     out = {"act": episode(make_policy(name, train=False), n, workload)[1]}
-    remember = C51Agent.remember
-    C51Agent.remember = lambda self, *a, **k: None  # type: ignore[method-assign]
+    queue_step = C51Agent.queue_step
+    C51Agent.queue_step = lambda self: None  # type: ignore[method-assign]
     try:
         out["bookkeeping"] = episode(make_policy(name), n, workload)[1]
     finally:
-        C51Agent.remember = remember  # type: ignore[method-assign]
+        C51Agent.queue_step = queue_step  # type: ignore[method-assign]
     out["sync"] = episode(learner(name, train_thread=False), n, workload)[1]
     return out
 

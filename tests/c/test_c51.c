@@ -9,6 +9,7 @@
 
 #include "c51_async.h"
 #include "c51_kernel.h"
+#include "page_credit.h"
 
 static int failures;
 #define CHECK(cond, ...)                                             \
@@ -269,12 +270,65 @@ static void test_async_matches_sync(void)
     }
 }
 
+/* The per-page credit table: a transition ends at its page's next decision (bootstrapping), at an
+ * end, at the idle horizon or at the horizon; pages that collide in the hash table and thousands
+ * of inserts and deletes (the table grows) keep every page findable. */
+typedef struct {
+    int n;
+    double ret[8192], disc[8192];
+    int action[8192];
+    float next0[8192];
+} sink;
+
+static int sink_emit(void *ctx, const float *obs, int action, double ret, const float *next, double disc)
+{
+    sink *k = ctx;
+    (void)obs;
+    if (k->n >= 8192)
+        return -1;
+    k->ret[k->n] = ret;
+    k->disc[k->n] = disc;
+    k->action[k->n] = action;
+    k->next0[k->n] = next[0];
+    k->n++;
+    return 0;
+}
+
+static void test_page_credit(void)
+{
+    static sink k;
+    page_credit c;
+    float o1[2] = {1.0f, 0.0f}, o2[2] = {2.0f, 0.0f};
+    CHECK(pc_init(&c, 2, 0.5, 100, 10, 1, sink_emit, &k) == 0, "credit init");
+    CHECK(pc_decision(&c, 7, o1, 1, 0.25, 0, 0.5, -1) == 0 && pc_find(&c, 7) >= 0, "a decision opens");
+    pc_access(&c, 7, 1.0);  /* return 0.25 + 0.5 * 1.0, discount 0.25; no longer idle */
+    CHECK(pc_decision(&c, 7, o2, 0, 0.1, 5, 0.5, -1) == 0 && k.n == 1, "the next decision closes it");
+    CHECK(k.ret[0] == 0.75 && k.disc[0] == 0.25 && k.action[0] == 1 && k.next0[0] == 2.0f,
+          "bootstrapped transition: %g %g", k.ret[0], k.disc[0]);
+    CHECK(pc_expire(&c, 15) == 0 && k.n == 2 && k.disc[1] == 0.0 && pc_find(&c, 7) < 0,
+          "not accessed within the idle horizon: terminal");
+    CHECK(pc_end(&c, 7) == 0 && k.n == 2, "ending a page with nothing open does nothing");
+    for (int64_t p = 0; p < 3000; p++)  /* strided pages: many share a hash bucket's neighbourhood */
+        CHECK(pc_decision(&c, p << 20, o1, 0, 0.0, 100 + p, 0.5, (int)(p % 3)) == 0, "decision %lld", (long long)p);
+    CHECK(c.count == 3000 && c.cap >= 3000, "3000 open, table grown to %d", c.cap);
+    for (int64_t p = 0; p < 3000; p += 2)
+        CHECK(pc_end(&c, p << 20) == 0, "end");
+    int found = 0;
+    for (int64_t p = 0; p < 3000; p++)
+        found += pc_find(&c, p << 20) >= 0 ? (p % 2 ? 1 : -1000) : 0;
+    CHECK(found == 1500 && c.count == 1500, "after deleting every other page, the others are found: %d", found);
+    CHECK(pc_expire(&c, 100 + 3000 + 100) == 0 && c.count == 0 && c.head < 0, "all past the horizon");
+    CHECK(k.n == 2 + 3000, "every transition emitted once: %d", k.n);
+    pc_free(&c);
+}
+
 int main(void)
 {
     test_shapes();
     test_q_in_support();
     test_gradients_match_finite_differences();
     test_async_matches_sync();
+    test_page_credit();
     if (failures) {
         fprintf(stderr, "test_c51: %d failure(s)\n", failures);
         return 1;
