@@ -973,8 +973,15 @@ static PyObject *PageCredit_next_expiry(PageCreditObject *self, void *closure)
     return PyLong_FromLongLong(self->ready ? self->c.next_expiry : 0);
 }
 
+static PyObject *PageCredit_nbytes(PageCreditObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromSize_t(self->ready ? pc_bytes(&self->c) : 0);
+}
+
 static PyGetSetDef PageCredit_getset[] = {
     {"next_expiry", (getter)PageCredit_next_expiry, NULL, "expire() has nothing to do before this step", NULL},
+    {"nbytes", (getter)PageCredit_nbytes, NULL, "bytes the table holds (it grows with the open transitions)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

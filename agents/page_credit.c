@@ -37,6 +37,11 @@ void pc_free(page_credit *c)
     c->slots = NULL;
 }
 
+size_t pc_bytes(const page_credit *c)
+{
+    return (size_t)c->cap * (sizeof(pc_entry) + (size_t)c->nin * sizeof(float)) + (size_t)(c->mask + 1) * sizeof(int32_t);
+}
+
 int pc_find(const page_credit *c, int64_t page)
 {
     for (uint32_t i = hash(page) & c->mask;; i = (i + 1) & c->mask) {

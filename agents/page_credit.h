@@ -15,6 +15,7 @@
 #ifndef PAGE_CREDIT_H
 #define PAGE_CREDIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Returns 0, or -1 to stop (the operation then returns -1; the transition has left the table). */
@@ -48,6 +49,9 @@ typedef struct {
 int pc_init(page_credit *c, int nin, double gamma, int64_t horizon, int64_t idle_horizon, int64_t expire_every,
             pc_emit_fn emit, void *ctx);
 void pc_free(page_credit *c);
+
+/* Bytes the table holds (entries, observations, hash slots). */
+size_t pc_bytes(const page_credit *c);
 
 /* The entry of page, or -1. */
 int pc_find(const page_credit *c, int64_t page);

@@ -15,7 +15,8 @@ so they hold on a loaded machine; requests/s are wall clock. The background-trai
 ``--repeat`` times (3) and the best is reported with the median: timing noise on a shared machine
 only slows a run (timeit's rule). Then one decision of the C inference network and a PyTorch
 forward of the same network; one training minibatch with the C kernel and with the PyTorch
-reference; the agents' memory.
+reference; the agents' memory (networks, replay, trainers) and, besides it, their per-page credit
+tables (they grow with the open transitions, like the environment's page table with the pages).
 
     python benchmarks/perf/bench_agents.py [--requests 50000] [--workload ycsb-b] [--repeat 3]
 """
@@ -158,8 +159,10 @@ def main() -> None:
     print(f"one training minibatch (128), C kernel {train_us:>8.1f} us; PyTorch reference {ref_us:.1f} us "
           f"({ref_us / train_us:.1f}x)")
     mem = h.memory_bytes()
+    credit = sum(p._credit.nbytes for p in (h.placement, h.migration))
     print(f"agents' memory                         {mem / 1024:>8.1f} KiB "
-          f"(requirement <= 1024 KiB: {'PASS' if mem <= 1 << 20 else 'FAIL'}; paper 206 KiB)")
+          f"(requirement <= 1024 KiB: {'PASS' if mem <= 1 << 20 else 'FAIL'}; paper 206 KiB); "
+          f"their per-page credit tables {credit / 1024:.1f} KiB more at the episode's end")
 
 
 if __name__ == "__main__":
