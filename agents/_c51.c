@@ -24,8 +24,9 @@
  *   tr.submit(scale, r_lo, r_hi)                  # the same step on a uniform sample, in a background thread
  *   steps = tr.drain()                            # wait for submitted steps: [(experiences, loss), ...]
  *
- * submit() copies its minibatch out of the replay buffer at once and a worker thread takes the
- * steps in submission order (c51_async.c), so results are those of train() at the same points:
+ * submit() draws its minibatch at once and a worker thread takes the steps in submission order
+ * (c51_async.c), each on the rows it drew as they were then (push() keeps a row it overwrites
+ * while a step that may have drawn it waits), so results are those of train() at the same points:
  * call drain() before reading or changing the training or target network's weights (train(),
  * gradients() and steps wait by themselves). The thread runs without the GIL.
  *
@@ -321,9 +322,12 @@ typedef struct {
     c51_async *async;  /* background steps (made by the first submit) */
 } C51Trainer;
 
-/* Steps the agent's thread may run ahead of the worker: 1024 minibatch rows (8 of Harmonia's
- * placement minibatches, ~90 KiB), enough to ride out the worker being descheduled a while. */
-#define ASYNC_ROWS 1024
+/* Steps the agent's thread may run ahead of the worker: 32 (a queued step keeps its slot numbers
+ * only, 16 KiB for Harmonia's placement agent, 32 KiB for its migration agent), and 512 shadow rows
+ * (40 KiB) for the slots pushed over while they wait (c51_async.h): room for the bursts of steps
+ * that an expiry of many transitions submits at once. */
+#define ASYNC_STEPS 32
+#define ASYNC_SHADOW 512
 
 static void trainer_wait(C51Trainer *self)
 {
@@ -459,14 +463,25 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
  * returns the experiences so far. */
 static long long trainer_store(C51Trainer *self, const float *obs, long a, double r, const float *next, double g)
 {
-    int i = (int)(self->experiences % self->cap), nin = self->t.shape.in[0];
-    memcpy((float *)self->rb.obs + (size_t)i * nin, obs, (size_t)nin * sizeof(float));
-    memcpy((float *)self->rb.next + (size_t)i * nin, next, (size_t)nin * sizeof(float));
-    ((int64_t *)self->rb.act)[i] = a;
-    ((float *)self->rb.rew)[i] = (float)r;
-    self->slotver[i] = self->experiences + 1;  /* cached targets of the old transition no longer match */
-    if (self->rb.disc)
-        ((float *)self->rb.disc)[i] = (float)g;
+    long long n = self->experiences;
+    if (self->async) {  /* steps waiting in the background may have drawn the slot */
+        int nin = self->t.shape.in[0];
+        float o[C51_MAX_WIDTH], x[C51_MAX_WIDTH];  /* the caller's rows, before the GIL is released */
+        memcpy(o, obs, (size_t)nin * sizeof(float));
+        memcpy(x, next, (size_t)nin * sizeof(float));
+        Py_BEGIN_ALLOW_THREADS
+        c51_async_push(self->async, n, o, x, a, (float)r, (float)g, n + 1);
+        Py_END_ALLOW_THREADS
+    } else {
+        int i = (int)(n % self->cap), nin = self->t.shape.in[0];
+        memcpy((float *)self->rb.obs + (size_t)i * nin, obs, (size_t)nin * sizeof(float));
+        memcpy((float *)self->rb.next + (size_t)i * nin, next, (size_t)nin * sizeof(float));
+        ((int64_t *)self->rb.act)[i] = a;
+        ((float *)self->rb.rew)[i] = (float)r;
+        self->slotver[i] = n + 1;  /* cached targets of the old transition no longer match */
+        if (self->rb.disc)
+            ((float *)self->rb.disc)[i] = (float)g;
+    }
     self->experiences++;
     if (self->size < self->cap)
         self->size++;
@@ -533,14 +548,13 @@ static PyObject *C51Trainer_submit(C51Trainer *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "submit: the replay buffer is empty");
         return NULL;
     }
-    int queue = self->t.batch < ASYNC_ROWS / 2 ? ASYNC_ROWS / self->t.batch : 2;
-    if (!self->async && !(self->async = c51_async_new(&self->t, self->t.shape.in[0], queue, self->rb.mcache,
-                                                      self->rb.mgen, self->rb.mver)))
+    if (!self->async && !(self->async = c51_async_new(&self->t, &self->rb, self->cap, self->t.shape.in[0],
+                                                      ASYNC_STEPS, ASYNC_SHADOW)))
         return PyErr_NoMemory();
     sample(self);
     check_scaling(self, scale, r_lo, r_hi);
     Py_BEGIN_ALLOW_THREADS
-    c51_async_submit(self->async, &self->rb, self->idx, scale, r_lo, r_hi, self->experiences);
+    c51_async_submit(self->async, self->idx, self->rb.gen, scale, r_lo, r_hi, self->experiences);
     Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }

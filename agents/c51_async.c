@@ -15,18 +15,28 @@
 
 struct c51_async {
     c51_trainer *t;
+    int cap, nin, batch, queue, shadow;
+    /* The replay ring (written by c51_async_push) and the target cache. */
+    float *robs, *rnext, *rrew, *rdisc;
+    int64_t *ract, *rver;
     float *mcache;
     int64_t *mgen, *mver;
-    int nin, batch, queue;
-    /* The queue: job k's minibatch rows live at offset k * batch of each array. */
-    float *obs, *next, *rew, *disc;
-    int64_t *act, *slot, *ver, *rows;
+    /* The queue: job k's minibatch slots at idx + k * batch. */
+    int32_t *idx;
     int64_t *gen;
     double *scale, *r_lo, *r_hi;
-    long long *exps;
-    int head, count;  /* next job to fill; jobs queued (the worker runs the oldest) */
+    long long *exps;  /* transitions pushed when job k was submitted */
+    int head, count;  /* next job to fill; jobs queued (the oldest may be running) */
     int wake;         /* a sleeping worker is woken when this many jobs are queued */
     int busy;         /* a thread (the worker, or the owner helping) is running the oldest job */
+    long long pushed; /* transitions pushed so far */
+    /* Shadow rows: the row that push q overwrote, at q % shadow, kept while a job submitted at or
+     * before q has not gathered its rows. */
+    float *sobs, *snext, *srew, *sdisc;
+    int64_t *sact, *sver;
+    /* The running job's rows, gathered when it starts. */
+    float *obs, *next, *rew, *disc;
+    int64_t *act, *slot, *ver, *rows;
     /* Results of the steps done since the last take. */
     long long *res_exp;
     double *res_loss;
@@ -40,13 +50,38 @@ struct c51_async {
 #endif
 };
 
-/* Run job k: one gradient step and Adam; record its loss (the caller holds the lock if any). */
+/* Copy job k's minibatch rows as they were when it was submitted: a slot pushed over since then
+ * is read from the shadow row of the first push over it. The lock is held (if any). */
+static void gather(c51_async *a, int k)
+{
+    long long sub = a->exps[k], cap = a->cap;
+    size_t nin = (size_t)a->nin;
+    for (int s = 0; s < a->batch; s++) {
+        int64_t j = a->idx[(size_t)k * a->batch + s];
+        long long first = sub + ((j - sub) % cap + cap) % cap;  /* the first push into slot j since */
+        const float *o, *x;
+        float r, g;
+        int64_t ac, v;
+        if (first < a->pushed) {
+            size_t q = (size_t)(first % a->shadow);
+            o = a->sobs + q * nin, x = a->snext + q * nin, r = a->srew[q], g = a->sdisc[q];
+            ac = a->sact[q], v = a->sver[q];
+        } else {
+            o = a->robs + (size_t)j * nin, x = a->rnext + (size_t)j * nin, r = a->rrew[j];
+            g = a->rdisc ? a->rdisc[j] : a->t->gamma;
+            ac = a->ract[j], v = a->rver ? a->rver[j] : 0;
+        }
+        memcpy(a->obs + (size_t)s * nin, o, nin * sizeof(float));
+        memcpy(a->next + (size_t)s * nin, x, nin * sizeof(float));
+        a->rew[s] = r, a->disc[s] = g, a->act[s] = ac, a->slot[s] = j, a->ver[s] = v;
+    }
+}
+
+/* Run the gathered job k: one gradient step and Adam. */
 static double run_job(c51_async *a, int k)
 {
-    size_t r0 = (size_t)k * a->batch;
-    c51_replay rb = {a->obs + r0 * a->nin, a->next + r0 * a->nin, a->rew + r0, a->act + r0, a->disc + r0,
-                     a->mcache, a->mgen, a->gen[k], a->mcache ? a->slot + r0 : NULL,
-                     a->mcache ? a->ver + r0 : NULL, a->mver};
+    c51_replay rb = {a->obs, a->next, a->rew, a->act, a->disc, a->mcache, a->mgen, a->gen[k],
+                     a->mcache ? a->slot : NULL, a->mcache ? a->ver : NULL, a->mver};
     double loss = c51_gradients(a->t, &rb, a->rows, a->scale[k], a->r_lo[k], a->r_hi[k]);
     c51_adam(a->t);
     return loss;
@@ -71,6 +106,32 @@ static void record(c51_async *a, long long exps, double loss)
     a->nres++;
 }
 
+/* Write transition number `pushed` into its ring slot (the lock is held, if any). */
+static void store(c51_async *a, long long pushed, const float *obs, const float *next, int64_t action,
+                  float reward, float discount, int64_t version)
+{
+    size_t i = (size_t)(pushed % a->cap), nin = (size_t)a->nin;
+    memcpy(a->robs + i * nin, obs, nin * sizeof(float));
+    memcpy(a->rnext + i * nin, next, nin * sizeof(float));
+    a->ract[i] = action;
+    a->rrew[i] = reward;
+    if (a->rdisc)
+        a->rdisc[i] = discount;
+    if (a->rver)
+        a->rver[i] = version;
+    a->pushed = pushed + 1;
+}
+
+/* Run every queued job on the calling thread (no worker). */
+static void run_all_inline(c51_async *a)
+{
+    for (; a->count > 0; a->count--) {
+        int k = (a->head - a->count + a->queue) % a->queue;
+        gather(a, k);
+        record(a, a->exps[k], run_job(a, k));
+    }
+}
+
 #if C51_THREADS
 /* Run the oldest queued job on the calling thread: the lock is held on entry and on return, and
  * no job is running (busy == 0). One job at a time, oldest first, whichever thread runs it: the
@@ -79,6 +140,7 @@ static void run_oldest(c51_async *a)
 {
     int k = (a->head - a->count + a->queue) % a->queue;
     a->busy = 1;
+    gather(a, k);  /* under the lock: the owner's pushes wait for it */
     pthread_mutex_unlock(&a->mu);
     double loss = run_job(a, k);
     pthread_mutex_lock(&a->mu);
@@ -86,6 +148,13 @@ static void run_oldest(c51_async *a)
     a->count--;
     a->busy = 0;
     pthread_cond_broadcast(&a->done);
+}
+
+/* Jobs queued that have not gathered their rows yet, and the oldest of them. Lock held. */
+static int waiting(const c51_async *a, int *oldest)
+{
+    *oldest = (a->head - a->count + a->busy + a->queue) % a->queue;
+    return a->count - a->busy;
 }
 
 /* The owner needs queued jobs done (a flush, or a full queue): it runs the oldest itself while
@@ -144,37 +213,49 @@ static void ensure_worker(c51_async *a)
 }
 #endif
 
-c51_async *c51_async_new(c51_trainer *t, int nin, int queue, float *mcache, int64_t *mgen, int64_t *mver)
+c51_async *c51_async_new(c51_trainer *t, const c51_replay *rb, int cap, int nin, int queue, int shadow)
 {
-    if (queue < 1 || nin < 1 || t->batch < 1)
+    if (queue < 1 || shadow < 1 || cap < 1 || nin < 1 || t->batch < 1)
         return NULL;
     c51_async *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
     a->t = t;
-    a->mcache = mcache;
-    a->mgen = mgen;
-    a->mver = mver;
+    a->cap = cap;
     a->nin = nin;
     a->batch = t->batch;
     a->queue = queue;
-    a->wake = queue / 2 > 1 ? queue / 2 : 1;
-    size_t rows = (size_t)queue * t->batch;
-    a->obs = malloc(rows * nin * sizeof(float));
-    a->next = malloc(rows * nin * sizeof(float));
-    a->rew = malloc(rows * sizeof(float));
-    a->disc = malloc(rows * sizeof(float));
-    a->act = malloc(rows * sizeof(int64_t));
-    a->slot = malloc(rows * sizeof(int64_t));
-    a->ver = malloc(rows * sizeof(int64_t));
-    a->rows = malloc((size_t)t->batch * sizeof(int64_t));
+    a->shadow = shadow;
+    /* The owner writes the ring through c51_async_push (the kernel's view of it is const). */
+    a->robs = (float *)rb->obs, a->rnext = (float *)rb->next, a->rrew = (float *)rb->rew;
+    a->rdisc = (float *)rb->disc, a->ract = (int64_t *)rb->act, a->rver = (int64_t *)rb->ver;
+    a->mcache = rb->mcache, a->mgen = rb->mgen, a->mver = rb->mver;
+    int w = 512 / t->batch;  /* a sleeping worker is woken for ~512 rows of work */
+    a->wake = w < 1 ? 1 : w > queue / 2 ? (queue / 2 > 1 ? queue / 2 : 1) : w;
+    size_t B = (size_t)t->batch, S = (size_t)shadow;
+    a->idx = malloc((size_t)queue * B * sizeof(int32_t));
     a->gen = malloc((size_t)queue * sizeof(int64_t));
     a->scale = malloc((size_t)queue * sizeof(double));
     a->r_lo = malloc((size_t)queue * sizeof(double));
     a->r_hi = malloc((size_t)queue * sizeof(double));
     a->exps = malloc((size_t)queue * sizeof(long long));
-    if (!a->obs || !a->next || !a->rew || !a->disc || !a->act || !a->slot || !a->ver || !a->rows || !a->gen
-        || !a->scale || !a->r_lo || !a->r_hi || !a->exps) {
+    a->sobs = malloc(S * nin * sizeof(float));
+    a->snext = malloc(S * nin * sizeof(float));
+    a->srew = malloc(S * sizeof(float));
+    a->sdisc = malloc(S * sizeof(float));
+    a->sact = malloc(S * sizeof(int64_t));
+    a->sver = malloc(S * sizeof(int64_t));
+    a->obs = malloc(B * nin * sizeof(float));
+    a->next = malloc(B * nin * sizeof(float));
+    a->rew = malloc(B * sizeof(float));
+    a->disc = malloc(B * sizeof(float));
+    a->act = malloc(B * sizeof(int64_t));
+    a->slot = malloc(B * sizeof(int64_t));
+    a->ver = malloc(B * sizeof(int64_t));
+    a->rows = malloc(B * sizeof(int64_t));
+    if (!a->idx || !a->gen || !a->scale || !a->r_lo || !a->r_hi || !a->exps || !a->sobs || !a->snext || !a->srew
+        || !a->sdisc || !a->sact || !a->sver || !a->obs || !a->next || !a->rew || !a->disc || !a->act || !a->slot
+        || !a->ver || !a->rows) {
         c51_async_free(a);
         return NULL;
     }
@@ -204,26 +285,53 @@ void c51_async_free(c51_async *a)
     pthread_cond_destroy(&a->work);
     pthread_cond_destroy(&a->done);
 #endif
-    free(a->obs);
-    free(a->next);
-    free(a->rew);
-    free(a->disc);
-    free(a->act);
-    free(a->slot);
-    free(a->ver);
-    free(a->rows);
-    free(a->gen);
-    free(a->scale);
-    free(a->r_lo);
-    free(a->r_hi);
-    free(a->exps);
-    free(a->res_exp);
-    free(a->res_loss);
+    void *owned[] = {a->idx, a->gen, a->scale, a->r_lo, a->r_hi, a->exps, a->sobs, a->snext, a->srew, a->sdisc,
+                     a->sact, a->sver, a->obs, a->next, a->rew, a->disc, a->act, a->slot, a->ver, a->rows,
+                     a->res_exp, a->res_loss};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        free(owned[i]);
     free(a);
 }
 
-void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, double scale, double r_lo,
-                      double r_hi, long long experiences)
+void c51_async_push(c51_async *a, long long pushed, const float *obs, const float *next, int64_t action,
+                    float reward, float discount, int64_t version)
+{
+#if C51_THREADS
+    if (a->started || a->count) {
+        ensure_worker(a);  /* a forked child starts its own worker for the queue it inherited */
+        if (a->inline_only)
+            run_all_inline(a);  /* ... or, if it cannot, runs that queue before the ring changes */
+    }
+    if (a->started && !a->inline_only) {
+        pthread_mutex_lock(&a->mu);
+        int oldest, n = waiting(a, &oldest);
+        /* This push's shadow row must not hold one that a waiting job still needs. */
+        while (n > 0 && pushed - a->exps[oldest] >= a->shadow) {
+            if (!a->busy)
+                run_oldest(a);
+            else
+                pthread_cond_wait(&a->done, &a->mu);
+            n = waiting(a, &oldest);
+        }
+        if (n > 0) {  /* a waiting job may have drawn this slot: keep its row */
+            size_t i = (size_t)(pushed % a->cap), q = (size_t)(pushed % a->shadow), nin = (size_t)a->nin;
+            memcpy(a->sobs + q * nin, a->robs + i * nin, nin * sizeof(float));
+            memcpy(a->snext + q * nin, a->rnext + i * nin, nin * sizeof(float));
+            a->srew[q] = a->rrew[i];
+            a->sdisc[q] = a->rdisc ? a->rdisc[i] : a->t->gamma;
+            a->sact[q] = a->ract[i];
+            a->sver[q] = a->rver ? a->rver[i] : 0;
+        }
+        store(a, pushed, obs, next, action, reward, discount, version);
+        pthread_mutex_unlock(&a->mu);
+        return;
+    }
+#endif
+    store(a, pushed, obs, next, action, reward, discount, version);  /* no job waits */
+}
+
+void c51_async_submit(c51_async *a, const int64_t *idx, int64_t gen, double scale, double r_lo, double r_hi,
+                      long long experiences)
 {
     int k;
 #if C51_THREADS
@@ -236,18 +344,9 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
     } else
 #endif
         k = a->head;
-    size_t r0 = (size_t)k * a->batch, nin = (size_t)a->nin;
-    for (int s = 0; s < a->batch; s++) {  /* copy the minibatch out of the replay buffer */
-        int64_t j = idx[s];
-        memcpy(a->obs + (r0 + s) * nin, rb->obs + (size_t)j * nin, nin * sizeof(float));
-        memcpy(a->next + (r0 + s) * nin, rb->next + (size_t)j * nin, nin * sizeof(float));
-        a->rew[r0 + s] = rb->rew[j];
-        a->disc[r0 + s] = rb->disc ? rb->disc[j] : a->t->gamma;
-        a->act[r0 + s] = rb->act[j];
-        a->slot[r0 + s] = j;
-        a->ver[r0 + s] = rb->ver ? rb->ver[j] : 0;
-    }
-    a->gen[k] = rb->gen;
+    for (int s = 0; s < a->batch; s++)
+        a->idx[(size_t)k * a->batch + s] = (int32_t)idx[s];
+    a->gen[k] = gen;
     a->scale[k] = scale;
     a->r_lo[k] = r_lo;
     a->r_hi[k] = r_hi;
@@ -255,6 +354,7 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
 #if C51_THREADS
     if (!a->inline_only) {
         pthread_mutex_lock(&a->mu);
+        a->pushed = experiences;
         a->head = (k + 1) % a->queue;  /* with count: the worker finds its job at head - count */
         /* Waking the worker costs a system call or two (more than a job's copy): a sleeping
          * worker has caught up, so it is woken once `wake` jobs wait (a running one takes them
@@ -265,7 +365,9 @@ void c51_async_submit(c51_async *a, const c51_replay *rb, const int64_t *idx, do
         return;
     }
 #endif
+    a->pushed = experiences;
     a->head = (k + 1) % a->queue;
+    gather(a, k);
     record(a, experiences, run_job(a, k));
 }
 
@@ -276,10 +378,7 @@ void c51_async_flush(c51_async *a)
         return;  /* no worker: every step ran at submission */
     ensure_worker(a);  /* a forked child starts its own worker for the queue it inherited */
     if (a->inline_only) {  /* ... or, if it cannot, runs that queue itself */
-        for (; a->count > 0; a->count--) {
-            int k = (a->head - a->count + a->queue) % a->queue;
-            record(a, a->exps[k], run_job(a, k));
-        }
+        run_all_inline(a);
         return;
     }
     pthread_mutex_lock(&a->mu);
@@ -302,8 +401,9 @@ size_t c51_async_take(c51_async *a, const long long **experiences, const double 
 
 size_t c51_async_bytes(const c51_async *a)
 {
-    size_t rows = (size_t)a->queue * a->batch;
-    return rows * (2 * (size_t)a->nin + 2) * sizeof(float) + rows * 3 * sizeof(int64_t)
-           + (size_t)a->batch * sizeof(int64_t) + (size_t)a->queue * (sizeof(int64_t) + 3 * sizeof(double)
-           + sizeof(long long)) + a->res_cap * (sizeof(long long) + sizeof(double));
+    size_t row = (2 * (size_t)a->nin + 2) * sizeof(float);  /* obs, next, reward, discount */
+    return (size_t)a->queue * ((size_t)a->batch * sizeof(int32_t) + sizeof(int64_t) + 3 * sizeof(double)
+                               + sizeof(long long))
+           + (size_t)a->shadow * (row + 2 * sizeof(int64_t)) + (size_t)a->batch * (row + 4 * sizeof(int64_t))
+           + a->res_cap * (sizeof(long long) + sizeof(double));
 }

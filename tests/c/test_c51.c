@@ -228,7 +228,9 @@ static void test_async_matches_sync(void)
         c51_replay r = {obs[k], next[k], rew[k], act[k], disc[k], mcache[k], mgen[k], 1, NULL, ver[k], mver[k]};
         rb[k] = r;
     }
-    c51_async *a = c51_async_new(&t[1], NIN, 3, mcache[1], mgen[1], mver[1]);
+    /* A shadow ring of 16 rows: with 5 pushes per step and 3 queued steps, the owner runs out of
+     * shadow rows and must wait for (or run) the oldest step before it pushes over a slot. */
+    c51_async *a = c51_async_new(&t[1], &rb[1], CAP, NIN, 3, 16);
     CHECK(a != NULL, "async queue");
     long long written = 0;
     for (int step = 0; step < STEPS; step++) {
@@ -238,17 +240,16 @@ static void test_async_matches_sync(void)
             int64_t ac = (int64_t)(frand() * 2.0f);
             for (int i = 0; i < NIN; i++)
                 o[i] = frand(), x[i] = frand();
-            for (int k = 0; k < 2; k++) {
-                memcpy(obs[k] + j * NIN, o, sizeof o);
-                memcpy(next[k] + j * NIN, x, sizeof x);
-                rew[k][j] = r, disc[k][j] = g, act[k][j] = ac, ver[k][j] = written + 1;
-            }
+            memcpy(obs[0] + j * NIN, o, sizeof o);  /* the synchronous trainer's ring, directly */
+            memcpy(next[0] + j * NIN, x, sizeof x);
+            rew[0][j] = r, disc[0][j] = g, act[0][j] = ac, ver[0][j] = written + 1;
+            c51_async_push(a, written, o, x, ac, r, g, written + 1);  /* waiting steps keep their rows */
         }
         for (int s = 0; s < BATCH; s++)
             idx[s] = (int64_t)(frand() * (written < CAP ? written : CAP));
         losses[step] = c51_gradients(&t[0], &rb[0], idx, 1.5, -0.5, 2.0);
         c51_adam(&t[0]);
-        c51_async_submit(a, &rb[1], idx, 1.5, -0.5, 2.0, written);
+        c51_async_submit(a, idx, rb[1].gen, 1.5, -0.5, 2.0, written);
         if (step % 10 == 9)
             c51_async_flush(a);
     }
