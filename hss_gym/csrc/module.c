@@ -238,10 +238,21 @@ typedef struct {
     SimDevicesObject *devices; /* strong reference: h.dev points into it */
     long long cand;            /* env: current migration candidate, -1 if none */
     uint64_t moved_seen;       /* env: executed + stale moves already reported */
+    uint64_t evict_seen;       /* env: evictions already reported */
+    double delay_seen;         /* env: migration delay (us) already reported */
+    long long *pend_step;      /* env: FIFO of queued moves, (decision step, penalty term) */
+    double *pend_pen;
+    size_t pend_head, pend_len, pend_cap;
+    Py_buffer lat;             /* env: the episode's latencies (float64), written per step */
+    int lat_held;
 } HSSObject;
 
 static void HSS_dealloc(HSSObject *self)
 {
+    if (self->lat_held)
+        PyBuffer_Release(&self->lat);
+    PyMem_Free(self->pend_step);
+    PyMem_Free(self->pend_pen);
     if (self->ready)
         hss_free(&self->h);
     Py_XDECREF(self->devices);
@@ -693,25 +704,68 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* env_step(place, move, next, obs_p, obs_m, sibyl, scan) — one environment step in one call:
- *   finish the pending request on `place`; if `move` >= 0 queue the current candidate's move to
- *   `move`; then, if `next` = (t, op, offset, size) is not None, begin it, pick the next candidate
- *   (when `scan`) and write both observations.
- * Returns (latency, queued, penalty_term, executed, needs_placement, candidate) where
- * penalty_term = 1/acc_intr + 1/migr_intr of the queued page, executed = moves executed or
- * dropped as stale since the last call, candidate = next candidate page or -1. */
+/* Queue a move's (decision step, penalty term) at the FIFO's tail; -1 when out of memory. */
+static int pend_push(HSSObject *self, long long step, double pen)
+{
+    if (self->pend_len == self->pend_cap) {
+        size_t cap = self->pend_cap ? 2 * self->pend_cap : 64;
+        long long *st = PyMem_Malloc(cap * sizeof *st);
+        double *pe = PyMem_Malloc(cap * sizeof *pe);
+        if (!st || !pe) {
+            PyMem_Free(st);
+            PyMem_Free(pe);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t k = 0; k < self->pend_len; k++) {  /* unwrap the ring */
+            size_t j = (self->pend_head + k) % (self->pend_cap ? self->pend_cap : 1);
+            st[k] = self->pend_step[j];
+            pe[k] = self->pend_pen[j];
+        }
+        PyMem_Free(self->pend_step);
+        PyMem_Free(self->pend_pen);
+        self->pend_step = st, self->pend_pen = pe, self->pend_cap = cap, self->pend_head = 0;
+    }
+    size_t j = (self->pend_head + self->pend_len) % self->pend_cap;
+    self->pend_step[j] = step;
+    self->pend_pen[j] = pen;
+    self->pend_len++;
+    return 0;
+}
+
+/* The device of `page` as its curr_dev feature gives it (the home device if never placed). */
+static int page_device(hss *h, long long page)
+{
+    hss_page *pg = hss_lookup(h, (uint64_t)page);
+    return pg && pg->dev ? hss_dev_of(pg) : h->home;
+}
+
+/* env_step(place, move, next, obs_p, obs_m, sibyl, scan, step) — one environment step in one call:
+ *   finish the pending request on `place` (ignored unless it needs a placement); if there is a
+ *   candidate and `move` >= 0 queue its move to `move`; then, if `next` = (t, op, offset, size)
+ *   is not None, begin it, pick the next candidate (when `scan`) and write both observations.
+ *   The latency goes into the episode's latencies (env_begin) at `step`; a queued move joins the
+ *   FIFO as (step, penalty term), penalty term = 1/acc_intr + 1/migr_intr of its page.
+ * Returns (latency, evicted, ran, ran_steps, move_delay_us, needs_placement, candidate, device):
+ * pages evicted by this step; the FIFO entries of the moves executed or dropped as stale since the
+ * last call, oldest first, as (step, penalty term) pairs (None if none) and as a fresh list of
+ * steps; the migration delay they added; for the next request whether it needs a placement, the
+ * candidate page (-1: none) and its device (-1: none). */
 static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
 {
     int place, move, sibyl, scan;
+    long long step;
     PyObject *next, *po, *mo;
-    if (!PyArg_ParseTuple(args, "iiOOOpp", &place, &move, &next, &po, &mo, &sibyl, &scan))
+    if (!PyArg_ParseTuple(args, "iiOOOppL", &place, &move, &next, &po, &mo, &sibyl, &scan, &step))
         return NULL;
     hss *h = &self->h;
     if (!h->cur.active) {
         PyErr_SetString(PyExc_RuntimeError, "env_step() without a pending request");
         return NULL;
     }
-    if (h->cur.needs_placement && (place < 0 || place >= h->ndev)) {
+    if (!h->cur.needs_placement)
+        place = 0;
+    else if (place < 0 || place >= h->ndev) {
         PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", h->ndev - 1, place);
         return NULL;
     }
@@ -756,22 +810,76 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
             || write_features(h, self->cand, op, npages, sibyl, mo) < 0)
             return NULL;
     }
+    if (self->lat_held && step >= 0 && step < (long long)(self->lat.len / (Py_ssize_t)sizeof(double)))
+        ((double *)self->lat.buf)[step] = lat;
+    long long evicted = (long long)(h->c.evictions - self->evict_seen);
+    self->evict_seen = h->c.evictions;
+    if (queued && pend_push(self, step, pen) < 0)
+        return NULL;
     uint64_t moved = h->c.migrations + h->c.migrations_stale;
-    long long executed = (long long)(moved - self->moved_seen);
+    size_t executed = (size_t)(moved - self->moved_seen), n = executed < self->pend_len ? executed : self->pend_len;
     self->moved_seen = moved;
-    return Py_BuildValue("(didiiL)", lat, queued, pen, (int)executed, needs, self->cand);
+    PyObject *ran = Py_None, *steps = PyList_New((Py_ssize_t)n);
+    double delay = 0.0;
+    if (!steps)
+        return NULL;
+    Py_INCREF(Py_None);
+    if (executed) {  /* queued moves run (or are dropped as stale) in FIFO order */
+        delay = h->c.mig_delay_us - self->delay_seen;
+        self->delay_seen = h->c.mig_delay_us;
+        Py_DECREF(Py_None);
+        if (!(ran = PyList_New((Py_ssize_t)n))) {
+            Py_DECREF(steps);
+            return NULL;
+        }
+        for (size_t k = 0; k < n; k++) {
+            size_t j = self->pend_head;
+            self->pend_head = (j + 1) % self->pend_cap;
+            self->pend_len--;
+            PyObject *pair = Py_BuildValue("(Ld)", self->pend_step[j], self->pend_pen[j]);
+            PyObject *s = PyLong_FromLongLong(self->pend_step[j]);
+            if (!pair || !s) {
+                Py_XDECREF(pair);
+                Py_XDECREF(s);
+                Py_DECREF(ran);
+                Py_DECREF(steps);
+                return NULL;
+            }
+            PyList_SET_ITEM(ran, (Py_ssize_t)k, pair);
+            PyList_SET_ITEM(steps, (Py_ssize_t)k, s);
+        }
+    }
+    int dev = self->cand >= 0 ? page_device(h, self->cand) : -1;
+    return Py_BuildValue("(dLNNdiLi)", lat, evicted, ran, steps, delay, needs, self->cand, dev);
 }
 
-/* env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan) -> (needs_placement, candidate):
- * the first request of an episode (after reset). */
+/* env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan[, latencies]) -> (needs_placement,
+ * candidate): the first request of an episode (after reset); env_step writes each step's latency
+ * into `latencies` (a float64 array, held until the next env_begin) and starts its counts anew. */
 static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
 {
     double t;
     int op, sibyl, scan;
     long long off, size;
-    PyObject *po, *mo;
-    if (!PyArg_ParseTuple(args, "diLLOOpp", &t, &op, &off, &size, &po, &mo, &sibyl, &scan))
+    PyObject *po, *mo, *lat = Py_None;
+    if (!PyArg_ParseTuple(args, "diLLOOpp|O", &t, &op, &off, &size, &po, &mo, &sibyl, &scan, &lat))
         return NULL;
+    if (self->lat_held) {
+        PyBuffer_Release(&self->lat);
+        self->lat_held = 0;
+    }
+    if (lat != Py_None) {
+        if (PyObject_GetBuffer(lat, &self->lat, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+            return NULL;
+        self->lat_held = 1;
+        if (self->lat.itemsize != 8 || !self->lat.format || strcmp(self->lat.format, "d") != 0) {
+            PyErr_SetString(PyExc_ValueError, "env_begin: latencies must be a contiguous float64 array");
+            return NULL;
+        }
+    }
+    self->evict_seen = 0;
+    self->delay_seen = 0.0;
+    self->pend_len = self->pend_head = 0;
     if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
         PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
         return NULL;
@@ -842,9 +950,9 @@ static PyMethodDef HSS_methods[] = {
      "devices(pages, out): device of each page (int64 arrays; -1 if not placed)"},
     {"counters", (PyCFunction)HSS_counters, METH_NOARGS, "run counters"},
     {"env_step", (PyCFunction)HSS_env_step, METH_VARARGS,
-     "env_step(place, move, next, obs_p, obs_m, sibyl, scan): one environment step (see source)"},
+     "env_step(place, move, next, obs_p, obs_m, sibyl, scan, step): one environment step (see source)"},
     {"env_begin", (PyCFunction)HSS_env_begin, METH_VARARGS,
-     "env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan): first request of an episode"},
+     "env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan[, latencies]): first request of an episode"},
     {"features", (PyCFunction)HSS_features, METH_VARARGS,
      "features(page, op, npages, out, sibyl=False): observation bins of a page into out"},
     {"memory_bytes", (PyCFunction)HSS_memory_bytes, METH_NOARGS, "bytes held by the page table, LRU and allocators"},

@@ -204,20 +204,18 @@ class HSSParallelEnv(ParallelEnv):
         self._reqs = list(zip(tr.time_us[:self._end].tolist(), tr.op[:self._end].tolist(),
                               tr.offset[:self._end].tolist(), tr.size[:self._end].tolist()))
         self._i = 0
-        self._latencies = np.empty(self._end, dtype=np.float64)
-        self._pending: deque[tuple[int, float]] = deque()  # (step, penalty term) of queued moves
+        self._latencies = np.empty(self._end, dtype=np.float64)  # written by the core's env_step
         self._executed: deque[tuple[int, float]] = deque()  # executed moves not yet rewarded
         self._window_left = 0
         self._window_sum = 0.0
         self._window_credit: list[int] = []
-        self._evictions = 0
         self._window_pen = 0.0
         self._ran: list[int] = []  # decision steps of the moves executed (or dropped) this step
-        self._delay = self._move_delay = 0.0
+        self._move_delay = 0.0
         self.agents = list(AGENTS)
         self._obs = self._new_obs()
         self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self.kind == "sibyl",
-                                                     self.migration_enabled)
+                                                     self.migration_enabled, self._latencies)
         self._cand = None if cand < 0 else cand
         infos = self._infos(0.0, [], 0, bool(self._needs), cand, -1 if cand < 0 else self._candidate_device())
         return {"placement": self._obs[0], "migration": self._obs[1]}, infos
@@ -288,53 +286,31 @@ class HSSParallelEnv(ParallelEnv):
         :attr:`step_index`. The lists are fresh; the observations too, as :meth:`step`'s."""
         i = self._i
         needs_before = self._needs
-        if not needs_before:
-            place = 0
-        if self._cand is None:
-            move = -1
         self._i = nxt = i + 1
         done = nxt >= self._end
         shape, dtype = self._obs_shape, self._dtype
         obs_p, obs_m = np.empty(shape, dtype), np.empty(shape, dtype)
         core = self._hss.core
-        latency, queued, pen, executed, needs, cand = core.env_step(
-            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled)
+        # The core finishes the request, queues the move, begins the next request, writes the
+        # observations and the latency, and keeps the FIFO of queued moves (hss_gym/csrc/module.c).
+        latency, evicted, ran, self._ran, self._move_delay, needs, cand, dev = core.env_step(
+            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled, i)
         if self._real is not None:  # measured on the real devices
-            latency = self._real.complete(core, self._reqs[i][0])
-        self._latencies[i] = latency
-        evictions = core.evictions
-        evicted, self._evictions = evictions - self._evictions, evictions
-        if queued:
-            self._pending.append((i, pen))
-        if executed:  # queued moves run (or dropped as stale) in FIFO order
-            pending = self._pending
-            ran = [pending.popleft() for _ in range(min(executed, len(pending)))]
-            delay = core.migration_delay_us
-            self._delay, self._move_delay = delay, delay - self._delay
-            self._ran = [s for s, _ in ran]
-        else:
-            ran = []
-            self._move_delay = 0.0
-            self._ran = []
+            latency = self._latencies[i] = self._real.complete(core, self._reqs[i][0])
         if ran or self._window_left or len(self._executed) >= self.reward_x:
-            r_migr, credit = self._migration_reward(latency, ran)
+            r_migr, credit = self._migration_reward(latency, ran or [])
         else:  # nothing to count or pay this step (the common case)
             r_migr, credit = 0.0, []
         r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
         if done:
             obs_p, obs_m = np.zeros_like(obs_p), np.zeros_like(obs_m)
-            needs, cand = False, -1
+            needs, cand, dev = False, -1, -1
             self.agents = []
         self._obs = (obs_p, obs_m)
         self._needs = needs = bool(needs)
-        if cand < 0:
-            self._cand = None
-            return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
-                    -1, -1)
-        self._cand = cand
-        v = obs_m.item(self._curr_dev_index)  # the candidate's device, from its curr_dev feature
+        self._cand = None if cand < 0 else cand
         return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
-                cand, int(v) if self.raw_bins else int(v * self._dev_scale + 0.5))
+                cand, dev)
 
     def _migration_reward(self, latency: float, ran: list[tuple[int, float]]) -> tuple[float, list[int]]:
         """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
