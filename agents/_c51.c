@@ -687,7 +687,7 @@ static PyMethodDef C51Trainer_methods[] = {
      "in place; apply=False only computes the gradients"},
     {"submit", (PyCFunction)C51Trainer_submit, METH_VARARGS,
      "submit(scale, r_lo, r_hi): one minibatch step on a uniform sample, taken by a background thread in "
-     "submission order (the minibatch is copied now); results as train()'s"},
+     "submission order (the minibatch is drawn now; its rows are read as they are now); results as train()'s"},
     {"drain", (PyCFunction)C51Trainer_drain, METH_NOARGS,
      "drain() -> [(experiences, loss), ...]: wait for the submitted steps; those done since the last drain"},
     {"gradients", (PyCFunction)C51Trainer_gradients, METH_NOARGS,

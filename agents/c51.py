@@ -32,9 +32,9 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
 * training: Harmonia runs "16 batches per training step" in a background thread. Here the steps
   are spread evenly: one minibatch gradient step every ``train_every`` experiences (the placement
   agents use 8, docs/learning-diagnostics.md). With ``train_thread=True`` (default, C trainer) a
-  worker thread takes them while the agent acts: each step's minibatch is drawn and copied when
-  it is due, the worker runs the steps in order, and the agent waits for them before it reads the
-  weights (every ``sync_every`` requests, or when :attr:`C51Agent.q` is used), so results are
+  worker thread takes them while the agent acts: each step's minibatch is drawn when it is due
+  (the replay keeps a row it overwrites until the steps that may have drawn it have read it), the
+  worker runs the steps in order, and the agent waits for them before it reads the weights (every ``sync_every`` requests, or when :attr:`C51Agent.q` is used), so results are
   exactly those of synchronous training (``train_thread=False``) and do not depend on timing.
 
 Every gradient step's loss is kept in :attr:`C51Agent.loss_curve` as ``(experiences, loss)``
@@ -214,6 +214,11 @@ class C51Agent:
         if self.requests >= self._next_sync:
             self._next_sync = (self.requests // self.cfg.sync_every + 1) * self.cfg.sync_every
             self.sync()
+
+    def until_sync(self) -> int:
+        """Requests until the inference network's next refresh: ``tick(until_sync())`` refreshes
+        it, as that many ``tick()`` calls would (an episode loop may count them itself)."""
+        return self._next_sync - self.requests
 
     def sync(self) -> None:
         """Copy the training weights to the inference network (C) and the target network."""

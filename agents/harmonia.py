@@ -168,6 +168,7 @@ class PlacementAgent(_C51Policy):
 
     def learn(self, next_obs: np.ndarray, reward: float, info: dict[str, Any]) -> None:
         self._learn(next_obs, reward, info["step"], info["latency_us"], info.get("evicted", 0))
+        self.agent.tick()
 
     def _decide(self, obs: np.ndarray, acting: bool, request: tuple[float, int, int, int]) -> int:
         """:meth:`decide` on what it reads: ``infos["placement"]["acting"]`` and ``env.request``."""
@@ -182,7 +183,7 @@ class PlacementAgent(_C51Policy):
 
     def _learn(self, next_obs: np.ndarray, reward: float, step: int, latency: float, evicted: int) -> None:
         """:meth:`learn` on what it reads from ``infos["placement"]``: ``step``, ``latency_us``
-        and ``evicted`` (unused here; Sibyl's reward penalises it)."""
+        and ``evicted`` (unused here; Sibyl's reward penalises it); the caller ticks the agent."""
         agent, credit, last = self.agent, self._credit, self._last
         if credit is None:
             if last is not None:
@@ -194,7 +195,6 @@ class PlacementAgent(_C51Policy):
                 credit.access(self._page, self._ref / latency)
             if step >= credit.next_expiry:
                 credit.expire(step)
-        agent.tick()
 
     def run_fast(self, env: HSSParallelEnv, observations: Obs, infos: Infos,
                  callback: Callable[[int], None] | None = None) -> int | None:
@@ -203,13 +203,18 @@ class PlacementAgent(_C51Policy):
             return None
         obs, acting, dev = observations["placement"], infos["placement"]["acting"], infos["migration"]["device"]
         decide, learn, step, learns, reqs = self._decide, self._learn, env.fast_step, self.learns, env.requests
-        n, i = 0, env.step_index
+        agent = self.agent
+        n, i, k, due = 0, env.step_index, 0, agent.until_sync()  # ticks counted here, given at each refresh
         while True:
             place = decide(obs, acting, reqs[i])
             obs, _, reward, _, latency, evicted, _, _, _, done, acting, _, dev = step(place, dev if dev >= 0 else 0)
             n, i = n + 1, i + 1
             if learns:
                 learn(obs, reward, i, latency, evicted)
+                k += 1
+                if k == due or done:
+                    agent.tick(k)
+                    k, due = 0, agent.until_sync()
             if callback is not None and n % 10_000 == 0:
                 callback(n)
             if done:
@@ -406,11 +411,12 @@ class MigrationAgent(_C51Policy):
     def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any], latency: float = 0.0) -> None:
         self._learn(nxt, r, info["step"], latency, info.get("executed", []), info.get("move_delay_us", 0.0),
                     info.get("credit", []))
+        self.agent.tick()
 
     def _learn(self, nxt: np.ndarray, r: float, step: int, latency: float, executed: list[int], delay_us: float,
                credit_steps: list[int]) -> None:
         """:meth:`learn` on what it reads from ``infos["migration"]`` (``step``, ``executed``,
-        ``move_delay_us``, ``credit``) and the request's latency."""
+        ``move_delay_us``, ``credit``) and the request's latency; the caller ticks the agent."""
         credit = self._credit
         if credit is not None:
             agent, trainer = self.agent, self.agent.trainer
@@ -422,7 +428,6 @@ class MigrationAgent(_C51Policy):
             if warm and self.learn_start <= trainer.size < agent.cfg.batch_size:  # train before the replay holds a batch
                 for _ in range(trainer.experiences - before):
                     agent.queue_step()
-            agent.tick()
             return
         if self._last is not None:
             obs, a, at = self._last
@@ -441,7 +446,6 @@ class MigrationAgent(_C51Policy):
             while self._stays:
                 obs, a, n = self._stays.popleft()
                 agent.remember(obs, a, r, n)
-        self.agent.tick()
 
     def _charge_delay(self, executed: list[int], delay_us: float) -> None:
         """Charge the moves executed this step what they delayed host I/O (the environment's
@@ -534,7 +538,10 @@ class Harmonia(Combined):
         decide_p, decide_m, step = pl._decide, mg._decide, env.fast_step
         learn_p, learn_m, placed = pl._learn, mg._learn, mg.placed
         learns_p, learns_m, reqs = pl.learns, mg.learns, env.requests
+        ag_p, ag_m = pl.agent, mg.agent
         n, i = 0, env.step_index
+        k_p = k_m = 0  # requests not yet ticked; each agent is ticked at its refresh (until_sync)
+        due_p, due_m = ag_p.until_sync(), ag_m.until_sync()
         while True:
             req = reqs[i]
             a_p = decide_p(obs_p, acting, req)
@@ -544,11 +551,19 @@ class Harmonia(Combined):
             n, i = n + 1, i + 1
             if learns_p:
                 learn_p(obs_p, r_p, i, latency, evicted)
+                k_p += 1
+                if k_p == due_p or done:
+                    ag_p.tick(k_p)
+                    k_p, due_p = 0, ag_p.until_sync()
             if learns_m:
                 last = pl._last
                 if last is not None:
                     placed(last[1], latency, evicted)
                 learn_m(obs_m, r_m, i, latency, executed, delay_us, credit)
+                k_m += 1
+                if k_m == due_m or done:
+                    ag_m.tick(k_m)
+                    k_m, due_m = 0, ag_m.until_sync()
             if callback is not None and n % 10_000 == 0:
                 callback(n)
             if done:
