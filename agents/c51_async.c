@@ -13,13 +13,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Transitions side by side: observations and next observations (nin floats each), rewards,
+ * discounts, actions and versions. */
+typedef struct {
+    float *obs, *next, *rew, *disc;
+    int64_t *act, *ver;
+} rows;
+
+static int rows_alloc(rows *r, size_t n, size_t nin)
+{
+    r->obs = malloc(n * nin * sizeof(float));
+    r->next = malloc(n * nin * sizeof(float));
+    r->rew = malloc(n * sizeof(float));
+    r->disc = malloc(n * sizeof(float));
+    r->act = malloc(n * sizeof(int64_t));
+    r->ver = malloc(n * sizeof(int64_t));
+    return r->obs && r->next && r->rew && r->disc && r->act && r->ver ? 0 : -1;
+}
+
+static void rows_free(rows *r)
+{
+    free(r->obs);
+    free(r->next);
+    free(r->rew);
+    free(r->disc);
+    free(r->act);
+    free(r->ver);
+}
+
+/* dst row d = src row j (src->disc NULL: gamma; src->ver NULL: version 0). */
+static void rows_copy(rows *dst, size_t d, const rows *src, size_t j, size_t nin, float gamma)
+{
+    memcpy(dst->obs + d * nin, src->obs + j * nin, nin * sizeof(float));
+    memcpy(dst->next + d * nin, src->next + j * nin, nin * sizeof(float));
+    dst->rew[d] = src->rew[j];
+    dst->disc[d] = src->disc ? src->disc[j] : gamma;
+    dst->act[d] = src->act[j];
+    dst->ver[d] = src->ver ? src->ver[j] : 0;
+}
+
 struct c51_async {
     c51_trainer *t;
     int cap, nin, batch, queue, shadow;
-    /* The replay ring (written by c51_async_push) and the target cache. */
-    float *robs, *rnext, *rrew, *rdisc;
-    int64_t *ract, *rver;
-    float *mcache;
+    rows ring;        /* the replay ring (written by c51_async_push; disc and ver may be NULL) */
+    float *mcache;    /* the target cache */
     int64_t *mgen, *mver;
     /* The queue: job k's minibatch slots at idx + k * batch. */
     int32_t *idx;
@@ -32,11 +69,10 @@ struct c51_async {
     long long pushed; /* transitions pushed so far */
     /* Shadow rows: the row that push q overwrote, at q % shadow, kept while a job submitted at or
      * before q has not gathered its rows. */
-    float *sobs, *snext, *srew, *sdisc;
-    int64_t *sact, *sver;
-    /* The running job's rows, gathered when it starts. */
-    float *obs, *next, *rew, *disc;
-    int64_t *act, *slot, *ver, *rows;
+    rows shadowed;
+    /* The running job's rows (and their ring slots), gathered when it starts. */
+    rows run;
+    int64_t *slot, *order;
     /* Results of the steps done since the last take. */
     long long *res_exp;
     double *res_loss;
@@ -55,34 +91,23 @@ struct c51_async {
 static void gather(c51_async *a, int k)
 {
     long long sub = a->exps[k], cap = a->cap;
-    size_t nin = (size_t)a->nin;
     for (int s = 0; s < a->batch; s++) {
         int64_t j = a->idx[(size_t)k * a->batch + s];
         long long first = sub + ((j - sub) % cap + cap) % cap;  /* the first push into slot j since */
-        const float *o, *x;
-        float r, g;
-        int64_t ac, v;
-        if (first < a->pushed) {
-            size_t q = (size_t)(first % a->shadow);
-            o = a->sobs + q * nin, x = a->snext + q * nin, r = a->srew[q], g = a->sdisc[q];
-            ac = a->sact[q], v = a->sver[q];
-        } else {
-            o = a->robs + (size_t)j * nin, x = a->rnext + (size_t)j * nin, r = a->rrew[j];
-            g = a->rdisc ? a->rdisc[j] : a->t->gamma;
-            ac = a->ract[j], v = a->rver ? a->rver[j] : 0;
-        }
-        memcpy(a->obs + (size_t)s * nin, o, nin * sizeof(float));
-        memcpy(a->next + (size_t)s * nin, x, nin * sizeof(float));
-        a->rew[s] = r, a->disc[s] = g, a->act[s] = ac, a->slot[s] = j, a->ver[s] = v;
+        if (first < a->pushed)
+            rows_copy(&a->run, (size_t)s, &a->shadowed, (size_t)(first % a->shadow), (size_t)a->nin, a->t->gamma);
+        else
+            rows_copy(&a->run, (size_t)s, &a->ring, (size_t)j, (size_t)a->nin, a->t->gamma);
+        a->slot[s] = j;
     }
 }
 
 /* Run the gathered job k: one gradient step and Adam. */
 static double run_job(c51_async *a, int k)
 {
-    c51_replay rb = {a->obs, a->next, a->rew, a->act, a->disc, a->mcache, a->mgen, a->gen[k],
-                     a->mcache ? a->slot : NULL, a->mcache ? a->ver : NULL, a->mver};
-    double loss = c51_gradients(a->t, &rb, a->rows, a->scale[k], a->r_lo[k], a->r_hi[k]);
+    c51_replay rb = {a->run.obs, a->run.next, a->run.rew, a->run.act, a->run.disc, a->mcache, a->mgen, a->gen[k],
+                     a->mcache ? a->slot : NULL, a->mcache ? a->run.ver : NULL, a->mver};
+    double loss = c51_gradients(a->t, &rb, a->order, a->scale[k], a->r_lo[k], a->r_hi[k]);
     c51_adam(a->t);
     return loss;
 }
@@ -111,14 +136,15 @@ static void store(c51_async *a, long long pushed, const float *obs, const float 
                   float reward, float discount, int64_t version)
 {
     size_t i = (size_t)(pushed % a->cap), nin = (size_t)a->nin;
-    memcpy(a->robs + i * nin, obs, nin * sizeof(float));
-    memcpy(a->rnext + i * nin, next, nin * sizeof(float));
-    a->ract[i] = action;
-    a->rrew[i] = reward;
-    if (a->rdisc)
-        a->rdisc[i] = discount;
-    if (a->rver)
-        a->rver[i] = version;
+    rows *r = &a->ring;
+    memcpy(r->obs + i * nin, obs, nin * sizeof(float));
+    memcpy(r->next + i * nin, next, nin * sizeof(float));
+    r->act[i] = action;
+    r->rew[i] = reward;
+    if (r->disc)
+        r->disc[i] = discount;
+    if (r->ver)
+        r->ver[i] = version;
     a->pushed = pushed + 1;
 }
 
@@ -227,40 +253,29 @@ c51_async *c51_async_new(c51_trainer *t, const c51_replay *rb, int cap, int nin,
     a->queue = queue;
     a->shadow = shadow;
     /* The owner writes the ring through c51_async_push (the kernel's view of it is const). */
-    a->robs = (float *)rb->obs, a->rnext = (float *)rb->next, a->rrew = (float *)rb->rew;
-    a->rdisc = (float *)rb->disc, a->ract = (int64_t *)rb->act, a->rver = (int64_t *)rb->ver;
+    rows ring = {(float *)rb->obs, (float *)rb->next, (float *)rb->rew, (float *)rb->disc, (int64_t *)rb->act,
+                 (int64_t *)rb->ver};
+    a->ring = ring;
     a->mcache = rb->mcache, a->mgen = rb->mgen, a->mver = rb->mver;
     int w = 512 / t->batch;  /* a sleeping worker is woken for ~512 rows of work */
     a->wake = w < 1 ? 1 : w > queue / 2 ? (queue / 2 > 1 ? queue / 2 : 1) : w;
-    size_t B = (size_t)t->batch, S = (size_t)shadow;
+    size_t B = (size_t)t->batch;
     a->idx = malloc((size_t)queue * B * sizeof(int32_t));
     a->gen = malloc((size_t)queue * sizeof(int64_t));
     a->scale = malloc((size_t)queue * sizeof(double));
     a->r_lo = malloc((size_t)queue * sizeof(double));
     a->r_hi = malloc((size_t)queue * sizeof(double));
     a->exps = malloc((size_t)queue * sizeof(long long));
-    a->sobs = malloc(S * nin * sizeof(float));
-    a->snext = malloc(S * nin * sizeof(float));
-    a->srew = malloc(S * sizeof(float));
-    a->sdisc = malloc(S * sizeof(float));
-    a->sact = malloc(S * sizeof(int64_t));
-    a->sver = malloc(S * sizeof(int64_t));
-    a->obs = malloc(B * nin * sizeof(float));
-    a->next = malloc(B * nin * sizeof(float));
-    a->rew = malloc(B * sizeof(float));
-    a->disc = malloc(B * sizeof(float));
-    a->act = malloc(B * sizeof(int64_t));
     a->slot = malloc(B * sizeof(int64_t));
-    a->ver = malloc(B * sizeof(int64_t));
-    a->rows = malloc(B * sizeof(int64_t));
-    if (!a->idx || !a->gen || !a->scale || !a->r_lo || !a->r_hi || !a->exps || !a->sobs || !a->snext || !a->srew
-        || !a->sdisc || !a->sact || !a->sver || !a->obs || !a->next || !a->rew || !a->disc || !a->act || !a->slot
-        || !a->ver || !a->rows) {
+    a->order = malloc(B * sizeof(int64_t));
+    int shadow_ok = rows_alloc(&a->shadowed, (size_t)shadow, (size_t)nin), run_ok = rows_alloc(&a->run, B, (size_t)nin);
+    if (!a->idx || !a->gen || !a->scale || !a->r_lo || !a->r_hi || !a->exps || !a->slot || !a->order
+        || shadow_ok < 0 || run_ok < 0) {
         c51_async_free(a);
         return NULL;
     }
     for (int s = 0; s < t->batch; s++)
-        a->rows[s] = s;
+        a->order[s] = s;
 #if C51_THREADS
     init_sync(a);
 #else
@@ -285,11 +300,12 @@ void c51_async_free(c51_async *a)
     pthread_cond_destroy(&a->work);
     pthread_cond_destroy(&a->done);
 #endif
-    void *owned[] = {a->idx, a->gen, a->scale, a->r_lo, a->r_hi, a->exps, a->sobs, a->snext, a->srew, a->sdisc,
-                     a->sact, a->sver, a->obs, a->next, a->rew, a->disc, a->act, a->slot, a->ver, a->rows,
-                     a->res_exp, a->res_loss};
+    void *owned[] = {a->idx, a->gen, a->scale, a->r_lo, a->r_hi, a->exps, a->slot, a->order, a->res_exp,
+                     a->res_loss};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);
+    rows_free(&a->shadowed);
+    rows_free(&a->run);
     free(a);
 }
 
@@ -313,15 +329,9 @@ void c51_async_push(c51_async *a, long long pushed, const float *obs, const floa
                 pthread_cond_wait(&a->done, &a->mu);
             n = waiting(a, &oldest);
         }
-        if (n > 0) {  /* a waiting job may have drawn this slot: keep its row */
-            size_t i = (size_t)(pushed % a->cap), q = (size_t)(pushed % a->shadow), nin = (size_t)a->nin;
-            memcpy(a->sobs + q * nin, a->robs + i * nin, nin * sizeof(float));
-            memcpy(a->snext + q * nin, a->rnext + i * nin, nin * sizeof(float));
-            a->srew[q] = a->rrew[i];
-            a->sdisc[q] = a->rdisc ? a->rdisc[i] : a->t->gamma;
-            a->sact[q] = a->ract[i];
-            a->sver[q] = a->rver ? a->rver[i] : 0;
-        }
+        if (n > 0)  /* a waiting job may have drawn this slot: keep its row */
+            rows_copy(&a->shadowed, (size_t)(pushed % a->shadow), &a->ring, (size_t)(pushed % a->cap),
+                      (size_t)a->nin, a->t->gamma);
         store(a, pushed, obs, next, action, reward, discount, version);
         pthread_mutex_unlock(&a->mu);
         return;
