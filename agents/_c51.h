@@ -1,0 +1,44 @@
+/* Internal header of the _c51 extension: the trainer (_c51.c) as its PageCredit type
+ * (_c51_credit.c) uses it. */
+#ifndef C51_MODULE_H
+#define C51_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "c51_async.h"
+#include "c51_kernel.h"
+
+#define N_BUFS (4 * C51_MAX_LAYERS + 5)
+
+typedef struct {
+    PyObject_HEAD
+    c51_trainer t;
+    int ready;
+    Py_buffer bufs[N_BUFS];  /* params (w, b per layer), target (w, b per layer), obs next act rew [disc] */
+    int nheld;
+    c51_replay rb;
+    int cap, size;
+    long long experiences;
+    int64_t *idx;
+    uint64_t rng;
+    double cached_scale, cached_lo, cached_hi;  /* the reward scaling the target cache holds */
+    int64_t *slotver;  /* version of each replay slot's transition (the experience count that wrote it) */
+    c51_async *async;  /* background steps (made by the first submit) */
+} C51Trainer;
+
+extern PyTypeObject C51TrainerType;
+extern PyTypeObject PageCreditType;
+
+/* Copy one float32 buffer of n values (a ValueError naming `what` otherwise); 0 or -1. */
+int c51_read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what);
+
+/* 0 if g is a valid discount for the trainer's replay (it has discounts, 0 <= g < 1), else -1 with
+ * a ValueError. */
+int c51_check_discount(C51Trainer *self, double g);
+
+/* Store one transition in the replay ring (action and discount checked by the caller); returns
+ * the experiences so far. */
+long long c51_trainer_store(C51Trainer *self, const float *obs, long a, double r, const float *next, double g);
+
+#endif
