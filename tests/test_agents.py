@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -341,6 +343,48 @@ def test_background_training_gives_the_synchronous_episode(policy):
     assert len(lc0[0]) > 100 and lat0 == lat1 and lc0 == lc1
     for a, b in zip(w0, w1):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")  # Python >= 3.12: the point of the test
+def test_background_training_survives_a_fork():
+    """A forked child (RL libraries fork their workers) inherits the queued steps and the rows
+    they drew: it starts its own worker and ends with the weights of synchronous training, as
+    its parent does."""
+    import multiprocessing
+
+    def make(thread: bool):
+        cfg = C51Config(batch_size=32, buffer_size=64, train_every=2, sync_every=10**9, train_thread=thread)
+        return C51Agent(7, 2, cfg, seed=0), np.random.default_rng(0)
+
+    def feed(agent, rng, n):  # a small ring: queued steps see their slots overwritten
+        for _ in range(n):
+            agent.remember(rng.random(7, dtype=np.float32), int(rng.integers(2)), float(rng.random()),
+                           rng.random(7, dtype=np.float32), 0.5)
+
+    ref, rng_ref = make(False)
+    feed(ref, rng_ref, 600)
+    want = [w.copy() for w, _ in ref._q_views]
+    agent, rng = make(True)
+    feed(agent, rng, 300)  # steps queued in the worker when the process forks
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        feed(agent, rng, 300)
+        agent.wait()
+        send.send([w.copy() for w, _ in agent._q_views])
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    feed(agent, rng, 300)
+    agent.wait()
+    got = recv.recv()
+    proc.join(60)
+    assert proc.exitcode == 0 and agent.trainer.steps == ref.trainer.steps > 200
+    for mine, theirs, w in zip(agent._q_views, got, want):
+        np.testing.assert_array_equal(mine[0], w)
+        np.testing.assert_array_equal(theirs, w)
 
 
 @pytest.mark.parametrize("policy", ["harmonia", "sibyl", "harmonia_placement"])
