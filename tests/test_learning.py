@@ -186,6 +186,37 @@ def test_page_credit_table_matches_its_python_reference(idle_horizon: int | None
     np.testing.assert_array_equal(agent.disc_buf[:n], np.array(want[4], dtype=np.float32))
 
 
+def test_page_credit_refuses_bad_input() -> None:
+    """The C table says what is wrong: an observation of the wrong size or type, an action outside
+    the agent's, a tag with no baseline, a discount that is not one, an uninitialised table."""
+    from hss_gym.agents._c51 import PageCredit as RawCredit
+    from hss_gym.agents.c51 import C51Agent, C51Config
+    from hss_gym.agents.credit import PageCredit
+
+    agent = C51Agent(7, 2, C51Config(hidden=(4,), train_thread=False), seed=0)
+    credit = PageCredit(agent, horizon=100)
+    obs = np.zeros(7, np.float32)
+    with pytest.raises(ValueError, match="obs: expected 7 contiguous float32"):
+        credit.decision(1, np.zeros(6, np.float32), 0, 0.0, 0)
+    with pytest.raises(ValueError, match="obs: expected 7 contiguous float32"):
+        credit.decision(1, np.zeros(7, np.float64), 0, 0.0, 0)
+    with pytest.raises(ValueError, match="action 2 out of range 0..1"):
+        credit.decision(1, obs, 2, 0.0, 0)
+    with pytest.raises(TypeError, match="decision"):
+        credit.decision(1, obs)
+    credit.decision(1, obs, 1, 0.5, 0, 0.5, 3)
+    with pytest.raises(IndexError, match="tag 3, outside the 2 baselines"):
+        credit.touch(1, 1, 1.0, [0.0, 0.0])
+    credit.decision(2, obs, 1, 0.5, 0, 1.5)  # an open return may carry any discount ...
+    with pytest.raises(ValueError, match="discount must be in"):
+        credit.decision(2, obs, 0, 0.0, 1)  # ... but the replay refuses to bootstrap with it
+    assert len(credit) == 1 and 1 in credit and 2 not in credit and agent.experiences == 0
+    with pytest.raises(RuntimeError, match="not initialised"):
+        RawCredit.__new__(RawCredit).expire(0)
+    with pytest.raises(ValueError, match="horizon >= 1"):
+        RawCredit(agent.trainer, 0.9, 0, -1, 8, 128, agent.queue_step, 64)
+
+
 def test_idle_horizon_ends_a_placement_whose_page_is_not_touched_again() -> None:
     """Harmonia's placement credit: a page not accessed within ``idle_horizon`` requests of its
     decision ends there (terminal, its own reward only); a page accessed early keeps the long
