@@ -58,8 +58,8 @@ fastparse = Extension(
 
 c51 = Extension(
     "hss_gym.agents._c51",
-    sources=["agents/_c51.c", "agents/_c51_credit.c", "agents/c51_kernel.c", "agents/c51_async.c",
-             "agents/page_credit.c"],
+    sources=["agents/_c51.c", "agents/_c51_credit.c", "agents/_c51_migration.c", "agents/c51_kernel.c",
+             "agents/c51_async.c", "agents/page_credit.c"],
     depends=["agents/_c51.h", "agents/c51_kernel.h", "agents/c51_async.h", "agents/page_credit.h"],
     include_dirs=["agents"],
     # -O3 and no FP traps/errno: the trainer's batched loops (exp included) vectorise. No fast-math:

@@ -692,14 +692,15 @@ static struct PyModuleDef c51module = {
 
 PyMODINIT_FUNC PyInit__c51(void)
 {
-    if (PyType_Ready(&C51NetType) < 0 || PyType_Ready(&C51TrainerType) < 0 || PyType_Ready(&PageCreditType) < 0)
+    if (PyType_Ready(&C51NetType) < 0 || PyType_Ready(&C51TrainerType) < 0 || PyType_Ready(&PageCreditType) < 0
+        || PyType_Ready(&MigrationCreditType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&c51module);
     if (!m)
         return NULL;
-    PyTypeObject *types[3] = {&C51NetType, &C51TrainerType, &PageCreditType};
-    const char *names[3] = {"C51Net", "C51Trainer", "PageCredit"};
-    for (int i = 0; i < 3; i++) {
+    PyTypeObject *types[4] = {&C51NetType, &C51TrainerType, &PageCreditType, &MigrationCreditType};
+    const char *names[4] = {"C51Net", "C51Trainer", "PageCredit", "MigrationCredit"};
+    for (int i = 0; i < 4; i++) {
         Py_INCREF(types[i]);
         if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) < 0) {
             Py_DECREF(types[i]);

@@ -1,5 +1,5 @@
 /* Internal header of the _c51 extension: the trainer (_c51.c) as its PageCredit type
- * (_c51_credit.c) uses it. */
+ * (_c51_credit.c) uses it, and PageCredit as MigrationCredit (_c51_migration.c) extends it. */
 #ifndef C51_MODULE_H
 #define C51_MODULE_H
 
@@ -8,6 +8,7 @@
 
 #include "c51_async.h"
 #include "c51_kernel.h"
+#include "page_credit.h"
 
 #define N_BUFS (4 * C51_MAX_LAYERS + 5)
 
@@ -29,6 +30,7 @@ typedef struct {
 
 extern PyTypeObject C51TrainerType;
 extern PyTypeObject PageCreditType;
+extern PyTypeObject MigrationCreditType;
 
 /* Copy one float32 buffer of n values (a ValueError naming `what` otherwise); 0 or -1. */
 int c51_read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what);
@@ -40,5 +42,29 @@ int c51_check_discount(C51Trainer *self, double g);
 /* Store one transition in the replay ring (action and discount checked by the caller); returns
  * the experiences so far. */
 long long c51_trainer_store(C51Trainer *self, const float *obs, long a, double r, const float *next, double g);
+
+/* PageCredit's object (_c51_credit.c; MigrationCredit extends it). */
+typedef struct {
+    PyObject_HEAD
+    page_credit c;
+    int ready;
+    C51Trainer *trainer;
+    PyObject *queue_step;
+    int train_every;
+    int batch;
+} PageCreditObject;
+
+#define PC_MAX_TAGS 64  /* touch(): baselines (one per tag: a device) */
+
+/* 0, or -1 with a RuntimeError if the PageCredit was not initialised. */
+int credit_ready(PageCreditObject *self);
+
+/* A page number from a Python int (-1 with an exception set on error). */
+static inline int64_t c51_as_page(PyObject *o) { return (int64_t)PyLong_AsLongLong(o); }
+
+/* touch(first, last, reward, baselines) on a C array of nb baselines (has_reward 0: reward None,
+ * the open pages of the range end). 0, or -1 with an exception. */
+int credit_touch(PageCreditObject *self, int64_t first, int64_t last, int has_reward, double r,
+                 const double *baselines, Py_ssize_t nb);
 
 #endif

@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#include "page_credit.h"
-
 /* PageCredit: the per-page credit of agents/credit.py (its Python class derives from this type)
  * on the table of page_credit.c; an ended transition goes straight into the trainer's replay
  * buffer, and every `train_every` transitions (once the buffer holds a batch) `queue_step()` is
@@ -13,17 +11,11 @@
  *   pc = PageCredit(trainer, gamma, horizon, idle_horizon, train_every, batch_size, queue_step, expire_every)
  *   pc.decision(page, obs, action, reward, step[, discount, tag]); pc.access(page, reward)
  *   pc.end(page); pc.expire(step); pc.charge(page, step, cost); pc.touch(first, last, reward, baselines)
+ *
+ * Its object (PageCreditObject) is in _c51.h: MigrationCredit (_c51_migration.c) extends it.
  */
-typedef struct {
-    PyObject_HEAD
-    page_credit c;
-    int ready;
-    C51Trainer *trainer;
-    PyObject *queue_step;
-    int train_every;
-    int batch;
-} PageCreditObject;
 
+/* The table's emit callback: store an ended transition, and queue a gradient step when due. */
 static int credit_emit(void *ctx, const float *obs, int action, double ret, const float *next, double disc)
 {
     PageCreditObject *self = ctx;
@@ -85,18 +77,12 @@ static int PageCredit_init(PageCreditObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
-static int credit_ready(PageCreditObject *self)
+int credit_ready(PageCreditObject *self)
 {
     if (self->ready)
         return 0;
     PyErr_SetString(PyExc_RuntimeError, "PageCredit is not initialised");
     return -1;
-}
-
-static int64_t as_page(PyObject *o)
-{
-    long long v = PyLong_AsLongLong(o);
-    return (int64_t)v;
 }
 
 static PyObject *PageCredit_decision(PageCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -107,7 +93,7 @@ static PyObject *PageCredit_decision(PageCreditObject *self, PyObject *const *ar
     }
     if (credit_ready(self) < 0)
         return NULL;
-    int64_t page = as_page(args[0]);
+    int64_t page = c51_as_page(args[0]);
     long a = PyLong_AsLong(args[2]);
     double r = PyFloat_AsDouble(args[3]);
     long long step = PyLong_AsLongLong(args[4]);
@@ -136,7 +122,7 @@ static PyObject *PageCredit_access(PageCreditObject *self, PyObject *const *args
     }
     if (credit_ready(self) < 0)
         return NULL;
-    int64_t page = as_page(args[0]);
+    int64_t page = c51_as_page(args[0]);
     double r = PyFloat_AsDouble(args[1]);
     if (PyErr_Occurred())
         return NULL;
@@ -148,7 +134,7 @@ static PyObject *PageCredit_end(PageCreditObject *self, PyObject *arg)
 {
     if (credit_ready(self) < 0)
         return NULL;
-    int64_t page = as_page(arg);
+    int64_t page = c51_as_page(arg);
     if (PyErr_Occurred() || pc_end(&self->c, page) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -176,6 +162,32 @@ static PyObject *PageCredit_charge(PageCreditObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+int credit_touch(PageCreditObject *self, int64_t first, int64_t last, int has_reward, double r,
+                 const double *baselines, Py_ssize_t nb)
+{
+    for (int64_t p = first; p <= last && self->c.count; p++) {
+        int k = pc_find(&self->c, p);
+        if (k < 0)
+            continue;
+        if (!has_reward) {
+            if (pc_end(&self->c, p) < 0)
+                return -1;
+            continue;
+        }
+        int tag = self->c.e[k].tag;
+        if (tag < 0 || tag >= nb) {
+            PyErr_Format(PyExc_IndexError, "touch: page %lld has tag %d, outside the %zd baselines", (long long)p,
+                         tag, nb);
+            return -1;
+        }
+        double b = baselines[tag];
+        if (0.0 > b)  /* max(b, 0.0) */
+            b = 0.0;
+        pc_access(&self->c, p, r - b);
+    }
+    return 0;
+}
+
 static PyObject *PageCredit_touch(PageCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4) {
@@ -184,36 +196,21 @@ static PyObject *PageCredit_touch(PageCreditObject *self, PyObject *const *args,
     }
     if (credit_ready(self) < 0)
         return NULL;
-    int64_t first = as_page(args[0]), last = as_page(args[1]);
+    int64_t first = c51_as_page(args[0]), last = c51_as_page(args[1]);
     double r = args[2] == Py_None ? 0.0 : PyFloat_AsDouble(args[2]);
     if (PyErr_Occurred())
         return NULL;
-    if (!PyList_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "touch: baselines must be a list of floats");
+    if (!PyList_Check(args[3]) || PyList_GET_SIZE(args[3]) > PC_MAX_TAGS) {
+        PyErr_Format(PyExc_TypeError, "touch: baselines must be a list of at most %d floats", PC_MAX_TAGS);
         return NULL;
     }
-    for (int64_t p = first; p <= last && self->c.count; p++) {
-        int k = pc_find(&self->c, p);
-        if (k < 0)
-            continue;
-        if (args[2] == Py_None) {
-            if (pc_end(&self->c, p) < 0)
-                return NULL;
-            continue;
-        }
-        int tag = self->c.e[k].tag;
-        if (tag < 0 || tag >= PyList_GET_SIZE(args[3])) {
-            PyErr_Format(PyExc_IndexError, "touch: page %lld has tag %d, outside the %zd baselines", (long long)p,
-                         tag, PyList_GET_SIZE(args[3]));
+    double b[PC_MAX_TAGS];
+    Py_ssize_t nb = PyList_GET_SIZE(args[3]);
+    for (Py_ssize_t i = 0; i < nb; i++)
+        if ((b[i] = PyFloat_AsDouble(PyList_GET_ITEM(args[3], i))) == -1.0 && PyErr_Occurred())
             return NULL;
-        }
-        double b = PyFloat_AsDouble(PyList_GET_ITEM(args[3], tag));
-        if (b == -1.0 && PyErr_Occurred())
-            return NULL;
-        if (0.0 > b)  /* max(b, 0.0) */
-            b = 0.0;
-        pc_access(&self->c, p, r - b);
-    }
+    if (credit_touch(self, first, last, args[2] != Py_None, r, b, nb) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -221,7 +218,7 @@ static PyObject *PageCredit_get(PageCreditObject *self, PyObject *arg)
 {
     if (credit_ready(self) < 0)
         return NULL;
-    int64_t page = as_page(arg);
+    int64_t page = c51_as_page(arg);
     if (PyErr_Occurred())
         return NULL;
     int k = pc_find(&self->c, page);
@@ -265,7 +262,7 @@ static Py_ssize_t PageCredit_len(PageCreditObject *self)
 
 static int PageCredit_contains(PageCreditObject *self, PyObject *arg)
 {
-    int64_t page = as_page(arg);
+    int64_t page = c51_as_page(arg);
     if (PyErr_Occurred())
         return -1;
     return self->ready && self->c.count && pc_find(&self->c, page) >= 0;

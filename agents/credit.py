@@ -36,6 +36,7 @@ is rewritten: :meth:`PageCredit.end`) (docs/learning-diagnostics.md).
 
 from __future__ import annotations
 
+from hss_gym.agents._c51 import MigrationCredit as _MigrationCredit
 from hss_gym.agents._c51 import PageCredit as _PageCredit
 from hss_gym.agents.c51 import C51Agent
 
@@ -58,12 +59,34 @@ class PageCredit(_PageCredit):
     """
 
     def __init__(self, agent: C51Agent, horizon: int, idle_horizon: int | None = None) -> None:
-        if horizon < 1:
-            raise ValueError(f"horizon must be >= 1 request, got {horizon}")
-        if idle_horizon is not None and not 1 <= idle_horizon <= horizon:
-            raise ValueError(f"idle_horizon must be in [1, horizon={horizon}] requests or None, got {idle_horizon}")
-        cfg = agent.cfg
-        super().__init__(agent.trainer, cfg.gamma, int(horizon), -1 if idle_horizon is None else int(idle_horizon),
-                         cfg.train_every, cfg.batch_size, agent.queue_step, EXPIRE_EVERY)
-        self.agent, self.gamma, self.horizon, self.idle_horizon = agent, cfg.gamma, int(horizon), idle_horizon
-        agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
+        super().__init__(*_table_args(agent, horizon, idle_horizon))
+        self.agent, self.gamma, self.horizon, self.idle_horizon = agent, agent.cfg.gamma, int(horizon), idle_horizon
+
+
+class MigrationCredit(_MigrationCredit):
+    """A :class:`PageCredit` table with Harmonia's migration agent's per-request bookkeeping
+    (:class:`hss_gym.agents.harmonia.MigrationAgent`; C, ``agents/_c51_migration.c``).
+
+    Each step: ``request(request, served[, page, obs, action, reward, device])`` before the env
+    step (the env's request tuple or None, the device holding its first page, and the decision if
+    the agent acted); ``placed(device, latency, evicted, step)`` with the placement's outcome;
+    ``learned(step, latency)`` after it. ``read_reward`` (per device), ``evicted_at``,
+    ``evict_cost``, ``fast_write`` and ``decided`` read the state these keep; the table's methods
+    are :class:`PageCredit`'s.
+    """
+
+    def __init__(self, agent: C51Agent, horizon: int, ref_us: float, n_devices: int) -> None:
+        super().__init__(*_table_args(agent, horizon, None), float(ref_us), int(n_devices))
+        self.agent, self.gamma, self.horizon, self.idle_horizon = agent, agent.cfg.gamma, int(horizon), None
+
+
+def _table_args(agent: C51Agent, horizon: int, idle_horizon: int | None) -> tuple:
+    """The C table's arguments for ``agent``, checked (and the agent's reward clip widened)."""
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1 request, got {horizon}")
+    if idle_horizon is not None and not 1 <= idle_horizon <= horizon:
+        raise ValueError(f"idle_horizon must be in [1, horizon={horizon}] requests or None, got {idle_horizon}")
+    cfg = agent.cfg
+    agent.r_lo, agent.r_hi = cfg.v_min, cfg.v_max  # a return sums several discounted rewards
+    return (agent.trainer, cfg.gamma, int(horizon), -1 if idle_horizon is None else int(idle_horizon),
+            cfg.train_every, cfg.batch_size, agent.queue_step, EXPIRE_EVERY)

@@ -36,7 +36,7 @@ import torch
 
 from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
 from hss_gym.agents.c51 import C51Agent, C51Config
-from hss_gym.agents.credit import PAGE_SHIFT, PageCredit
+from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
 from hss_gym.envs.features import feature_names
 from hss_gym.envs.parallel import HSSParallelEnv
 
@@ -295,13 +295,13 @@ class MigrationAgent(_C51Policy):
         self._last_stay: tuple[np.ndarray, int] | None = None
         self._moves: dict[int, tuple[np.ndarray, int, np.ndarray]] = {}
         self._stays: deque[tuple[np.ndarray, int, np.ndarray]] = deque(maxlen=env.reward_x)
-        self._credit = PageCredit(self.agent, self.horizon) if self.credit == "page" else None
-        self._fast_write, self._evict_cost, self._evicted_at = -1.0, 0.0, -(1 << 30)
         self._ref, self._penalty, self._n = env.reward_ref_us, env.penalty, int(env.action_space("migration").n)
+        # The per-request bookkeeping of credit="page" (a request, its decision, their outcome: the
+        # read rewards per device, the eviction cost) is C: agents/_c51_migration.c.
+        self._credit = MigrationCredit(self.agent, self.horizon, self._ref, self._n) if self.credit == "page" else None
         self._dev_at = feature_names(self._n, env.kind).index("curr_dev")
-        self._read_reward = [-1.0] * self._n  # mean eq.-2 reward of reads served by each device
-        self._req: tuple[tuple[float, int, int, int], int] | None = None  # request now, its page's device
-        self._decision: tuple[int, np.ndarray, int, float, int] | None = None  # page, obs, action, reward, from
+        self._reward_n = env.reward_n
+        self._warm = True  # the replay holds less than a batch (it only grows)
         self._rng = np.random.default_rng(self.seed)
         # The hot path's shortcuts: a uniform draw as Generator.random() makes it (bit for bit, in
         # the same stream as exploration's integers()) and the inference network's Q-values.
@@ -322,17 +322,11 @@ class MigrationAgent(_C51Policy):
 
     def placed(self, device: int, latency: float, evicted: int) -> None:
         """The placement of this step (device, latency, pages evicted): measures what one
-        critical-path eviction costs in eq.-2 reward, against fast placements that evicted none.
-        :class:`Harmonia` calls it; without it (another placement policy) that cost stays 0."""
-        if device != 0 or latency <= 0 or self._credit is None:
-            return
-        if evicted:
-            self._evicted_at = self.env.step_index
-        r = self._ref / latency
-        if not evicted:
-            self._fast_write = r if self._fast_write < 0 else self._fast_write + 0.01 * (r - self._fast_write)
-        elif self._fast_write > 0:
-            self._evict_cost += 0.01 * (max(self._fast_write - r, 0.0) / evicted - self._evict_cost)
+        critical-path eviction costs in eq.-2 reward, against fast placements that evicted none
+        (``MigrationCredit.placed``). :class:`Harmonia` calls it; without it (another placement
+        policy) that cost stays 0."""
+        if self._credit is not None:
+            self._credit.placed(device, latency, evicted, self.env.step_index)
 
     def decide(self, obs: np.ndarray, info: dict[str, Any], placement_obs: np.ndarray | None = None) -> int:
         return self._decide(obs, info["acting"], info["page"], info["device"], info["step"], placement_obs,
@@ -351,16 +345,17 @@ class MigrationAgent(_C51Policy):
             else:
                 self._last = (obs, a, step)
             return a
-        self._req = (request, -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5))
-        self._decision = None
+        credit = self._credit
+        served = -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5)
         if not acting:
+            credit.request(request, served)
             return max(dev, 0)
         a = self._choose(obs, step)
         target = (dev + a) % self._n
         reward = 0.0
         if a:
             reward = self._move_reward(page, step, dev, target)
-        self._decision = (page, obs, a, reward, dev)
+        credit.request(request, served, page, obs, a, reward, dev)
         if a and self.move_delay:
             queued = self._queued
             queued[step] = page
@@ -377,8 +372,8 @@ class MigrationAgent(_C51Policy):
         pg = hss.page(page)
         now = step + 1
         reward = -self._penalty * (1.0 / max(now - pg["last_access"], 1) + 1.0 / max(now - pg["last_move"], 1))
-        e = self._evict_cost
-        if now - self._evicted_at <= self.env.reward_n:  # the fast device is evicting: it is full
+        e = self._credit.evict_cost
+        if now - self._credit.evicted_at <= self._reward_n:  # the fast device is evicting: it is full
             reward += e if dev == 0 else -e if target == 0 else 0.0
         if hss.core.queue_length >= hss.config.queue_size:
             reward -= e
@@ -388,18 +383,19 @@ class MigrationAgent(_C51Policy):
         """Epsilon-greedy over relative actions, a stay being worth 0 by definition (the
         counterfactual baseline; the network's stay output is not consulted: a random network's
         would decide): the best move if its expected return is positive, else stay."""
-        if self.evicting_only and step - self._evicted_at > self.env.reward_n:
+        evicted_at = self._credit.evicted_at
+        if self.evicting_only and step - evicted_at > self._reward_n:
             return 0  # the eviction terms of a move's reward are live only while the fast device evicts
         cfg = self.cfg
         eps = cfg.epsilon
-        if self._explore_left and self._evicted_at >= 0:  # explore once the fast device is full
+        if self._explore_left and evicted_at >= 0:  # explore once the fast device is full
             self._explore_left -= 1
             eps += (1.0 - eps) * self._explore_left / cfg.explore_steps
         if eps and (self._raw() >> 11) * _INV_2_53 < eps:  # self._rng.random() < eps
             return int(self._rng.integers(self._n))
-        if self._idle_left and self._evicted_at >= 0 and (self._raw() >> 11) * _INV_2_53 < self.explore_rate \
+        if self._idle_left and evicted_at >= 0 and (self._raw() >> 11) * _INV_2_53 < self.explore_rate \
                 and self.env.hss.core.queue_length == 0 \
-                and (not self.move_delay or self._delay_cost < self._evict_cost):  # a cheap try: the move runs in the background
+                and (not self.move_delay or self._delay_cost < self._credit.evict_cost):  # a cheap try: the move runs in the background
             self._idle_left -= 1
             return int(self._rng.integers(1, self._n))
         q = self._q_of(obs)
@@ -419,15 +415,20 @@ class MigrationAgent(_C51Policy):
         ``move_delay_us``, ``credit``) and the request's latency; the caller ticks the agent."""
         credit = self._credit
         if credit is not None:
-            agent, trainer = self.agent, self.agent.trainer
-            warm = trainer.size < agent.cfg.batch_size  # (the replay only grows)
-            before = trainer.experiences if warm else 0
-            self._learn_page(step, latency)
+            warm = self._warm
+            if warm:
+                trainer = self.agent.trainer
+                before = trainer.experiences
+            credit.learned(step, latency)
             if executed and self.move_delay:
                 self._charge_delay(executed, delay_us)
-            if warm and self.learn_start <= trainer.size < agent.cfg.batch_size:  # train before the replay holds a batch
-                for _ in range(trainer.experiences - before):
-                    agent.queue_step()
+            if warm:
+                size, agent = trainer.size, self.agent
+                if size >= agent.cfg.batch_size:
+                    self._warm = False
+                elif self.learn_start <= size:  # train before the replay holds a batch
+                    for _ in range(trainer.experiences - before):
+                        agent.queue_step()
             return
         if self._last is not None:
             obs, a, at = self._last
@@ -455,7 +456,8 @@ class MigrationAgent(_C51Policy):
         like the eviction terms; a move whose transition has closed (its page rewritten) is not
         charged."""
         share = delay_us / len(executed)
-        f = self._fast_write if self._fast_write > 0 else 1.0
+        f = self._credit.fast_write
+        f = f if f > 0 else 1.0
         cost = f - self._ref / (self._ref / f + share) if share > 0 else 0.0
         self._delay_cost += 0.1 * (cost - self._delay_cost) * len(executed)
         credit, queued = self._credit, self._queued
@@ -463,26 +465,6 @@ class MigrationAgent(_C51Policy):
             page = queued.pop(s, None)
             if page is not None:
                 credit.charge(page, s + 1, cost)  # the agent's decision step is the env's + 1
-
-    def _learn_page(self, step: int, latency: float) -> None:
-        credit, req = self._credit, self._req
-        if req is not None:
-            (_, op, off, size), served = req
-            read = op == 0 and latency > 0
-            if read:  # a read: served by the device that holds its first page
-                r = self._ref / latency
-                means = self._read_reward
-                if served >= 0:
-                    means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
-            if len(credit):  # a read of a moved page: its reward against the device it left; a write ends it
-                credit.touch(off >> PAGE_SHIFT, (off + size - 1) >> PAGE_SHIFT, r if read else None, self._read_reward)
-        if self._decision is not None:
-            page, obs, a, reward, dev = self._decision
-            credit.end(page)  # a new decision on the page: its open move transition ends here
-            if a:  # the page's first read is the move's first consequence: undiscounted (1.0)
-                credit.decision(page, obs, a, reward, step, 1.0, dev)
-        if step >= credit.next_expiry:
-            credit.expire(step)
 
 
 #: How Harmonia runs its migration agent (docs/learning-diagnostics.md, "migration delay"): a
@@ -536,7 +518,7 @@ class Harmonia(Combined):
         obs_p, obs_m = observations["placement"], observations["migration"]
         acting, page, dev = infos["placement"]["acting"], infos["migration"]["page"], infos["migration"]["device"]
         decide_p, decide_m, step = pl._decide, mg._decide, env.fast_step
-        learn_p, learn_m, placed = pl._learn, mg._learn, mg.placed
+        learn_p, learn_m, credit_m = pl._learn, mg._learn, mg._credit
         learns_p, learns_m, reqs = pl.learns, mg.learns, env.requests
         ag_p, ag_m = pl.agent, mg.agent
         n, i = 0, env.step_index
@@ -557,8 +539,8 @@ class Harmonia(Combined):
                     k_p, due_p = 0, ag_p.until_sync()
             if learns_m:
                 last = pl._last
-                if last is not None:
-                    placed(last[1], latency, evicted)
+                if last is not None and credit_m is not None:
+                    credit_m.placed(last[1], latency, evicted, i)
                 learn_m(obs_m, r_m, i, latency, executed, delay_us, credit)
                 k_m += 1
                 if k_m == due_m or done:

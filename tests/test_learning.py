@@ -261,25 +261,125 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     info = infos["migration"]
     m._choose = lambda o, step: 1  # the network says: move
     assert m.decide(obs["migration"], info, obs["placement"]) == (info["device"] + 1) % 2
-    page, o, a, pen, dev = m._decision
+    credit = m._credit
+    page, a, pen, dev = credit.decided
     assert (page, a, dev) == (info["page"], 1, info["device"]) and -0.02 < pen < 0
-    m._req = None
-    m._learn_page(info["step"], 0.0)
-    assert page in m._credit and m.agent.experiences == 0
-    m._read_reward = [0.9, 0.2]
-    m._read_reward[dev] = 0.2  # staying would have served its reads at 0.2 on average
-    m._decision, m._req = None, ((0.0, 0, page << 12, 4096), 1 - dev)  # a read, served where it went
-    m._learn_page(info["step"] + 1, env.reward_ref_us / 0.8)
-    assert m._credit.get(page)[1] == pytest.approx(pen + 0.8 - 0.2)
-    m._req = ((0.0, 1, page << 12, 4096), 1 - dev)  # a write: the placement agent places it anew
-    m._learn_page(info["step"] + 2, 10.0)
-    assert page not in m._credit and m.agent.experiences == 1
+    credit.request(None, -1, page, obs["migration"], a, pen, dev)  # the decision, without its request
+    credit.learned(info["step"], 0.0)
+    assert page in credit and m.agent.experiences == 0
+    credit.read_reward = [0.2 if d == dev else 0.9 for d in range(2)]  # staying would have served its reads at 0.2
+    credit.request((0.0, 0, page << 12, 4096), 1 - dev)  # a read, served where it went
+    credit.learned(info["step"] + 1, env.reward_ref_us / 0.8)
+    assert credit.get(page)[1] == pytest.approx(pen + 0.8 - 0.2)
+    assert credit.read_reward[1 - dev] == pytest.approx(0.9 + 0.01 * (0.8 - 0.9))  # the mean of its device's reads
+    credit.request((0.0, 1, page << 12, 4096), 1 - dev)  # a write: the placement agent places it anew
+    credit.learned(info["step"] + 2, 10.0)
+    assert page not in credit and m.agent.experiences == 1
     assert m.agent.rew_buf[0] == pytest.approx(pen + 0.6) and m.agent.disc_buf[0] == 0.0
     m._choose = lambda o, step: 0  # a stay: nothing stored, nothing opened
     m.decide(obs["migration"], info, obs["placement"])
-    m._req = None
-    m._learn_page(info["step"] + 3, 0.0)
-    assert m.agent.experiences == 1 and page not in m._credit
+    assert credit.decided == (info["page"], 0, 0.0, info["device"])
+    credit.request(None, -1, info["page"], obs["migration"], 0, 0.0, info["device"])
+    credit.learned(info["step"] + 3, 0.0)
+    assert m.agent.experiences == 1 and page not in credit
+
+
+class _ReferenceMigration:
+    """MigrationAgent's per-request bookkeeping as the Python it was (placed, _learn_page): the
+    oracle of the C MigrationCredit (agents/_c51_migration.c), on a _ReferenceCredit table."""
+
+    def __init__(self, table: _ReferenceCredit, ref: float, n: int) -> None:
+        self.table, self.ref = table, ref
+        self.read_reward, self.fast_write, self.evict_cost, self.evicted_at = [-1.0] * n, -1.0, 0.0, -(1 << 30)
+        self.req = self.decision = None
+
+    def request(self, request, served, *decision):
+        self.req, self.decision = (None if request is None else (request, served)), (decision or None)
+
+    def placed(self, device, latency, evicted, step):
+        if device != 0 or latency <= 0:
+            return
+        if evicted:
+            self.evicted_at = step
+        r = self.ref / latency
+        if not evicted:
+            self.fast_write = r if self.fast_write < 0 else self.fast_write + 0.01 * (r - self.fast_write)
+        elif self.fast_write > 0:
+            self.evict_cost += 0.01 * (max(self.fast_write - r, 0.0) / evicted - self.evict_cost)
+
+    def learned(self, step, latency):
+        table = self.table
+        if self.req is not None:
+            (_, op, off, size), served = self.req
+            read = op == 0 and latency > 0
+            if read:
+                r = self.ref / latency
+                means = self.read_reward
+                if served >= 0:
+                    means[served] = r if means[served] < 0 else means[served] + 0.01 * (r - means[served])
+            if table.open:
+                table.touch(off >> 12, (off + size - 1) >> 12, r if read else None, self.read_reward)
+        if self.decision is not None:
+            page, obs, a, reward, dev = self.decision
+            table.end(page)
+            if a:
+                table.decision(page, obs, a, reward, step, 1.0, dev)
+        table.expire(step)
+
+
+def test_migration_credit_matches_its_python_reference() -> None:
+    """Random requests (reads and writes over a few pages, some spanning two), decisions (stays and
+    moves), placements (fast or not, evicting or not) and outcomes: the C MigrationCredit keeps the
+    same state and pushes the same transitions, bit for bit, as the Python it replaced."""
+    from hss_gym.agents.c51 import C51Agent, C51Config
+    from hss_gym.agents.credit import MigrationCredit
+
+    n = 3
+    agent = C51Agent(4, n, C51Config(hidden=(4,), v_min=-2.0, v_max=1.0, gamma=0.1, batch_size=8,
+                                     buffer_size=20_000, train_every=10**6, train_thread=False), seed=0)
+    credit = MigrationCredit(agent, horizon=200, ref_us=80.0, n_devices=n)
+    ref = _ReferenceMigration(_ReferenceCredit(0.1, 200, None), 80.0, n)
+    rng = np.random.default_rng(11)
+    for step in range(15_000):
+        page = int(rng.integers(300))
+        request = None if rng.random() < 0.05 else \
+            (0.0, int(rng.random() < 0.3), (page << 12) + int(rng.integers(4096)), int(rng.integers(1, 8192)))
+        served = int(rng.integers(-1, n))
+        args = (request, served)
+        if rng.random() < 0.9:  # the agent acts: a stay or a move of a candidate page
+            cand, dev = int(rng.integers(300)), int(rng.integers(n))
+            args += (cand, rng.random(4, dtype=np.float32), int(rng.integers(n)), float(rng.normal(0, 0.1)), dev)
+        credit.request(*args)
+        ref.request(*args)
+        latency = 0.0 if rng.random() < 0.02 else float(rng.uniform(5, 400))
+        place = (int(rng.integers(2)), latency, int(rng.integers(3)) if rng.random() < 0.3 else 0, step + 1)
+        credit.placed(*place)
+        ref.placed(*place)
+        credit.learned(step + 1, latency)
+        ref.learned(step + 1, latency)
+        assert credit.read_reward == ref.read_reward
+        assert (credit.fast_write, credit.evict_cost, credit.evicted_at) == (ref.fast_write, ref.evict_cost, ref.evicted_at)
+    pushed = ref.table.pushed
+    m = len(pushed)
+    assert m > 5000 and agent.experiences == m and credit.pages() == list(ref.table.open)
+    assert ref.evict_cost > 0 and min(ref.read_reward) > 0
+    want = list(zip(*pushed))
+    np.testing.assert_array_equal(agent.obs_buf[:m], np.array(want[0]))
+    np.testing.assert_array_equal(agent.act_buf[:m], np.array(want[1]))
+    np.testing.assert_array_equal(agent.rew_buf[:m], np.array(want[2], dtype=np.float32))
+    np.testing.assert_array_equal(agent.disc_buf[:m], np.array(want[4], dtype=np.float32))
+    with pytest.raises(ValueError, match="served device 3 out of range"):
+        credit.request(None, 3)
+    with pytest.raises(ValueError, match="action 3 and device 0 must be in 0..2"):
+        credit.request(None, -1, 1, np.zeros(4, np.float32), 3, 0.0, 0)
+    with pytest.raises(ValueError, match="obs: expected 4 contiguous float32"):
+        credit.request(None, -1, 1, np.zeros(3, np.float32), 1, 0.0, 0)
+    with pytest.raises(TypeError, match=r"size\) tuple or None"):
+        credit.request([0.0, 0, 0, 4096], -1)
+    with pytest.raises(ValueError, match="a list of 3 floats"):
+        credit.read_reward = [0.0, 0.0]
+    with pytest.raises(ValueError, match="the trainer has 3 actions for 2 devices"):
+        MigrationCredit(agent, horizon=200, ref_us=80.0, n_devices=2)
 
 
 def test_migration_agents_uniform_draws_are_generator_random() -> None:
