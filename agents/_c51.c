@@ -114,14 +114,6 @@ int c51_read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what)
 /* ------------------------------------------------------------------------------------------------
  * C51Net: the inference network.
  */
-typedef struct {
-    PyObject_HEAD
-    c51_shape shape;
-    c51_weights w;  /* PyMem-owned, transposed: (in, out) per layer (c51_q) */
-    double epsilon;
-    uint64_t rng;
-} C51Net;
-
 static void C51Net_dealloc(C51Net *self)
 {
     for (int l = 0; l < C51_MAX_LAYERS; l++) {
@@ -203,7 +195,7 @@ static PyObject *C51Net_set_weights(C51Net *self, PyObject *layers)
     Py_RETURN_NONE;
 }
 
-static int net_q(C51Net *self, PyObject *obs, float *q)
+int net_q(C51Net *self, PyObject *obs, float *q)
 {
     float x[C51_MAX_WIDTH];
     if (c51_read_floats(obs, x, self->shape.in[0], "observation") < 0)
@@ -283,7 +275,7 @@ static PyMethodDef C51Net_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject C51NetType = {
+PyTypeObject C51NetType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "hss_gym.agents._c51.C51Net",
     .tp_basicsize = sizeof(C51Net),

@@ -12,6 +12,20 @@
 
 #define N_BUFS (4 * C51_MAX_LAYERS + 5)
 
+/* The inference network (C51Net). */
+typedef struct {
+    PyObject_HEAD
+    c51_shape shape;
+    c51_weights w;  /* PyMem-owned, transposed: (in, out) per layer (c51_q) */
+    double epsilon;
+    uint64_t rng;
+} C51Net;
+
+extern PyTypeObject C51NetType;
+
+/* The network's expected value of each action for an observation (a float32 buffer); 0 or -1. */
+int net_q(C51Net *self, PyObject *obs, float *q);
+
 typedef struct {
     PyObject_HEAD
     c51_trainer t;

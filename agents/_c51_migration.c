@@ -1,17 +1,23 @@
-/* The _c51 extension's MigrationCredit type: Harmonia's migration agent's per-request bookkeeping
- * (agents/harmonia.py, MigrationAgent with credit="page") on a PageCredit table.
- *
- * Per request the agent tells it the request and its decision, then the outcome; it keeps what
- * those need between requests:
+/* The _c51 extension's MigrationCredit type: Harmonia's migration agent's per-request decision and
+ * bookkeeping (agents/harmonia.py, MigrationAgent with credit="page") on a PageCredit table.
  *
  *   mc = MigrationCredit(trainer, gamma, horizon, idle_horizon, train_every, batch_size, queue_step,
  *                        expire_every, ref_us, n_devices)
- *   mc.request(request, served[, page, obs, action, reward, device])  # before the env step
- *   mc.placed(device, latency, evicted, step)                          # the placement's outcome
- *   mc.learned(step, latency)                                          # after the env step
+ *   mc.setup(net, bit_generator, integers, move_reward, epsilon, explore_steps, explore_left,
+ *            idle_left, explore_rate, evicting_only, idle_only, move_delay, reward_n, curr_dev_feature)
+ *   mc.decide(obs, acting, page, device, step, placement_obs, request, queue_length)  # -> target device
+ *   mc.placed(device, latency, evicted, step)                                          # the placement's outcome
+ *   mc.learned(step, latency)                                                          # after the env step
  *
- * request: the env's request tuple (time, op, offset, size), or None; served: the device that
- * holds its first page (-1: unknown); the decision (if the agent acted): the candidate page, its
+ * decide() is MigrationAgent's choice (docs in agents/harmonia.py): epsilon-greedy over relative
+ * actions, a stay worth 0, moves only while the fast device evicts (evicting_only), a budget of
+ * exploratory moves into an empty queue, the inference network's best move if its expected return
+ * is positive. Its uniform draws are the bit generator's, as Generator.random() makes them; the
+ * rare integer draws (exploration) and a move's immediate reward are the agent's Python
+ * (integers, move_reward). It records the request and the decision, as
+ * request(request, served[, page, obs, action, reward, device]) does for a decision made elsewhere:
+ * request is the env's request tuple (time, op, offset, size), or None; served the device that
+ * holds its first page (-1: unknown); the decision (if the agent acted) the candidate page, its
  * observation, the relative action (0 stays), the move's immediate reward and the device it is on.
  * learned() is MigrationAgent's bookkeeping after a step, in its order and arithmetic (double
  * precision): the mean eq.-2 reward of the reads each device served; each open page of the request
@@ -23,6 +29,15 @@
 #include "_c51.h"
 
 #include <string.h>
+
+/* NumPy's bit generator interface (numpy/random/bitgen.h), from BitGenerator.capsule. */
+typedef struct {
+    void *state;
+    uint64_t (*next_uint64)(void *st);
+    uint32_t (*next_uint32)(void *st);
+    double (*next_double)(void *st);
+    uint64_t (*next_raw)(void *st);
+} bitgen_t;
 
 typedef struct {
     PageCreditObject base;
@@ -37,7 +52,23 @@ typedef struct {
     long long page;
     double reward;
     float obs[C51_MAX_WIDTH];
+    /* decide() (setup()): the inference network, the bit generator and the agent's callables */
+    C51Net *net;
+    PyObject *bitgen_obj, *integers, *move_reward;
+    bitgen_t *bitgen;
+    double epsilon, explore_rate, delay_cost;
+    long long explore_steps, explore_left, idle_left, reward_n;
+    int evicting_only, idle_only, move_delay, dev_at;
 } MigrationCreditObject;
+
+static void MigrationCredit_dealloc(MigrationCreditObject *self)
+{
+    Py_XDECREF(self->net);
+    Py_XDECREF(self->bitgen_obj);
+    Py_XDECREF(self->integers);
+    Py_XDECREF(self->move_reward);
+    PageCreditType.tp_dealloc((PyObject *)self);
+}
 
 static int MigrationCredit_init(MigrationCreditObject *self, PyObject *args, PyObject *kw)
 {
@@ -81,6 +112,29 @@ static int MigrationCredit_init(MigrationCreditObject *self, PyObject *args, PyO
     return 0;
 }
 
+/* The step's request (None: none), and the device holding its first page (-1: unknown). */
+static int read_request(MigrationCreditObject *self, PyObject *rq, long long served)
+{
+    self->has_req = 0;
+    if (served >= self->n) {
+        PyErr_Format(PyExc_ValueError, "request: served device %lld out of range (-1..%d)", served, self->n - 1);
+        return -1;
+    }
+    if (rq == Py_None)
+        return 0;
+    if (!PyTuple_Check(rq) || PyTuple_GET_SIZE(rq) != 4) {
+        PyErr_SetString(PyExc_TypeError, "request: expected the env's (time, op, offset, size) tuple or None");
+        return -1;
+    }
+    long op = PyLong_AsLong(PyTuple_GET_ITEM(rq, 1));
+    long long off = PyLong_AsLongLong(PyTuple_GET_ITEM(rq, 2)), size = PyLong_AsLongLong(PyTuple_GET_ITEM(rq, 3));
+    if (PyErr_Occurred())
+        return -1;
+    self->op = (int)op, self->off = off, self->size = size, self->served = served;
+    self->has_req = 1;
+    return 0;
+}
+
 static PyObject *MigrationCredit_request(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 && nargs != 7) {
@@ -89,27 +143,10 @@ static PyObject *MigrationCredit_request(MigrationCreditObject *self, PyObject *
     }
     if (credit_ready(&self->base) < 0)
         return NULL;
-    self->has_req = self->has_decision = 0;
+    self->has_decision = 0;
     long long served = PyLong_AsLongLong(args[1]);
-    if (served == -1 && PyErr_Occurred())
+    if ((served == -1 && PyErr_Occurred()) || read_request(self, args[0], served) < 0)
         return NULL;
-    if (served >= self->n) {
-        PyErr_Format(PyExc_ValueError, "request: served device %lld out of range (-1..%d)", served, self->n - 1);
-        return NULL;
-    }
-    if (args[0] != Py_None) {
-        PyObject *rq = args[0];
-        if (!PyTuple_Check(rq) || PyTuple_GET_SIZE(rq) != 4) {
-            PyErr_SetString(PyExc_TypeError, "request: expected the env's (time, op, offset, size) tuple or None");
-            return NULL;
-        }
-        long op = PyLong_AsLong(PyTuple_GET_ITEM(rq, 1));
-        long long off = PyLong_AsLongLong(PyTuple_GET_ITEM(rq, 2)), size = PyLong_AsLongLong(PyTuple_GET_ITEM(rq, 3));
-        if (PyErr_Occurred())
-            return NULL;
-        self->op = (int)op, self->off = off, self->size = size, self->served = served;
-        self->has_req = 1;
-    }
     if (nargs == 7) {
         long long page = PyLong_AsLongLong(args[2]);
         long a = PyLong_AsLong(args[4]), dev = PyLong_AsLong(args[6]);
@@ -126,6 +163,148 @@ static PyObject *MigrationCredit_request(MigrationCreditObject *self, PyObject *
         self->has_decision = 1;
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *MigrationCredit_setup(MigrationCreditObject *self, PyObject *args)
+{
+    PyObject *net, *bg, *integers, *move_reward;
+    double eps, rate;
+    long long steps, explore_left, idle_left, reward_n;
+    int evicting_only, idle_only, move_delay, dev_at;
+    if (!PyArg_ParseTuple(args, "O!OOOdLLLdpppLi", &C51NetType, &net, &bg, &integers, &move_reward, &eps, &steps,
+                          &explore_left, &idle_left, &rate, &evicting_only, &idle_only, &move_delay, &reward_n,
+                          &dev_at))
+        return NULL;
+    C51Net *nt = (C51Net *)net;
+    if (nt->shape.n_actions != self->n || dev_at < 0 || dev_at >= nt->shape.in[0] || !PyCallable_Check(integers)
+        || !PyCallable_Check(move_reward) || !(eps >= 0 && eps <= 1) || steps < 0 || explore_left < 0
+        || idle_left < 0 || !(rate >= 0 && rate <= 1) || (explore_left && !steps)) {
+        PyErr_SetString(PyExc_ValueError, "setup: need a network with one output per device, curr_dev_feature "
+                        "an input, callable integers and move_reward, 0 <= epsilon, explore_rate <= 1, budgets >= 0");
+        return NULL;
+    }
+    PyObject *cap = PyObject_GetAttrString(bg, "capsule");
+    if (!cap)
+        return NULL;
+    bitgen_t *b = PyCapsule_GetPointer(cap, "BitGenerator");
+    Py_DECREF(cap);  /* the bit generator owns the struct the capsule points to */
+    if (!b)
+        return NULL;
+    Py_INCREF(net), Py_INCREF(bg), Py_INCREF(integers), Py_INCREF(move_reward);
+    Py_XSETREF(self->net, nt);
+    Py_XSETREF(self->bitgen_obj, bg);
+    Py_XSETREF(self->integers, integers);
+    Py_XSETREF(self->move_reward, move_reward);
+    self->bitgen = b;
+    self->epsilon = eps, self->explore_steps = steps, self->explore_left = explore_left;
+    self->idle_left = idle_left, self->explore_rate = rate, self->reward_n = reward_n;
+    self->evicting_only = evicting_only, self->idle_only = idle_only, self->move_delay = move_delay;
+    self->dev_at = dev_at;
+    Py_RETURN_NONE;
+}
+
+/* A uniform draw in [0, 1), as Generator.random() makes it: the top 53 bits of a 64-bit draw. */
+static double uniform(MigrationCreditObject *self)
+{
+    return (double)(self->bitgen->next_raw(self->bitgen->state) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* integers(lo, hi) of the agent's Generator (lo 0: integers(hi)); -1 with an exception. */
+static long draw_integer(MigrationCreditObject *self, long lo)
+{
+    PyObject *r = lo ? PyObject_CallFunction(self->integers, "ll", lo, (long)self->n)
+                     : PyObject_CallFunction(self->integers, "l", (long)self->n);
+    if (!r)
+        return -1;
+    long v = PyLong_AsLong(r);
+    Py_DECREF(r);
+    return v;
+}
+
+/* The relative action for the candidate (MigrationAgent's choice); -1 with an exception. */
+static long choose(MigrationCreditObject *self, PyObject *obs, long long step, long long queue_length)
+{
+    long long evicted_at = self->evicted_at;
+    if (self->evicting_only && step - evicted_at > self->reward_n)
+        return 0;  /* the eviction terms of a move's reward are live only while the fast device evicts */
+    double eps = self->epsilon;
+    if (self->explore_left && evicted_at >= 0) {  /* explore once the fast device is full */
+        self->explore_left--;
+        eps += (1.0 - eps) * (double)self->explore_left / (double)self->explore_steps;
+    }
+    if (eps != 0.0 && uniform(self) < eps)
+        return draw_integer(self, 0);
+    if (self->idle_left && evicted_at >= 0 && uniform(self) < self->explore_rate && queue_length == 0
+        && (!self->move_delay || self->delay_cost < self->evict_cost)) {  /* a cheap try: the move runs in the background */
+        self->idle_left--;
+        return draw_integer(self, 1);
+    }
+    float q[C51_MAX_WIDTH];
+    if (net_q(self->net, obs, q) < 0)
+        return -1;
+    int best = 1;  /* the first best move */
+    for (int a = 2; a < self->n; a++)
+        if (q[a] > q[best])
+            best = a;
+    return q[best] > 0.0f && (!self->idle_only || queue_length == 0) ? best : 0;
+}
+
+static PyObject *MigrationCredit_decide(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "decide(obs, acting, page, device, step, placement_obs, request, queue_length)");
+        return NULL;
+    }
+    if (credit_ready(&self->base) < 0)
+        return NULL;
+    if (!self->net) {
+        PyErr_SetString(PyExc_RuntimeError, "decide: call setup() first");
+        return NULL;
+    }
+    self->has_decision = 0;
+    int acting = PyObject_IsTrue(args[1]);
+    long long page = PyLong_AsLongLong(args[2]), step = PyLong_AsLongLong(args[4]);
+    long long queue_length = PyLong_AsLongLong(args[7]);
+    long dev = PyLong_AsLong(args[3]);
+    if (acting < 0 || PyErr_Occurred())
+        return NULL;
+    long long served = -1;
+    if (args[5] != Py_None) {  /* the device holding the request's page: the placement observation's curr_dev */
+        float x[C51_MAX_WIDTH];
+        if (c51_read_floats(args[5], x, self->net->shape.in[0], "placement_obs") < 0)
+            return NULL;
+        served = (long long)((double)x[self->dev_at] * (double)(self->n - 1) + 0.5);
+    }
+    if (read_request(self, args[6], served) < 0)
+        return NULL;
+    if (!acting)
+        return PyLong_FromLong(dev > 0 ? dev : 0);
+    if (dev < 0 || dev >= self->n) {
+        PyErr_Format(PyExc_ValueError, "decide: device %ld out of range 0..%d", dev, self->n - 1);
+        return NULL;
+    }
+    long a = choose(self, args[0], step, queue_length);
+    if (a < 0 || a >= self->n) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "decide: action %ld out of range 0..%d", a, self->n - 1);
+        return NULL;
+    }
+    long target = (dev + a) % self->n;
+    double reward = 0.0;
+    if (a) {
+        PyObject *r = PyObject_CallFunction(self->move_reward, "LLll", page, step, dev, target);
+        if (!r)
+            return NULL;
+        reward = PyFloat_AsDouble(r);
+        Py_DECREF(r);
+        if (reward == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    if (c51_read_floats(args[0], self->obs, self->base.c.nin, "obs") < 0)
+        return NULL;
+    self->page = page, self->action = (int)a, self->reward = reward, self->dev = (int)dev;
+    self->has_decision = 1;
+    return PyLong_FromLong(target);
 }
 
 static PyObject *MigrationCredit_placed(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -252,6 +431,66 @@ static PyObject *MigrationCredit_decided(MigrationCreditObject *self, void *clos
     return Py_BuildValue("(Lidi)", self->page, self->action, self->reward, self->dev);
 }
 
+static int set_count(long long *dst, PyObject *value, const char *what)
+{
+    long long v = value ? PyLong_AsLongLong(value) : -1;
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be an int >= 0", what);
+        return -1;
+    }
+    *dst = v;
+    return 0;
+}
+
+static PyObject *MigrationCredit_explore_left(MigrationCreditObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLongLong(self->explore_left);
+}
+
+static int MigrationCredit_set_explore_left(MigrationCreditObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    if (set_count(&self->explore_left, value, "explore_left") < 0)
+        return -1;
+    if (self->explore_left && !self->explore_steps) {
+        self->explore_left = 0;
+        PyErr_SetString(PyExc_ValueError, "explore_left: no warm-up was set up (explore_steps 0)");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *MigrationCredit_idle_left(MigrationCreditObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLongLong(self->idle_left);
+}
+
+static int MigrationCredit_set_idle_left(MigrationCreditObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    return set_count(&self->idle_left, value, "idle_left");
+}
+
+static PyObject *MigrationCredit_delay_cost(MigrationCreditObject *self, void *closure)
+{
+    (void)closure;
+    return PyFloat_FromDouble(self->delay_cost);
+}
+
+static int MigrationCredit_set_delay_cost(MigrationCreditObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    double v = value ? PyFloat_AsDouble(value) : -1.0;
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    self->delay_cost = v;
+    return 0;
+}
+
 static PyGetSetDef MigrationCredit_getset[] = {
     {"read_reward", (getter)MigrationCredit_read_reward, (setter)MigrationCredit_set_read_reward,
      "mean eq.-2 reward of the reads each device served (-1: none yet)", NULL},
@@ -259,12 +498,23 @@ static PyGetSetDef MigrationCredit_getset[] = {
     {"evict_cost", (getter)MigrationCredit_evict_cost, NULL, "measured cost of one critical-path eviction", NULL},
     {"fast_write", (getter)MigrationCredit_fast_write, NULL,
      "running eq.-2 reward of fast placements that evicted nothing (-1: none yet)", NULL},
+    {"explore_left", (getter)MigrationCredit_explore_left, (setter)MigrationCredit_set_explore_left,
+     "decisions left in the epsilon warm-up", NULL},
+    {"idle_left", (getter)MigrationCredit_idle_left, (setter)MigrationCredit_set_idle_left,
+     "exploratory moves left in the budget", NULL},
+    {"delay_cost", (getter)MigrationCredit_delay_cost, (setter)MigrationCredit_set_delay_cost,
+     "running mean delay cost of an executed move (move_delay; the agent updates it)", NULL},
     {"decided", (getter)MigrationCredit_decided, NULL, "this step's decision (page, action, reward, device), or None",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef MigrationCredit_methods[] = {
+    {"setup", (PyCFunction)MigrationCredit_setup, METH_VARARGS,
+     "setup(net, bit_generator, integers, move_reward, epsilon, explore_steps, explore_left, idle_left, "
+     "explore_rate, evicting_only, idle_only, move_delay, reward_n, curr_dev_feature): what decide() needs"},
+    {"decide", (PyCFunction)(void (*)(void))MigrationCredit_decide, METH_FASTCALL,
+     "decide(obs, acting, page, device, step, placement_obs, request, queue_length) -> target device"},
     {"request", (PyCFunction)(void (*)(void))MigrationCredit_request, METH_FASTCALL,
      "request(request, served[, page, obs, action, reward, device]): this step's request and decision"},
     {"placed", (PyCFunction)(void (*)(void))MigrationCredit_placed, METH_FASTCALL,
@@ -282,6 +532,7 @@ PyTypeObject MigrationCreditType = {
     .tp_doc = "Harmonia's migration agent's per-request bookkeeping on a PageCredit (agents/harmonia.py).",
     .tp_base = &PageCreditType,
     .tp_init = (initproc)MigrationCredit_init,
+    .tp_dealloc = (destructor)MigrationCredit_dealloc,
     .tp_getset = MigrationCredit_getset,
     .tp_methods = MigrationCredit_methods,
 };

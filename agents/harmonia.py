@@ -59,7 +59,6 @@ PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=3e-3, epsilon=0.001, 
                                buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
                                buffer_size=1000, v_min=-2.0, v_max=1.0, reward_scale=1.0, train_every=4)
-_INV_2_53 = 1.0 / 9007199254740992.0  # NumPy's random(): the top 53 bits of a 64-bit draw, times 2**-53
 
 
 def make_config(defaults: C51Config, overrides: "C51Config | dict[str, Any] | None") -> C51Config:
@@ -285,33 +284,41 @@ class MigrationAgent(_C51Policy):
         self.max_pending, self.credit, self.horizon = max_pending, credit, int(horizon)
         self.explore_moves, self.explore_rate, self.learn_start = int(explore_moves), float(explore_rate), int(learn_start)
         self.idle_only, self.evicting_only, self.move_delay = bool(idle_only), bool(evicting_only), bool(move_delay)
+        self._credit: MigrationCredit | None = None
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         if self.agent is None:  # exploration (if any) once per agent, none with loaded weights
             self._explore_left = 0 if self._pending_state is not None else self.cfg.explore_steps
             self._idle_left = 0 if self._pending_state is not None or not self.learns else self.explore_moves
+        elif self._credit is not None:  # the budgets the last episode left
+            self._explore_left, self._idle_left = self._credit.explore_left, self._credit.idle_left
         super().reset(env, seed)
         self._last: tuple[np.ndarray, int, int] | None = None  # obs, action, step (moves only)
         self._last_stay: tuple[np.ndarray, int] | None = None
         self._moves: dict[int, tuple[np.ndarray, int, np.ndarray]] = {}
         self._stays: deque[tuple[np.ndarray, int, np.ndarray]] = deque(maxlen=env.reward_x)
         self._ref, self._penalty, self._n = env.reward_ref_us, env.penalty, int(env.action_space("migration").n)
-        # The per-request bookkeeping of credit="page" (a request, its decision, their outcome: the
-        # read rewards per device, the eviction cost) is C: agents/_c51_migration.c.
-        self._credit = MigrationCredit(self.agent, self.horizon, self._ref, self._n) if self.credit == "page" else None
-        self._dev_at = feature_names(self._n, env.kind).index("curr_dev")
         self._reward_n = env.reward_n
         self._warm = True  # the replay holds less than a batch (it only grows)
         self._rng = np.random.default_rng(self.seed)
-        # The hot path's shortcuts: a uniform draw as Generator.random() makes it (bit for bit, in
-        # the same stream as exploration's integers()) and the inference network's Q-values.
-        self._raw, self._q_of = self._rng.bit_generator.random_raw, self.agent.infer.q
         self._queued: dict[int, int] = {}  # env step of a move decision -> its page (move_delay)
-        self._delay_cost = 0.0  # running mean delay cost of an executed move (move_delay)
+        self._credit = None
+        if self.credit == "page":
+            # The per-request choice and bookkeeping (a request, its decision, their outcome: the
+            # read rewards per device, the eviction cost, the running delay cost of a move) are C:
+            # agents/_c51_migration.c, with this agent's draws and its move reward (_move_reward).
+            self._credit = credit = MigrationCredit(self.agent, self.horizon, self._ref, self._n)
+            cfg = self.cfg
+            credit.setup(self.agent.infer, self._rng.bit_generator, self._rng.integers, self._move_reward,
+                         cfg.epsilon, cfg.explore_steps, self._explore_left, self._idle_left, self.explore_rate,
+                         self.evicting_only, self.idle_only, self.move_delay, env.reward_n,
+                         feature_names(self._n, env.kind).index("curr_dev"))
 
     def load_state(self, state: dict[str, Any], source: str) -> None:
         super().load_state(state, source)
         self._explore_left = self._idle_left = 0
+        if self._credit is not None:
+            self._credit.explore_left = self._credit.idle_left = 0
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"migration": self.decide(observations["migration"], infos["migration"], observations.get("placement"))}
@@ -345,18 +352,9 @@ class MigrationAgent(_C51Policy):
             else:
                 self._last = (obs, a, step)
             return a
-        credit = self._credit
-        served = -1 if placement_obs is None else int(placement_obs.item(self._dev_at) * (self._n - 1) + 0.5)
-        if not acting:
-            credit.request(request, served)
-            return max(dev, 0)
-        a = self._choose(obs, step)
-        target = (dev + a) % self._n
-        reward = 0.0
-        if a:
-            reward = self._move_reward(page, step, dev, target)
-        credit.request(request, served, page, obs, a, reward, dev)
-        if a and self.move_delay:
+        target = self._credit.decide(obs, acting, page, dev, step, placement_obs, request,
+                                     self.env.hss.core.queue_length)
+        if acting and target != dev and self.move_delay:
             queued = self._queued
             queued[step] = page
             if len(queued) > self.max_pending:  # moves the env did not queue never run
@@ -378,31 +376,6 @@ class MigrationAgent(_C51Policy):
         if hss.core.queue_length >= hss.config.queue_size:
             reward -= e
         return reward
-
-    def _choose(self, obs: np.ndarray, step: int) -> int:
-        """Epsilon-greedy over relative actions, a stay being worth 0 by definition (the
-        counterfactual baseline; the network's stay output is not consulted: a random network's
-        would decide): the best move if its expected return is positive, else stay."""
-        evicted_at = self._credit.evicted_at
-        if self.evicting_only and step - evicted_at > self._reward_n:
-            return 0  # the eviction terms of a move's reward are live only while the fast device evicts
-        cfg = self.cfg
-        eps = cfg.epsilon
-        if self._explore_left and evicted_at >= 0:  # explore once the fast device is full
-            self._explore_left -= 1
-            eps += (1.0 - eps) * self._explore_left / cfg.explore_steps
-        if eps and (self._raw() >> 11) * _INV_2_53 < eps:  # self._rng.random() < eps
-            return int(self._rng.integers(self._n))
-        if self._idle_left and evicted_at >= 0 and (self._raw() >> 11) * _INV_2_53 < self.explore_rate \
-                and self.env.hss.core.queue_length == 0 \
-                and (not self.move_delay or self._delay_cost < self._credit.evict_cost):  # a cheap try: the move runs in the background
-            self._idle_left -= 1
-            return int(self._rng.integers(1, self._n))
-        q = self._q_of(obs)
-        best = 1 if self._n == 2 else max(range(1, self._n), key=q.__getitem__)
-        if q[best] > 0.0 and (not self.idle_only or self.env.hss.core.queue_length == 0):
-            return best
-        return 0
 
     def learn(self, nxt: np.ndarray, r: float, info: dict[str, Any], latency: float = 0.0) -> None:
         self._learn(nxt, r, info["step"], latency, info.get("executed", []), info.get("move_delay_us", 0.0),
@@ -459,8 +432,8 @@ class MigrationAgent(_C51Policy):
         f = self._credit.fast_write
         f = f if f > 0 else 1.0
         cost = f - self._ref / (self._ref / f + share) if share > 0 else 0.0
-        self._delay_cost += 0.1 * (cost - self._delay_cost) * len(executed)
         credit, queued = self._credit, self._queued
+        credit.delay_cost += 0.1 * (cost - credit.delay_cost) * len(executed)
         for s in executed:
             page = queued.pop(s, None)
             if page is not None:

@@ -254,14 +254,14 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
 
     env = make_env(Harmonia(), "perf_opt", "learn-hot-scan", n_requests=2000)
     obs, infos = env.reset(seed=0)
-    m = MigrationAgent(seed=0)
+    m = MigrationAgent(seed=0, explore_moves=1, explore_rate=1.0)  # one exploratory move, at the first chance
     m.reset(env, 0)
     while not infos["migration"]["acting"]:
         obs, _, _, _, infos = env.step({"placement": 0, "migration": 0})
     info = infos["migration"]
-    m._choose = lambda o, step: 1  # the network says: move
-    assert m.decide(obs["migration"], info, obs["placement"]) == (info["device"] + 1) % 2
     credit = m._credit
+    credit.placed(0, 50.0, 1, 0)  # the fast device evicts: exploration may start
+    assert m.decide(obs["migration"], info, obs["placement"]) == (info["device"] + 1) % 2 and credit.idle_left == 0
     page, a, pen, dev = credit.decided
     assert (page, a, dev) == (info["page"], 1, info["device"]) and -0.02 < pen < 0
     credit.request(None, -1, page, obs["migration"], a, pen, dev)  # the decision, without its request
@@ -276,8 +276,7 @@ def test_migration_page_credit_pays_a_move_by_its_pages_reads_against_staying() 
     credit.learned(info["step"] + 2, 10.0)
     assert page not in credit and m.agent.experiences == 1
     assert m.agent.rew_buf[0] == pytest.approx(pen + 0.6) and m.agent.disc_buf[0] == 0.0
-    m._choose = lambda o, step: 0  # a stay: nothing stored, nothing opened
-    m.decide(obs["migration"], info, obs["placement"])
+    m.decide(obs["migration"], info, obs["placement"])  # the untrained network stays: nothing stored, nothing opened
     assert credit.decided == (info["page"], 0, 0.0, info["device"])
     credit.request(None, -1, info["page"], obs["migration"], 0, 0.0, info["device"])
     credit.learned(info["step"] + 3, 0.0)
@@ -382,19 +381,37 @@ def test_migration_credit_matches_its_python_reference() -> None:
         MigrationCredit(agent, horizon=200, ref_us=80.0, n_devices=2)
 
 
-def test_migration_agents_uniform_draws_are_generator_random() -> None:
-    """The migration agent draws its epsilon uniforms from the bit generator directly (the hot
-    path); they must be NumPy's ``Generator.random()`` bit for bit, interleaved with the
-    ``integers()`` of exploration, or Harmonia's results would change with the speed-up."""
-    from hss_gym.agents.harmonia import _INV_2_53
+def test_migration_agents_draws_are_its_generators() -> None:
+    """The migration agent's choice (C, MigrationCredit.decide) draws its epsilon uniforms from the
+    bit generator directly: they must be NumPy's ``Generator.random()`` bit for bit, interleaved
+    with the ``integers()`` of exploration, and the greedy choice the network's best positive move,
+    or Harmonia's results would change with the speed-up. Checked against the same choice in Python."""
+    from hss_gym.agents import make_env
+    from hss_gym.agents.harmonia import Harmonia, MigrationAgent
 
-    ours, theirs = np.random.default_rng(3), np.random.default_rng(3)
-    raw, pick = ours.bit_generator.random_raw, np.random.default_rng(4)
-    for _ in range(2000):
-        if pick.random() < 0.8:
-            assert (raw() >> 11) * _INV_2_53 == theirs.random()
+    n = 3
+    env = make_env(Harmonia(), "tri", "learn-hot-scan", n_requests=500)
+    obs, infos = env.reset(seed=0)
+    m = MigrationAgent({"epsilon": 0.4, "v_min": -1.0, "v_max": 1.1}, seed=5)  # moves worth ~0 either side
+    m._move_reward = lambda page, step, dev, target: -0.01 * target  # type: ignore[method-assign]
+    m.reset(env, 0)
+    ref, rng = np.random.default_rng(m.seed), np.random.default_rng(0)
+    moves = greedy = 0
+    for step in range(3000):
+        o = rng.normal(0, 2, 8).astype(np.float32)  # tri: 8 features
+        dev = int(rng.integers(n))
+        target = m._credit.decide(o, True, 7, dev, step, None, None, 0)
+        if ref.random() < 0.4:
+            a = int(ref.integers(n))
         else:
-            assert ours.integers(1, 3) == theirs.integers(1, 3)
+            q = m.agent.infer.q(o)
+            best = max(range(1, n), key=q.__getitem__)
+            a = best if q[best] > 0.0 else 0
+            greedy += a > 0
+        assert target == (dev + a) % n
+        assert m._credit.decided == (7, a, -0.01 * target if a else 0.0, dev)
+        moves += a > 0
+    assert greedy > 100 and moves - greedy > 500 and moves < 2900  # greedy moves, explored ones and stays
 
 
 @pytest.fixture(scope="module")

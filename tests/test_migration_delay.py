@@ -69,6 +69,6 @@ def test_move_delay_credit_charges_the_moves():
     env = make_env(h, "cost_opt", trace)
     run_episode(h, env, seed=0)
     assert env.hss.counters()["migration_delay_us"] > 0
-    assert m._delay_cost > 0.0  # the executed moves were charged their delay
+    assert m._credit.delay_cost > 0.0  # the executed moves were charged their delay
     with pytest.raises(ValueError, match="explore_moves"):
         type(m)(explore_moves=-1)
