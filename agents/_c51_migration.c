@@ -30,6 +30,8 @@
 
 #include <string.h>
 
+#define PAGE_SHIFT 12  /* 4 KiB pages: page = byte offset >> PAGE_SHIFT (agents/credit.py's PAGE_SHIFT) */
+
 /* NumPy's bit generator interface (numpy/random/bitgen.h), from BitGenerator.capsule. */
 typedef struct {
     void *state;
@@ -235,7 +237,7 @@ static long choose(MigrationCreditObject *self, PyObject *obs, long long step, l
     if (eps != 0.0 && uniform(self) < eps)
         return draw_integer(self, 0);
     if (self->idle_left && evicted_at >= 0 && uniform(self) < self->explore_rate && queue_length == 0
-        && (!self->move_delay || self->delay_cost < self->evict_cost)) {  /* a cheap try: the move runs in the background */
+        && (!self->move_delay || self->delay_cost < self->evict_cost)) {  /* a cheap try: it runs in the background */
         self->idle_left--;
         return draw_integer(self, 1);
     }
@@ -252,7 +254,8 @@ static long choose(MigrationCreditObject *self, PyObject *obs, long long step, l
 static PyObject *MigrationCredit_decide(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "decide(obs, acting, page, device, step, placement_obs, request, queue_length)");
+        PyErr_SetString(PyExc_TypeError,
+                        "decide(obs, acting, page, device, step, placement_obs, request, queue_length)");
         return NULL;
     }
     if (credit_ready(&self->base) < 0)
@@ -359,8 +362,8 @@ static PyObject *MigrationCredit_learned(MigrationCreditObject *self, PyObject *
             }
         }
         if (c->count  /* a read of a moved page: its reward against the device it left; a write ends it */
-            && credit_touch(&self->base, self->off >> 12, (self->off + self->size - 1) >> 12, read, r,
-                            self->read_reward, self->n) < 0)
+            && credit_touch(&self->base, self->off >> PAGE_SHIFT, (self->off + self->size - 1) >> PAGE_SHIFT, read,
+                            r, self->read_reward, self->n) < 0)
             return NULL;
     }
     if (self->has_decision) {
