@@ -7,12 +7,16 @@ MQSim is built once (a copy outside the repository, see hss_gym.backends.flash.m
 
 from __future__ import annotations
 
+import shutil
+import threading
+from pathlib import Path
+
 import pytest
 
-from hss_gym.backends.flash.mqsim_anchor import unavailable_reason
+from hss_gym.backends.flash.mqsim_anchor import PATCH_ANCHOR, build_mqsim, unavailable_reason
 
 REASON = unavailable_reason()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=f"MQSim validation skipped: {REASON}")
+needs_mqsim = pytest.mark.skipif(REASON is not None, reason=f"MQSim validation skipped: {REASON}")
 
 FAST = ["tpcc-small", "read-qd1", "read-qd16", "write-qd1", "write-qd16", "mix-2flows"]
 SLOW = ["gc-write"]  # MQSim's preconditioning and 150,000 writes: 16 s unloaded, minutes when the machine is busy
@@ -27,12 +31,64 @@ def _check(name, tmp_path):
     assert not bad, "outside tolerance:\n" + table(bad)
 
 
+@needs_mqsim
 @pytest.mark.parametrize("name", FAST)
 def test_mqsim_flows(name, tmp_path):
     _check(name, tmp_path)
 
 
+@needs_mqsim
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SLOW)
 def test_mqsim_gc(name, tmp_path):
     _check(name, tmp_path)
+
+
+def _fake_mqsim(root: Path, log: Path, fail: bool = False) -> Path:
+    """A source tree shaped like MQSim's whose make takes a moment, logs each build to ``log`` and
+    makes a binary only from the patched source (or fails)."""
+    (root / "src" / "host").mkdir(parents=True)
+    (root / "src" / "main.cpp").write_text("int main() { return 0; }\n")
+    (root / "src" / "host" / "IO_Flow_Base.cpp").write_text(
+        "void IO_Flow_Base::NVMe_consume_io_request(x) {\n" + PATCH_ANCHOR + "\n}\n")
+    (root / "UPSTREAM_COMMIT").write_text("0123456789abcdef\n")
+    make = "\tfalse" if fail else "\tgrep -q REQ src/host/IO_Flow_Base.cpp\n\tprintf '#!/bin/sh\\n' > $@ && chmod +x $@"
+    (root / "Makefile").write_text(
+        "all: checkdirs MQSim\ncheckdirs:\n\tmkdir -p build\n"
+        f"MQSim:\n\techo build >> {log}\n\tsleep 0.5\n{make}\n")
+    return root
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is needed")
+def test_concurrent_builds_make_one_copy(tmp_path):
+    """Two test suites side by side (as CI runs them) ask for MQSim at once: one build, the same
+    binary for all, nothing half-built left behind."""
+    log = tmp_path / "builds.log"
+    src, cache = _fake_mqsim(tmp_path / "MQSim", log), tmp_path / "cache"
+    got, errors = [], []
+
+    def build() -> None:
+        try:
+            got.append(build_mqsim(cache, source=src))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=build) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(set(got)) == 1 and got[0].is_file()
+    assert log.read_text().split() == ["build"]
+    assert "REQ" in (got[0].parent / "src" / "host" / "IO_Flow_Base.cpp").read_text()
+    assert sorted(p.name for p in cache.iterdir()) == ["MQSim-0123456789ab-latlog", "MQSim-0123456789ab-latlog.lock"]
+    assert build_mqsim(cache, source=src) == got[0] and log.read_text().split() == ["build"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is needed")
+def test_failed_build_says_why_and_leaves_nothing(tmp_path):
+    src, cache = _fake_mqsim(tmp_path / "MQSim", tmp_path / "builds.log", fail=True), tmp_path / "cache"
+    with pytest.raises(RuntimeError, match="building MQSim from .* failed"):
+        build_mqsim(cache, source=src)
+    assert [p.name for p in cache.iterdir()] == ["MQSim-0123456789ab-latlog.lock"]

@@ -46,19 +46,50 @@ def default_cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"hss-gym-mqsim-{os.getuid() if hasattr(os, 'getuid') else 0}"
 
 
-def build_mqsim(cache_dir: "str | Path | None" = None) -> Path:
-    """Build (once) a latency-logging copy of MQSim under cache_dir; returns the binary."""
+def build_mqsim(cache_dir: "str | Path | None" = None, source: "str | Path | None" = None) -> Path:
+    """Build (once) a latency-logging copy of MQSim under cache_dir; returns the binary.
+
+    Safe when several processes ask at once (CI runs two test suites side by side): the first
+    builds under a lock in a private folder and renames it into place when the binary exists; the
+    others wait for the lock and find it. A build that failed or was killed leaves no half-built
+    folder behind. ``source``: MQSim's source tree (default: :func:`mqsim_source`).
+    """
     cache_dir = default_cache_dir() if cache_dir is None else Path(cache_dir)
-    src = mqsim_source()
+    src = mqsim_source() if source is None else Path(source)
     if src is None:
         raise FileNotFoundError(unavailable_reason())
     commit = (src / "UPSTREAM_COMMIT").read_text().strip()[:12] if (src / "UPSTREAM_COMMIT").exists() else "unknown"
-    dest = Path(cache_dir) / f"MQSim-{commit}-latlog"
+    dest = cache_dir / f"MQSim-{commit}-latlog"
     binary = dest / "MQSim"
     if binary.is_file():
         return binary
-    if dest.exists():
-        shutil.rmtree(dest)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / f"{dest.name}.lock", "w") as lock:
+        _lock(lock)
+        if binary.is_file():  # built by another process while this one waited
+            return binary
+        work = Path(tempfile.mkdtemp(prefix=f"{dest.name}.", suffix=".build", dir=cache_dir))
+        try:
+            _build(src, work)
+            if dest.exists():  # a folder without a binary: an old layout or a copy by hand
+                shutil.rmtree(dest)
+            os.rename(work, dest)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return binary
+
+
+def _lock(f) -> None:
+    """Hold an exclusive lock on the open file f until it is closed (POSIX; elsewhere no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+
+
+def _build(src: Path, dest: Path) -> None:
+    """Copy MQSim's source into dest, add the latency-logging line, and run make there."""
     shutil.copytree(src / "src", dest / "src")
     shutil.copy(src / "Makefile", dest / "Makefile")
     flow = dest / "src" / "host" / "IO_Flow_Base.cpp"
@@ -67,10 +98,13 @@ def build_mqsim(cache_dir: "str | Path | None" = None) -> Path:
     at = text.index(PATCH_ANCHOR, consume) + len(PATCH_ANCHOR)
     flow.write_text(text[:at] + PATCH_LINE + text[at:])
     jobs = str(min(2, os.cpu_count() or 1))
-    res = subprocess.run(["nice", "-n", "10", "make", f"-j{jobs}"], cwd=dest, capture_output=True, text=True)
-    if res.returncode != 0 or not binary.is_file():
-        raise RuntimeError(f"building MQSim in {dest} failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
-    return binary
+    # its Makefile makes the object folders (checkdirs) beside the objects: first, or -j races them
+    res = subprocess.run(["make", "checkdirs"], cwd=dest, capture_output=True, text=True)
+    if res.returncode == 0:
+        res = subprocess.run(["nice", "-n", "10", "make", f"-j{jobs}", "MQSim"], cwd=dest, capture_output=True,
+                             text=True)
+    if res.returncode != 0 or not (dest / "MQSim").is_file():
+        raise RuntimeError(f"building MQSim from {src} failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
 
 
 @dataclass
