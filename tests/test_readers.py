@@ -485,3 +485,54 @@ def test_tab_separated_csv_with_crlf(tmp_path: Path, engine: str) -> None:
     trace = load_trace(path, "csv", delimiter="\t", columns={"time": 0, "op": 1, "offset": 2,
                                                               "size": 3})
     assert columns(trace) == ([1_500_000.0, 2_000_000.0], [READ, WRITE], [0, 8], [512, 4096])
+
+
+# ------------------------------------------------------------- text variants of real files
+
+BOM = b"\xef\xbb\xbf"
+
+# (format, file name, text with a header where the format has one, requests)
+VARIANT_SAMPLES = [
+    ("msr", "web_0.csv", "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n"
+                         "128166372003061629,web,0,Read,3221225472,4096,15285\n", 1),
+    ("systor17", "LUN4.csv", "Timestamp,Response,IOType,LUN,Offset,Size\n"
+                             "1487304000.012345,0.000210,R,3,1024,4096\n", 1),
+    ("tencent", "cbs.csv", "1538323200,57089024,8,1,1063\n", 1),
+    ("heimdall", "b.trace", "0.000 0 4096 4096 1\n1.5 0 8192 512 0\n", 2),
+    ("blkparse", "run.txt", "  8,0    3        2     0.000001000   697  D   W 223490 + 8 [kjournald]\n", 1),
+    ("fio", "job.iolog", "fio version 2 iolog\n/dev/sdb add\n/dev/sdb write 0 4096\n", 1),
+]
+
+
+@pytest.mark.parametrize("fmt, name, text, n", VARIANT_SAMPLES, ids=[s[0] for s in VARIANT_SAMPLES])
+@pytest.mark.parametrize("packing", ["plain", "gzip", "zstd"])
+def test_utf8_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path, engine: str, fmt: str,
+                                                            name: str, text: str, n: int,
+                                                            packing: str) -> None:
+    """Windows tools start UTF-8 text with a BOM; it made the first field unparsable (or hid the
+    format from detection)."""
+    data = BOM + text.replace("\n", "\r\n").encode()
+    raw = {"plain": data, "gzip": gzip.compress(data),
+           "zstd": zstandard.ZstdCompressor().compress(data)}[packing]
+    path = write(tmp_path, name, raw)
+    trace = load_trace(path, block_bytes=7)
+    assert trace.source["format"] == fmt and len(trace) == n and trace.source["skipped"] == 0
+    assert trace.source["sha256"] == hashlib.sha256(raw).hexdigest()  # of the file as stored
+    assert_same(trace, load_trace(write(tmp_path, "no-bom-" + name, text), fmt))
+
+
+def test_byte_order_mark_and_header_names_in_generic_csv(tmp_path: Path, engine: str) -> None:
+    path = write(tmp_path, "mine.csv", BOM + b"ts,lba,len,kind\r\n0.5,10,8,r\r\n")
+    trace = load_trace(path, "csv", columns={"time": "ts", "offset": "lba", "size": "len",
+                                             "op": "kind"})
+    assert columns(trace) == ([500_000.0], [READ], [10], [8])
+
+
+def test_utf16_text_is_refused_saying_so(tmp_path: Path) -> None:
+    text = "0.000 0 4096 4096 1\r\n"
+    for encoding in ("utf-16", "utf-16-be"):
+        data = ("\ufeff" if encoding.endswith("be") else "") + text
+        path = write(tmp_path, "w.trace", data.encode(encoding))
+        with pytest.raises(TraceFormatError, match="UTF-16") as info:
+            load_trace(path, "heimdall")
+        assert info.value.path == str(path)

@@ -6,6 +6,8 @@ A :class:`TraceFile` reads a file once, front to back, in bounded memory:
   from the file name, and multi-member gzip / multi-frame zstd streams are read to the end;
 * a stream that ends before its end-of-stream marker (a truncated download) raises
   :class:`~hss_gym.workloads.trace.TraceFormatError` naming the file, as does corrupt data;
+* a UTF-8 byte order mark at the start of the text (Windows tools write one) is not part of the
+  first line; UTF-16 text (a BOM ``FF FE`` / ``FE FF``) is refused with TraceFormatError saying so;
 * the raw bytes (as stored on disk, compressed or not) are hashed with SHA-256 for provenance;
   large blocks are hashed on a helper thread while the caller parses (hashlib releases the GIL);
 * :meth:`TraceFile.blocks` yields the decompressed text cut at line ends, in blocks of about
@@ -35,6 +37,8 @@ from hss_gym.workloads.trace import TraceFormatError
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 HEAD_BYTES = 1 << 16        # decompressed bytes available to format detection
 _COMPRESSED_READ = 1 << 20  # raw read size for compressed input
 _THREADED_HASH = 1 << 20    # hash blocks at least this large on the helper thread
@@ -143,7 +147,7 @@ class TraceFile:
             self.compression = "zstd"
         else:
             self.compression = None
-        self._pieces = self._decompressed()
+        self._pieces = self._text(self._decompressed())
         self._pending: list[bytes] = []
         self._head: bytes | None = None
         self._eof = False
@@ -189,6 +193,7 @@ class TraceFile:
         Blocks of an uncompressed file are read in place into fresh buffers (no copies) and come
         as memoryviews; decompressed ones as bytes.
         """
+        self.head  # noqa: B018 - reads the start of the text through _text (the byte order mark)
         if self.compression is None:
             yield from self._plain_blocks()
             return
@@ -251,6 +256,23 @@ class TraceFile:
             remaining -= len(chunk)
             self._hasher.update(chunk)
             yield chunk
+
+    def _text(self, pieces: Iterator[bytes]) -> Iterator[bytes]:
+        """``pieces`` without a UTF-8 byte order mark at the start; UTF-16 text is an error."""
+        start = b""
+        for piece in pieces:
+            start += piece
+            if len(start) >= len(UTF8_BOM):
+                break
+        if start.startswith(UTF16_BOMS):
+            raise self._error("is UTF-16 text (it starts with a UTF-16 byte order mark); trace "
+                              "files are ASCII or UTF-8: convert it first (e.g. iconv -f UTF-16 "
+                              "-t UTF-8)")
+        if start.startswith(UTF8_BOM):
+            start = start[len(UTF8_BOM):]
+        if start:
+            yield start
+        yield from pieces
 
     def _decompressed(self) -> Iterator[bytes]:
         if self.compression is None:  # only the head: blocks() reads the rest in place
