@@ -536,3 +536,30 @@ def test_utf16_text_is_refused_saying_so(tmp_path: Path) -> None:
         with pytest.raises(TraceFormatError, match="UTF-16") as info:
             load_trace(path, "heimdall")
         assert info.value.path == str(path)
+
+
+@pytest.mark.parametrize("fmt, header, row", [
+    ("msr", "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
+     "128166372003061629,web,0,Read,3221225472,4096,15285"),
+    ("systor17", "Timestamp,Response,IOType,LUN,Offset,Size", "1487304000.5,0.0003,W,1,4096,512"),
+    ("cloudphysics", "version,time,op,size,lbn", "1,5633898,2a,512,1"),
+])
+def test_header_after_blank_lines(tmp_path: Path, engine: str, fmt: str, header: str,
+                                  row: str) -> None:
+    """A header preceded by blank lines was read as a malformed row (or, for CloudPhysics, whose
+    rows alone are not guessed, hid the format from detection)."""
+    bad = row.replace("5", "x", 1)
+    path = write(tmp_path, "t.csv", f"\r\n  \n{header}\r\n{row}\r\n{row}\r\n{bad}\n")
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(path)
+    assert info.value.line == 6  # line numbers still count the blank lines and the header
+    with pytest.warns(SkippedRowsWarning):
+        trace = load_trace(path, skip_bad=True)
+    assert trace.source["format"] == fmt and trace.source["header"] is True and len(trace) == 2
+
+
+def test_generic_csv_header_names_after_a_blank_line(tmp_path: Path, engine: str) -> None:
+    path = write(tmp_path, "mine.csv", "\nts,lba,len,kind\n0.5,10,8,r\n")
+    trace = load_trace(path, "csv", columns={"time": "ts", "offset": "lba", "size": "len",
+                                             "op": "kind"})
+    assert columns(trace) == ([500_000.0], [READ], [10], [8])

@@ -41,7 +41,8 @@ import numpy as np
 
 from hss_gym.workloads import cache as _cache
 from hss_gym.workloads.readers._io import TraceFile, open_trace
-from hss_gym.workloads.readers.formats import FORMATS, Block, Parser, detect, make_parser
+from hss_gym.workloads.readers.formats import (FORMATS, Block, Parser, detect, first_text_line,
+                                               make_parser)
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
 __all__ = ["FORMATS", "SkippedRowsWarning", "convert", "detect_format", "iter_chunks", "load_trace"]
@@ -271,8 +272,7 @@ def _parser(tf: TraceFile, format: str | None, options: dict[str, Any]) -> Parse
     if format == "cache":
         raise TraceFormatError("not an hss-gym trace cache", path=str(tf.path))
     name = format or detect(tf.head, str(tf.path))
-    first_line = tf.head.split(b"\n", 1)[0]
-    return make_parser(name, str(tf.path), first_line, options)
+    return make_parser(name, str(tf.path), first_text_line(tf.head)[2], options)
 
 
 def _take(blocks: list[Block], n: int) -> tuple[list[np.ndarray], list[Block]]:

@@ -184,10 +184,10 @@ class DelimitedParser:
         base = self.next_line
         if not self._started:
             self._started = True
-            first = _first_line(data)
+            blank, start, first = first_text_line(data)  # a header may follow blank lines
             if fmt.header or (fmt.header is None and self._looks_like_header(first)):
-                data = memoryview(data)[len(first) + 1:]  # no copy
-                base += 1
+                data = memoryview(data)[start + len(first) + 1:]  # no copy
+                base += blank + 1
                 self.saw_header = True
         table = tk.tokenize(data, fmt.delimiter, fmt.min_fields, self.max_fields, self.kinds,
                             {fmt.op.index: self._ops}, engine=self.engine)
@@ -305,6 +305,19 @@ def _first_line(data: bytes | memoryview) -> bytes:
         if end >= 0 or len(head) < size:
             return head if end < 0 else head[:end]
         size *= 8
+
+
+_BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)*")
+
+
+def first_text_line(data: bytes | memoryview) -> tuple[int, int, bytes]:
+    """The first line of a block that is not blank (blank lines within its first 64 KiB are
+    passed over): the number of blank lines before it, its byte offset and the line (without its
+    newline)."""
+    blank = _BLANK_LINES.match(bytes(data[:1 << 16]))
+    assert blank is not None  # the pattern matches the empty string
+    start = blank.end()
+    return blank.group().count(b"\n"), start, _first_line(memoryview(data)[start:])
 
 
 def _byte_sizes(block: Block) -> bool:
