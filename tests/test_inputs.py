@@ -14,7 +14,7 @@ import hss_gym
 from hss_gym.config import make_config
 from hss_gym.replay import replay
 from hss_gym.workloads import make_trace
-from hss_gym.workloads.readers import detect_format, iter_chunks, load_trace
+from hss_gym.workloads.readers import SkippedRowsWarning, detect_format, iter_chunks, load_trace
 from hss_gym.workloads.registry import get_trace
 from hss_gym.workloads.trace import MAX_BYTES, READ, WRITE, Trace, TraceFormatError
 
@@ -129,6 +129,23 @@ def test_blkparse_bad_fields_name_line_and_field(tmp_path: Path) -> None:
         with pytest.raises(TraceFormatError) as info:
             load_trace(path, "blkparse")
         assert (info.value.line, info.value.field) == (2, field), str(info.value)
+
+
+def test_blkparse_line_cut_short_is_a_bad_row(tmp_path: Path) -> None:
+    """The last line of a truncated blkparse file was skipped without a count (fewer than 7
+    fields) or dropped as a packet command (``sector +`` without a count, or a bare number)."""
+    first = line(1, "0.0000005", "D", "W", "0 + 8 [a]")
+    cut = line(2, "0.000001", "D", "W", "2048 + 8 [a]")
+    cases = [(cut[:cut.index("697")], "pid"), (cut[:cut.index("+") + 1], "nsectors"),
+             (cut[:cut.index("+")], "sector")]
+    for text, field in cases:
+        path = write(tmp_path, "cut.txt", first + text.rstrip() + "\n")
+        with pytest.raises(TraceFormatError, match="line 2") as info:
+            load_trace(path)
+        assert info.value.field == field, str(info.value)
+        with pytest.warns(SkippedRowsWarning, match="skipped 1 malformed row"):
+            trace = load_trace(path, skip_bad=True)
+        assert len(trace) == 1 and trace.source["dropped"] == {}
 
 
 # ------------------------------------------------------------------------------ detection

@@ -499,7 +499,8 @@ VARIANT_SAMPLES = [
                              "1487304000.012345,0.000210,R,3,1024,4096\n", 1),
     ("tencent", "cbs.csv", "1538323200,57089024,8,1,1063\n", 1),
     ("heimdall", "b.trace", "0.000 0 4096 4096 1\n1.5 0 8192 512 0\n", 2),
-    ("blkparse", "run.txt", "  8,0    3        2     0.000001000   697  D   W 223490 + 8 [kjournald]\n", 1),
+    ("blkparse", "run.txt",
+     "  8,0    3        2     0.000001000   697  D   W 223490 + 8 [kjournald]\n", 1),
     ("fio", "job.iolog", "fio version 2 iolog\n/dev/sdb add\n/dev/sdb write 0 4096\n", 1),
 ]
 

@@ -501,6 +501,7 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
 
 
 _DEVICE = re.compile(rb"[0-9]+,[0-9]+")
+_EVENT_FIELDS = ("device", "cpu", "sequence", "time", "pid", "action", "RWBS")
 
 
 Columns = tuple[list[float], list[int], list[int], list[int], list[int]]
@@ -635,8 +636,13 @@ class BlkparseParser:
 
     def _handle(self, line: bytes, lineno: int, out: Columns, dropped: Counter[str]) -> None:
         f = line.split()
-        if len(f) < 7 or not _DEVICE.fullmatch(f[0]):
+        if not f or not _DEVICE.fullmatch(f[0]):
             return  # blank lines, the per-CPU and total summaries at the end
+        if len(f) < 7:  # every event line has these; fewer: a line cut short (a truncated file)
+            raise TraceFormatError(
+                f"expected an event line 'maj,min cpu seq time pid action RWBS ...', found "
+                f"{len(f)} fields (is the line cut short?)", path=self.path, line=lineno,
+                field=_EVENT_FIELDS[len(f)])
         action = f[5]
         self.events[action] += 1
         if self.device is not None and f[0].decode() != self.device:
@@ -704,14 +710,16 @@ class BlkparseParser:
         """(sector, nsectors) of an event with a position, (0, 0) of one without data, or None
         for a packet command (``bytes (cdb) [comm]``: no sector)."""
         rest = f[7:]
-        if len(rest) >= 3 and rest[1] == b"+":
-            sector, nsec = tk.parse_uint_scalar(rest[0]), tk.parse_uint_scalar(rest[2])
+        if len(rest) >= 2 and rest[1] == b"+":
+            sector = tk.parse_uint_scalar(rest[0])
+            nsec = tk.parse_uint_scalar(rest[2]) if len(rest) > 2 else None
             if sector is None:
                 raise error(f"expected a sector number, got {_show(rest[0])}", "sector")
             if nsec is None:
-                raise error(f"expected a sector count after '+', got {_show(rest[2])}", "nsectors")
+                got = _show(rest[2]) if len(rest) > 2 else "nothing (is the line cut short?)"
+                raise error(f"expected a sector count after '+', got {got}", "nsectors")
             return sector, nsec
-        if rest and rest[0][:1].isdigit():
+        if len(rest) >= 2 and rest[0][:1].isdigit() and rest[1][:1] in (b"[", b"("):
             value = tk.parse_uint_scalar(rest[0])
             if value is None:
                 raise error(f"expected a number, got {_show(rest[0])}", "sector")
@@ -719,7 +727,8 @@ class BlkparseParser:
             return (value, 0) if action in (b"C", b"R") else None
         if rest and rest[0][:1] in (b"[", b"("):
             return (0, 0)  # no data (``[comm]``, ``(elapsed) [comm]``, a packet ``(cdb) [error]``)
-        raise error("expected 'sector + nsectors', 'sector', '[' or '(' after RWBS", "sector")
+        raise error("expected 'sector + nsectors', a number then '[' or '(', or '[' or '(' "
+                    "after RWBS", "sector")
 
 
 # ============================================================================ fio iolog
