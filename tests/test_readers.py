@@ -564,3 +564,17 @@ def test_generic_csv_header_names_after_a_blank_line(tmp_path: Path, engine: str
     trace = load_trace(path, "csv", columns={"time": "ts", "offset": "lba", "size": "len",
                                              "op": "kind"})
     assert columns(trace) == ([500_000.0], [READ], [10], [8])
+
+
+@pytest.mark.parametrize("head, cut, field", [
+    ("fio version 2 iolog\nf add\n", "f read 0", "length"),
+    ("fio version 2 iolog\nf add\n", "f", "action"),
+    ("fio version 3 iolog\n1 f add\n", "2 f read 0", "length"),
+    ("fio version 3 iolog\n1 f add\n", "2", "filename"),
+])
+def test_fio_line_cut_short_names_the_missing_field(tmp_path: Path, head: str, cut: str,
+                                                    field: str) -> None:
+    """A truncated fio iolog line names the first missing field (it always said 'action')."""
+    with pytest.raises(TraceFormatError, match="fields") as info:
+        load_trace(write(tmp_path, "cut.iolog", head + cut), "fio")
+    assert (info.value.line, info.value.field) == (3, field)

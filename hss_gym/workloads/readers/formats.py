@@ -805,7 +805,7 @@ class FioParser:
         if v3:
             if len(f) not in (3, 5):
                 raise error(f"expected 3 or 5 fields (timestamp filename action [offset length])"
-                            f", found {len(f)}", None if len(f) > 5 else "action")
+                            f", found {len(f)}", _missing(_FIO_V3_FIELDS, len(f)))
             ts = tk.parse_uint_scalar(f[0])
             if ts is None:
                 raise error(f"expected an integer timestamp, got {_show(f[0])}", "timestamp")
@@ -813,7 +813,7 @@ class FioParser:
             f = f[1:]
         elif len(f) not in (2, 4):
             raise error(f"expected 2 or 4 fields (filename action [offset length]), found "
-                        f"{len(f)}", None if len(f) > 4 else "action")
+                        f"{len(f)}", _missing(_FIO_V3_FIELDS[1:], len(f)))
         action = f[1]
         if len(f) == 2:
             if action not in (b"add", b"open", b"close"):
@@ -845,6 +845,14 @@ class FioParser:
         for column, value in zip(out, (t_us, READ if action == b"read" else WRITE, offset,
                                        length, line)):
             column.append(value)
+
+
+_FIO_V3_FIELDS = ("timestamp", "filename", "action", "offset", "length")
+
+
+def _missing(names: Sequence[str], n: int) -> str | None:
+    """The first field missing from a line of ``n`` fields (None: too many fields)."""
+    return names[n] if n < len(names) else None
 
 
 def _show(token: bytes) -> str:
