@@ -96,21 +96,40 @@ C51_INLINE float softmax(const float *lg, int n, float *p)
     return m + logf(den);
 }
 
+/* o[k] = b[k] + sum_i x[i] wt[i][k] for k in [k0, k0 + nb), summed in input order with the nb
+ * sums in registers (nb a constant after inlining). Returns k0 + nb. */
+C51_INLINE int dense_block(const float *xs, int ni, const float *wt, int ld, const float *b, int k0, int nb,
+                           float *o)
+{
+    float acc[16];
+    for (int k = 0; k < nb; k++)
+        acc[k] = b[k0 + k];
+    for (int i = 0; i < ni; i++) {
+        const float xi = xs[i], *w = wt + (size_t)i * ld + k0;
+        for (int k = 0; k < nb; k++)
+            acc[k] += w[k] * xi;
+    }
+    for (int k = 0; k < nb; k++)
+        o[k0 + k] = acc[k];
+    return k0 + nb;
+}
+
 /* out (B x ncols) = x (B x ni) W^T + b for the output columns [col, col + ncols) of a layer with
- * transposed weights wt (ni x ld); per-sample first columns when `cols` is given. */
+ * transposed weights wt (ni x ld); per-sample first columns when `cols` is given. Each output is
+ * b + x_0 w_0 + x_1 w_1 + ... in input order, 16 or 8 outputs at a time in registers. */
 C51_INLINE void dense(const float *x, int B, int ni, const float *wt, int ld, const float *b, const int *cols,
                       int ncols, float *out)
 {
     for (int s = 0; s < B; s++) {
-        const float *xs = x + (size_t)s * ni;
-        float *restrict o = out + (size_t)s * ncols;
-        int c = cols ? cols[s] : 0;
-        memcpy(o, b + c, (size_t)ncols * sizeof(float));
-        for (int i = 0; i < ni; i++) {
-            const float xi = xs[i], *restrict w = wt + (size_t)i * ld + c;
-            for (int k = 0; k < ncols; k++)
-                o[k] += w[k] * xi;
-        }
+        const float *xs = x + (size_t)s * ni, *ws = wt + (cols ? cols[s] : 0), *bs = b + (cols ? cols[s] : 0);
+        float *o = out + (size_t)s * ncols;
+        int k = 0;
+        while (k + 16 <= ncols)
+            k = dense_block(xs, ni, ws, ld, bs, k, 16, o);
+        if (k + 8 <= ncols)
+            k = dense_block(xs, ni, ws, ld, bs, k, 8, o);
+        while (k < ncols)
+            k = dense_block(xs, ni, ws, ld, bs, k, 1, o);
     }
 }
 
@@ -126,6 +145,51 @@ C51_INLINE void gemv_t(const float *g, const float *w, int width, int np, float 
                 acc[k] += go * wo[k];
         }
         memcpy(y + i0, acc, sizeof acc);
+    }
+}
+
+/* acc[q] = row[o0 + q] + sum over the samples sel[0..n) of x_s g_s[o0 + q] (x_s = xin[s][i], or 1
+ * for the bias row i < 0), in sample order, for q < nb (a constant after inlining); stored back. */
+C51_INLINE int grad_block(const float *g, const float *xin, const int *sel, int n, int ni, int i, int width,
+                          int o0, int nb, float *row)
+{
+    float acc[16];
+    for (int q = 0; q < nb; q++)
+        acc[q] = row[o0 + q];
+    for (int k = 0; k < n; k++) {
+        const float xi = i < 0 ? 1.0f : xin[(size_t)sel[k] * ni + i], *gs = g + (size_t)sel[k] * width + o0;
+        for (int q = 0; q < nb; q++)
+            acc[q] += xi * gs[q];
+    }
+    for (int q = 0; q < nb; q++)
+        row[o0 + q] = acc[q];
+    return o0 + nb;
+}
+
+/* dW (accumulated transposed: gwt is in x out) and db of one layer over a chunk's C samples:
+ * sample s adds x_s[i] g_s to row i and g_s to the biases, in its columns [r0, r0 + width)
+ * (r0 = cols[s] for the output layer, whose samples touch their action's atoms only; 0 for the
+ * others). Each element gets the samples' terms in sample order - the sum a per-sample loop
+ * makes - with 16 columns of a row at a time in registers across the samples. */
+C51_INLINE void grad_weights(const float *g, const float *xin, int C, int ni, int no, int width, const int *cols,
+                             float *gwt, float *gb)
+{
+    int sel[C51_CHUNK];
+    for (int r0 = 0; r0 < (cols ? no : width); r0 += width) {
+        int n = 0;
+        for (int smp = 0; smp < C; smp++)
+            if (!cols || cols[smp] == r0)
+                sel[n++] = smp;
+        for (int i = -1; n && i < ni; i++) {  /* i = -1: the biases */
+            float *row = i < 0 ? gb + r0 : gwt + (size_t)i * no + r0;
+            int o = 0;
+            while (o + 16 <= width)
+                o = grad_block(g, xin, sel, n, ni, i, width, o, 16, row);
+            if (o + 8 <= width)
+                o = grad_block(g, xin, sel, n, ni, i, width, o, 8, row);
+            while (o < width)
+                o = grad_block(g, xin, sel, n, ni, i, width, o, 1, row);
+        }
     }
 }
 
@@ -361,24 +425,12 @@ C51_HOT double c51_gradients(c51_trainer *t, const c51_replay *rb, const int64_t
             int ni = s->in[l], no = s->in[l + 1], last = l == L - 1, width = last ? K : no;
             const float *xin = l == 0 ? t->x : t->post[l - 1], *wp = t->wp[l];
             int np = PAD16(ni);
-            float *gwt = t->gwt[l], *gb = t->gb[l], *gi = t->gi;
-            for (int smp = 0; smp < C; smp++) {
-                const float *gs = g + (size_t)smp * width, *xs = xin + (size_t)smp * ni;
-                int r0 = last ? cols[smp] : 0;
-                float *gbr = gb + r0, *gis = gi + (size_t)smp * ni;
-                for (int o = 0; o < width; o++)
-                    gbr[o] += gs[o];
-                for (int i = 0; i < ni; i++) {
-                    const float xi = xs[i];
-                    float *restrict row = gwt + (size_t)i * no + r0;
-                    for (int o = 0; o < width; o++)
-                        row[o] += xi * gs[o];
-                }
-                if (l > 0) {
-                    float acc[C51_MAX_WIDTH + 16];
-                    gemv_t(gs, wp + (size_t)r0 * np, width, np, acc);
-                    memcpy(gis, acc, (size_t)ni * sizeof(float));
-                }
+            float *gi = t->gi;
+            grad_weights(g, xin, C, ni, no, width, last ? cols : NULL, t->gwt[l], t->gb[l]);
+            for (int smp = 0; l > 0 && smp < C; smp++) {  /* d(input) = g W */
+                float acc[C51_MAX_WIDTH + 16];
+                gemv_t(g + (size_t)smp * width, wp + (size_t)(last ? cols[smp] : 0) * np, width, np, acc);
+                memcpy(gi + (size_t)smp * ni, acc, (size_t)ni * sizeof(float));
             }
             if (l > 0) {  /* through swish: d/dx x sig(x) = sig(x) (1 + x (1 - sig(x))) */
                 const float *pre = t->pre[l - 1];

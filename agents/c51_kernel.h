@@ -11,10 +11,11 @@
  *                   training network's log-softmax (cross-entropy), with the gradient of every
  *                   parameter; exactly the update PyTorch's autograd computes for agents/c51.py;
  *   c51_adam()      Adam on those gradients, in torch.optim.Adam's form.
- * Batched loops run along contiguous outputs (the backward pass's d(input) over zero-padded rows
- * of W, 16 inputs at a time in registers), exp is a vectorisable polynomial (~1 ulp) and the
+ * Batched loops run along contiguous outputs with 16 sums at a time in registers (a layer's
+ * outputs across its inputs, dW and db across the samples, d(input) over zero-padded rows of W),
+ * each sum in the order a plain loop takes, exp is a vectorisable polynomial (~1 ulp) and the
  * remaining reductions use independent lanes: a minibatch of 128 for Harmonia's placement network
- * takes ~80 µs of CPU (PyTorch autograd: ~20x more). c51_async.h runs the steps in a thread.
+ * takes ~50 µs of CPU (PyTorch autograd: ~15x more). c51_async.h runs the steps in a thread.
  */
 #ifndef C51_KERNEL_H
 #define C51_KERNEL_H
