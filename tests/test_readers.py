@@ -578,3 +578,21 @@ def test_fio_line_cut_short_names_the_missing_field(tmp_path: Path, head: str, c
     with pytest.raises(TraceFormatError, match="fields") as info:
         load_trace(write(tmp_path, "cut.iolog", head + cut), "fio")
     assert (info.value.line, info.value.field) == (3, field)
+
+
+def test_dropped_rows_may_have_no_data(tmp_path: Path, engine: str) -> None:
+    """A SYSTOR'17 row with a blank IOType (no data transfer, dropped) may say Size 0; it was a
+    malformed row. A read or write of 0 bytes still is one."""
+    header = "Timestamp,Response,IOType,LUN,Offset,Size\n"
+    path = write(tmp_path, "LUN0.csv", header + "1.5,0.1,R,1,0,512\n2,0.1,,1,0,0\n3,0.1,W,1,8,512\n")
+    trace = load_trace(path)
+    assert trace.source["format"] == "systor17" and trace.source["dropped"] == {"blank IOType": 1}
+    assert columns(trace) == ([1_500_000.0, 3_000_000.0], [READ, WRITE], [0, 8], [512, 512])
+    zero = write(tmp_path, "LUN1.csv", header + "1.5,0.1,R,1,0,512\n2,0.1,W,1,0,0\n")
+    with pytest.raises(TraceFormatError, match="size must be > 0") as info:
+        load_trace(zero, "systor17")
+    assert (info.value.line, info.value.field) == (3, "Size")
+    flush = write(tmp_path, "c.txt", "1 r 0 512\n2 f 0 0\n")
+    trace = load_trace(flush, "csv", delimiter=None, columns={"time": 0, "op": 1, "offset": 2,
+                                                               "size": 3}, drop_values=("f",))
+    assert len(trace) == 1 and trace.source["dropped"] == {"drop_values": 1}

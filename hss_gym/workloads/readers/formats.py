@@ -199,7 +199,11 @@ class DelimitedParser:
         assert t_m is not None and t_f is not None and codes is not None
         assert offset_raw is not None and size_raw is not None
         # values that are not valid although they parsed (rows with errors hold garbage)
-        checks = [(fmt.op, codes == tk.KEY_MISSING), (fmt.size, size_raw == 0)]
+        # (a row the format drops, e.g. a SYSTOR'17 blank IOType, may have no data: size 0)
+        empty = size_raw == 0
+        if self._drops:
+            empty &= codes != DROP
+        checks = [(fmt.op, codes == tk.KEY_MISSING), (fmt.size, empty)]
         ou, su = fmt.offset.unit, fmt.size.unit
         if int(offset_raw.max(initial=0)) * ou + int(size_raw.max(initial=0)) * su >= MAX_BYTES:
             # some request may end at or beyond 4 PiB (rows with errors hold garbage: re-checked)
