@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import gc
 import importlib
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
@@ -234,6 +235,13 @@ def list_policies() -> list[str]:
     return list(POLICIES)
 
 
+def _takes_seed(factory: Callable[..., Policy]) -> bool:
+    try:
+        return "seed" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): do not guess
+        return False
+
+
 def load_factory(spec: str) -> Callable[..., Policy]:
     """The factory for a registered name or a ``"module:factory"`` string."""
     if ":" in spec:
@@ -255,11 +263,20 @@ def load_factory(spec: str) -> Callable[..., Policy]:
         raise ValueError(f"policy {spec!r}: module {module!r} has no attribute {attr!r}") from None
 
 
-def make_policy(spec: "str | Policy", **kwargs: Any) -> Policy:
-    """A policy from a registered name, a ``"module:factory"`` string, or a policy (returned)."""
+def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any) -> Policy:
+    """A policy from a registered name, a ``"module:factory"`` string, or a policy (returned).
+
+    ``seed`` seeds the policy's own randomness (a learner's initial network, exploration, replay
+    sampling) and is given to factories that have a ``seed`` parameter; a policy without one is
+    random only through the episode seed its :meth:`Policy.reset` gets (or not at all). The
+    leaderboard passes each run's seed, so a learner's runs over seeds are independent even on one
+    fixed trace."""
     if isinstance(spec, Policy):
         return spec
-    policy = load_factory(spec)(**kwargs)
+    factory = load_factory(spec)
+    if seed is not None and _takes_seed(factory):
+        kwargs["seed"] = seed
+    policy = factory(**kwargs)
     if not isinstance(policy, Policy):
         raise TypeError(f"policy factory {spec!r} returned {type(policy).__name__}, not a "
                         f"hss_gym.agents.Policy")

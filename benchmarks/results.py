@@ -182,6 +182,27 @@ def completed_keys(path: str | os.PathLike[str]) -> set[tuple[Any, ...]]:
     return {job_key(r) for r in read_results(path, warn=False) if r.get("status") == "ok"}
 
 
+def set_aside_other_versions(path: str | os.PathLike[str]) -> Path | None:
+    """Rename a results file that holds runs of another hss-gym version to
+    ``<name>.hss-gym-<versions>.jsonl`` beside it (a new name, never over a file), so that
+    resuming with this version starts over instead of mixing runs whose simulator or agents may
+    differ; return the new path, or None when every run is of this version (or there is no file)."""
+    from hss_gym import __version__
+    p = Path(path)
+    if not p.exists():
+        return None
+    versions = sorted({str((r.get("provenance") or {}).get("hss_gym_version")) for r in read_results(p, warn=False)})
+    if not versions or versions == [__version__]:
+        return None
+    stem = f"{p.stem}.hss-gym-{'+'.join(v for v in versions if v != __version__)}"
+    dest, k = p.with_name(stem + p.suffix), 1
+    while dest.exists():
+        k += 1
+        dest = p.with_name(f"{stem}.{k}{p.suffix}")
+    p.rename(dest)
+    return dest
+
+
 def latency_quantiles(latencies: np.ndarray) -> dict[str, list[float]]:
     """The stored latency CDF: the :data:`QUANTILES` percentiles of per-request latency (µs)."""
     lat = np.asarray(latencies, dtype=np.float64)

@@ -50,7 +50,8 @@ def _ints(s: str | None) -> list[int] | None:
 # ------------------------------------------------------------------------------------ bench
 def cmd_bench(args: argparse.Namespace) -> int:
     from hss_gym.benchmarks.report import print_table, write_reports
-    from hss_gym.benchmarks.results import read_results, results_path
+    from hss_gym import __version__
+    from hss_gym.benchmarks.results import read_results, results_path, set_aside_other_versions
     from hss_gym.benchmarks.runner import describe_failures, make_jobs, pending_jobs, run_jobs
     from hss_gym.benchmarks.suites import load_suite, with_overrides
 
@@ -61,6 +62,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out or os.path.join("results", suite.name))
     rpath = results_path(out)
     jobs = make_jobs(suite)
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    if args.resume and not args.dry_run and (aside := set_aside_other_versions(rpath)) is not None:
+        say(f"{rpath} holds runs of another hss-gym version (this is {__version__}): moved to {aside.name}; "
+            f"starting over")
     existing = read_results(rpath, warn=False) if rpath.exists() else []
     if existing and not (args.resume or args.fresh or args.dry_run):
         raise ValueError(f"{rpath} already holds {len(existing)} runs: pass --resume to run only the "
@@ -69,7 +74,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         rpath.unlink()
     todo = pending_jobs(jobs, rpath) if args.resume else jobs
     n_tracks = len(suite.tracks)
-    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     say(f"suite {suite.name}: {n_tracks} track(s), {len(suite.policies)} policies "
         f"({', '.join(suite.policies)}), {len(jobs)} runs; {len(todo)} to run -> {rpath}")
     if args.dry_run:

@@ -55,6 +55,28 @@ def test_bench_refuses_to_mix_with_earlier_results_unless_resume(bench_dir, caps
     assert "| ref | fast_only | 1.00 |" in out
 
 
+def test_resume_sets_aside_runs_of_another_version(bench_dir, tmp_path, capsys):
+    """Runs of an older hss-gym (another simulator or agents) are not resumed into: the file is
+    moved aside (nothing lost) and the bench starts over with this version."""
+    from hss_gym import __version__
+
+    out = tmp_path / "quick"
+    out.mkdir()
+    old = [json.loads(line) for line in (bench_dir / "results.jsonl").read_text().splitlines()]
+    for r in old:
+        r["provenance"]["hss_gym_version"] = "0.0.1"
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    capsys.readouterr()
+    assert cli.main(["bench", *TINY[:-1], "--out", str(out), "--resume", "--no-report"]) == 0
+    assert "another hss-gym version" in capsys.readouterr().err
+    aside = out / "results.hss-gym-0.0.1.jsonl"
+    assert [json.loads(x) for x in aside.read_text().splitlines()] == old
+    new = read_results(out / "results.jsonl")
+    assert len(new) == 4 and {r["provenance"]["hss_gym_version"] for r in new} == {__version__}
+    assert cli.main(["bench", *TINY, "--out", str(out), "--resume", "--no-report"]) == 0  # same version: kept
+    assert len(read_results(out / "results.jsonl")) == 4 and not (out / "results.hss-gym-0.0.1.2.jsonl").exists()
+
+
 def test_bench_dry_run_lists_jobs(capsys, tmp_path):
     assert cli.main(["bench", *TINY, "--out", str(tmp_path), "--dry-run"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -391,6 +391,29 @@ def test_learned_policies_need_three_seeds_and_track_options_reach_the_reader(tm
     assert failed["status"] == "failed" and "t.csv" in failed["error"] and "line 3" in failed["error"]
 
 
+def test_a_learners_seeds_are_independent_runs_on_one_fixed_trace(tmp_path):
+    """On a trace file (the same requests for every seed) on perf_opt (no device noise), a
+    learner's runs differ only through its own seed: the harness gives each run's seed to the
+    policy, so three seeds are three independent runs, not one run three times (whose confidence
+    interval would be a false 0). Seed 0 is the policy's default seed."""
+    from hss_gym.agents import make_env, make_policy, run_episode
+    from hss_gym.workloads import make_trace, save_cache
+
+    path = tmp_path / "fixed.cache"
+    save_cache(make_trace("ycsb-b", n=3000, seed=7), path)
+    suite = parse_suite({"name": "fixed", "policies": ["sibyl", "hps"], "seeds": [0, 1, 2], "n_requests": 3000,
+                         "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": [str(path)]}]})
+    recs = [run_job(j) for j in make_jobs(suite)]
+    assert all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
+    lat = {(r["policy"], r["seed"]): r["metrics"]["mean_latency_us"] for r in recs}
+    assert len({lat["sibyl", s] for s in (0, 1, 2)}) == 3, lat  # the learner: three different runs
+    assert len({lat["hps", s] for s in (0, 1, 2)}) == 1, lat    # a deterministic heuristic: one
+    default = make_policy("sibyl")
+    res = run_episode(default, make_env(default, "perf_opt", str(path), n_requests=3000), seed=0)
+    assert res.metrics.mean_latency_us == lat["sibyl", 0]
+    assert make_policy("hps", seed=3).name == "hps"  # a factory without a seed parameter: not given one
+
+
 # ---------------------------------------------------------------- the problem registry
 def _toy_run(job):
     rng = np.random.default_rng(job["seed"])

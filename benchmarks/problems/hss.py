@@ -118,7 +118,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     prov: dict[str, Any] = {"trace": {"name": trace.name, "requests": len(trace), "sha256": trace_sha256(trace),
                                       "source": trace.source},
                             "config_hash": make_config(job["config"]).digest()}
-    policy = make_policy(job["policy"])
+    policy = make_policy(job["policy"], seed=int(job["seed"]))  # a learner's own seed: the run's
     prov["policy_name"] = policy.name
     prov["env_options"] = dict(policy.env_options)
     env = make_env(policy, job["config"], trace, n_requests=len(trace))
