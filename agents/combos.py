@@ -16,13 +16,13 @@ from hss_gym.agents.base import Combined
 def sibyl_ksvm(seed: int = 0, **kwargs: Any) -> Combined:
     from hss_gym.agents.ksvm import KSVMMigration
     from hss_gym.agents.sibyl import Sibyl
-    return Combined(Sibyl(seed=seed), KSVMMigration(**kwargs), name="sibyl+k_svm")
+    return Combined(Sibyl(seed=seed), KSVMMigration(seed=seed, **kwargs), name="sibyl+k_svm")
 
 
 def sibyl_rnn_hss(seed: int = 0, **kwargs: Any) -> Combined:
     from hss_gym.agents.rnn_hss import RNNHSSMigration
     from hss_gym.agents.sibyl import Sibyl
-    return Combined(Sibyl(seed=seed), RNNHSSMigration(**kwargs), name="sibyl+rnn_hss")
+    return Combined(Sibyl(seed=seed), RNNHSSMigration(seed=seed, **kwargs), name="sibyl+rnn_hss")
 
 
 def cde_rl_migr(seed: int = 0, **kwargs: Any) -> Combined:

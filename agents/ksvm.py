@@ -113,11 +113,11 @@ class KSVMMigration(PeriodicMigration):
 
 
 class KSVM(Combined):
-    """K-SVM: fast-until-full placement + :class:`KSVMMigration` (keyword arguments go to it;
-    ``slow_device`` to the placement)."""
+    """K-SVM: fast-until-full placement + :class:`KSVMMigration` (``seed`` and keyword
+    arguments go to it; ``slow_device`` to the placement)."""
 
     name = "k_svm"
 
-    def __init__(self, slow_device: int = -1, **kwargs: Any) -> None:
-        super().__init__(FastUntilFull(slow_device=slow_device), KSVMMigration(**kwargs), name="k_svm")
+    def __init__(self, slow_device: int = -1, seed: int = 0, **kwargs: Any) -> None:
+        super().__init__(FastUntilFull(slow_device=slow_device), KSVMMigration(seed=seed, **kwargs), name="k_svm")
         self.env_options = {"migration": False}  # type: ignore[misc]  # it migrates by itself

@@ -182,11 +182,11 @@ class RNNHSSMigration(PeriodicMigration):
 
 
 class RNNHSS(Combined):
-    """RNN-HSS: fast-until-full placement + :class:`RNNHSSMigration` (keyword arguments go to it;
-    ``slow_device`` to the placement)."""
+    """RNN-HSS: fast-until-full placement + :class:`RNNHSSMigration` (``seed`` and keyword
+    arguments go to it; ``slow_device`` to the placement)."""
 
     name = "rnn_hss"
 
-    def __init__(self, slow_device: int = -1, **kwargs: Any) -> None:
-        super().__init__(FastUntilFull(slow_device=slow_device), RNNHSSMigration(**kwargs), name="rnn_hss")
+    def __init__(self, slow_device: int = -1, seed: int = 0, **kwargs: Any) -> None:
+        super().__init__(FastUntilFull(slow_device=slow_device), RNNHSSMigration(seed=seed, **kwargs), name="rnn_hss")
         self.env_options = {"migration": False}  # type: ignore[misc]  # it migrates by itself
