@@ -126,7 +126,7 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
     ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
     rep = ValidationReport([], total_ok_runs=len(ok), rtol=rtol)
     versions = sorted({str((r.get("provenance") or {}).get("hss_gym_version")) for r in records})
-    if versions != [__version__]:
+    if versions and versions != [__version__]:
         rep.refused_file = (f"the results file has runs from hss-gym {', '.join(versions)}; this is hss-gym "
                             f"{__version__}. Validate with the version that produced them (pip install "
                             f"hss-gym=={versions[0]}), or re-run the bench with this one")

@@ -248,6 +248,8 @@ def test_validate_refuses_other_versions_and_mismatched_hashes(tiny_results):
     old[0]["provenance"]["hss_gym_version"] = "0.0.1"
     res = validate_results(old)
     assert not res.passed and res.refused_file and "0.0.1" in res.refused_file and not res.checks
+    empty = validate_results([])  # an empty file: said so (it raised IndexError)
+    assert not empty.passed and "no successful runs" in empty.refused_file
 
     for field, value, reason in (("trace", None, "trace hash mismatch"),
                                  ("config_hash", "0" * 16, "configuration hash mismatch")):
