@@ -161,12 +161,33 @@ def test_unaligned_msr_offset_stays_heimdall(tmp_path: Path) -> None:
     assert trace.offset[3] == 3 * 4096 + 7 and trace.time_us[2] == 3000.0
 
 
-def test_detection_refuses_to_guess(tmp_path: Path) -> None:
+def test_detection_tells_disksim_from_mqsim_and_heimdall(tmp_path: Path) -> None:
+    # millisecond times with a fraction and block counts: DiskSim (MQSim's times are integer
+    # nanoseconds, Heimdall's sizes are bytes, multiples of 512)
     path = write(tmp_path, "odd.trace", "0.5 0 4096 100 1\n1.5 0 8192 100 0\n")
-    with pytest.raises(TraceFormatError, match=r"'heimdall' or 'mqsim'.*pass format=") as info:
+    trace = load_trace(path)
+    assert trace.source["format"] == "disksim"
+    assert trace.time_us.tolist() == [500.0, 1500.0]
+    assert trace.size.tolist() == [100 * 512, 100 * 512]
+    assert trace.offset.tolist() == [4096 * 512, 8192 * 512]
+    assert (trace.op == READ).tolist() == [True, False]
+    assert load_trace(path, "heimdall").size.tolist() == [100, 100]
+
+
+def test_detection_refuses_integer_times_that_fit_disksim_and_mqsim(tmp_path: Path) -> None:
+    # integer times 1 unit apart: 1 ms (DiskSim) or 1 ns (MQSim); a guess would scale time 10^6
+    path = write(tmp_path, "odd.trace", "1 0 4096 100 1\n2 0 8192 100 0\n3 0 8 8 1\n")
+    with pytest.raises(TraceFormatError, match=r"ambiguous.*'mqsim' and 'disksim'|"
+                                                 r"ambiguous.*'disksim' and 'mqsim'") as info:
         load_trace(path)
     assert info.value.path == str(path)
-    assert load_trace(path, "heimdall").size.tolist() == [100, 100]
+    assert load_trace(path, "disksim").time_us.tolist() == [1000.0, 2000.0, 3000.0]
+    # flags is a bitmask: bit 0 is the read bit whatever the other bits say
+    other = write(tmp_path, "flags.trace", "0.25 0 8 8 3\n0.5 0 8 8 2\n")
+    assert (load_trace(other).op == READ).tolist() == [True, False]
+    bad = write(tmp_path, "bad.trace", "0.25 0 8 8 1\n0.5 0 8 8 R\n")
+    with pytest.raises(TraceFormatError, match=r"line 2.*flags.*bitmask"):
+        load_trace(bad, "disksim")
 
 
 def test_detection_refuses_a_tie(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -282,7 +303,7 @@ def test_cli_missing_trace_and_failed_replay(tmp_path: Path, capsys: pytest.Capt
     out = tmp_path / "r"
     assert cli.main(["replay", "--workload", missing, "--out", str(out), "--quiet"]) == 2
     assert "does not exist" in capsys.readouterr().err
-    bad = write(tmp_path, "bad.trace", "0.5 0 4096 100 1\n")  # a trace that fails to load
+    bad = write(tmp_path, "bad.trace", "0.5 0 4096 100 1\n1 0 8 x 1\n")  # fails to load
     assert cli.main(["replay", "--workload", str(bad), "--out", str(out), "--quiet"]) == 2
     assert "pass format=" in capsys.readouterr().err
     assert not (out / "results.jsonl").exists()

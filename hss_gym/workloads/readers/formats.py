@@ -134,6 +134,7 @@ class DelimitedFormat:
     detect_needs_header: bool = False
     extensions: tuple[str, ...] = ()
     plausible: Callable[[Block], bool] | None = None
+    op_help: str = ""                 # what the op column holds, for errors (default: the tokens)
 
     @property
     def min_fields(self) -> int:
@@ -282,6 +283,8 @@ class DelimitedParser:
         if role == "time":
             return f"expected a decimal number such as 12 or 0.25 (at most 19 integer " \
                    f"digits), got {shown}"
+        if role == "op" and fmt.op_help:
+            return f"unknown op code {shown}; expected {fmt.op_help}"
         if role == "op":
             allowed = ", ".join(repr(t) for t, c in fmt.ops.items() if c != DROP)
             case = " (case-insensitive)" if fmt.fold_case else ""
@@ -337,9 +340,24 @@ def _sector_counts(block: Block) -> bool:
                 (np.abs(ns - np.round(ns)) <= 1e-6 * np.maximum(1.0, ns)).all())
 
 
+def _disksim_values(block: Block) -> bool:
+    """DiskSim's units: sizes in 512-byte blocks (not all multiples of 512 blocks: those are
+    byte counts, Heimdall's), and times in milliseconds: some with a fraction of a millisecond,
+    or, all integer, less than a second apart on average (MQSim's integer nanoseconds read as
+    milliseconds put requests minutes apart)."""
+    if not (block.size % (SECTOR * SECTOR) != 0).any():
+        return False
+    us = block.time_us
+    if (us % 1000 != 0).any():
+        return True
+    return bool(len(us) > 1 and (us.max() - us.min()) / (len(us) - 1) < 1e6)
+
+
 _PLAUSIBLE = {"heimdall": "heimdall sizes are bytes, multiples of 512",
               "mqsim": "mqsim times are integer nanoseconds and sizes are 512-byte sector counts, "
-                       "not all multiples of 512"}
+                       "not all multiples of 512",
+              "disksim": "disksim sizes are 512-byte block counts, not all multiples of 512, "
+                         "and times milliseconds (with a fraction, or < 1 s apart on average)"}
 
 
 _HEX_OPS = {f"{prefix}{code}": op for code, op in (
@@ -392,13 +410,25 @@ FIU = DelimitedFormat(
 
 MQSIM = DelimitedFormat(
     name="mqsim",
-    summary="MQSim / DiskSim ASCII trace, space separated: arrival_time (ns), device_id, "
+    summary="MQSim ASCII trace, space separated: arrival_time (integer ns), device_id, "
             "start_sector (512-byte sectors), size (512-byte sectors), type (0 = write, 1 = read)",
     columns=("arrival_time", "device_id", "start_sector", "size", "type"),
     delimiter=None, time=Column(0, "arrival_time", -3), op=Column(4, "type"),
     offset=Column(2, "start_sector", SECTOR), size=Column(3, "size", SECTOR),
     ops={"1": READ, "0": WRITE}, fold_case=False, extensions=(".trace",),
     plausible=_sector_counts)
+
+DISKSIM = DelimitedFormat(
+    name="disksim",
+    summary="DiskSim ASCII trace (DiskSim, SSDsim, FlashSim sample traces), space separated: "
+            "arrival_time (ms, with fraction), device, block_number (512-byte blocks), size "
+            "(512-byte blocks), flags (integer bitmask, bit 0 set = read)",
+    columns=("arrival_time", "device", "block_number", "size", "flags"),
+    delimiter=None, time=Column(0, "arrival_time", 3), op=Column(4, "flags"),
+    offset=Column(2, "block_number", SECTOR), size=Column(3, "size", SECTOR),
+    ops={str(flags): READ if flags & 1 else WRITE for flags in range(127)}, fold_case=False,
+    extensions=(".trace", ".disksim"), plausible=_disksim_values,
+    op_help="a flags bitmask, a decimal integer 0-126 (bit 0 set = read)")
 
 SPC = DelimitedFormat(
     name="spc",
@@ -430,7 +460,7 @@ HEIMDALL = DelimitedFormat(
     plausible=_byte_sizes)
 
 DELIMITED: dict[str, DelimitedFormat] = {f.name: f for f in (
-    MSR, SYSTOR17, ALIBABA, TENCENT, FIU, MQSIM, SPC, CLOUDPHYSICS, HEIMDALL)}
+    MSR, SYSTOR17, ALIBABA, TENCENT, FIU, MQSIM, DISKSIM, SPC, CLOUDPHYSICS, HEIMDALL)}
 
 
 def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
@@ -925,7 +955,7 @@ _BLKPARSE_LINE = re.compile(rb"\s*[0-9]+,[0-9]+\s+[0-9]+\s+[0-9]+\s+[0-9]+\.[0-9
                             rb"[A-Za-z]{1,2}\s")
 _DETECT_LINES = 2000  # lines of the head (at most its 64 KiB) a delimited format must parse
 _DETECT_ORDER = ("msr", "systor17", "alibaba", "tencent", "spc", "cloudphysics", "fiu",
-                 "heimdall", "mqsim")
+                 "heimdall", "mqsim", "disksim")
 
 
 def detect(head: bytes, path: str, engine: str = "auto") -> str:
