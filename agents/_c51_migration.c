@@ -414,6 +414,19 @@ static PyObject *MigrationCredit_evicted_at(MigrationCreditObject *self, void *c
     return PyLong_FromLongLong(self->evicted_at);
 }
 
+static int MigrationCredit_set_evicted_at(MigrationCreditObject *self, PyObject *value, void *closure)
+{
+    (void)closure;
+    long long v = value ? PyLong_AsLongLong(value) : -1;
+    if (!value || (v == -1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "evicted_at cannot be deleted");
+        return -1;
+    }
+    self->evicted_at = v;
+    return 0;
+}
+
 static PyObject *MigrationCredit_evict_cost(MigrationCreditObject *self, void *closure)
 {
     (void)closure;
@@ -497,7 +510,8 @@ static int MigrationCredit_set_delay_cost(MigrationCreditObject *self, PyObject 
 static PyGetSetDef MigrationCredit_getset[] = {
     {"read_reward", (getter)MigrationCredit_read_reward, (setter)MigrationCredit_set_read_reward,
      "mean eq.-2 reward of the reads each device served (-1: none yet)", NULL},
-    {"evicted_at", (getter)MigrationCredit_evicted_at, NULL, "step of the last placement that evicted", NULL},
+    {"evicted_at", (getter)MigrationCredit_evicted_at, (setter)MigrationCredit_set_evicted_at,
+     "step of the last placement that evicted, or found the fast device full (Harmonia sets it)", NULL},
     {"evict_cost", (getter)MigrationCredit_evict_cost, NULL, "measured cost of one critical-path eviction", NULL},
     {"fast_write", (getter)MigrationCredit_fast_write, NULL,
      "running eq.-2 reward of fast placements that evicted nothing (-1: none yet)", NULL},

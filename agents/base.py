@@ -226,6 +226,7 @@ POLICIES: dict[str, str] = {
     "cde+rl_migr": "hss_gym.agents.combos:cde_rl_migr",
     "sapm": "hss_gym.agents.sapm:SAPM",
     "harmonia": "hss_gym.agents.harmonia:Harmonia",
+    "harmonia_fit": "hss_gym.agents.harmonia:harmonia_fit",
     "oracle": "hss_gym.agents.oracle:Oracle",
 }
 

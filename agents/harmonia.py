@@ -127,6 +127,16 @@ class PlacementAgent(_C51Policy):
     ``(s_t, a_t, r_t, s_{t+1})``) a placement sees only its own request's latency and never the
     hits it earns later (docs/learning-diagnostics.md).
 
+    ``evict`` (True, the papers' agent): whether a placement may evict on the critical path.
+    ``evict=False`` (policy ``harmonia_fit``; needs the env option ``room_feature="fits"``, which
+    :attr:`env_options` asks for): a choice of a device the request does not fit in (its
+    free-space feature is 0: placing there would first move that device's LRU pages down, in the
+    request's latency) becomes the next slower device where it fits, or the page's own device
+    for a rewrite in place; the agent learns from the device it got. On real traces the
+    critical-path evictions were where the agents lost to Slow-Only (docs/learning-diagnostics.md);
+    a page then reaches a full fast device through the migration agent, whose moves run in idle
+    time.
+
     ``idle_horizon`` (50 requests; None: off): a placement whose page is not accessed at all within
     that many requests ends there too (terminal, its own reward). Without it a page never used
     again (a scan) reports its outcome ``horizon`` requests late; when the hot set moves, the
@@ -139,8 +149,11 @@ class PlacementAgent(_C51Policy):
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, credit: str = "page", horizon: int = 2000,
-                 idle_horizon: int | None = 50) -> None:
+                 idle_horizon: int | None = 50, evict: bool = True) -> None:
         super().__init__(config, seed, train)
+        self.evict = bool(evict)
+        if not self.evict:  # it reads "does the request fit" from the free-space features
+            self.env_options = {"room_feature": "fits"}  # type: ignore[misc]
         if credit not in ("page", "request"):
             raise ValueError(f"credit must be 'page' or 'request', got {credit!r}")
         if horizon < 1:
@@ -155,6 +168,14 @@ class PlacementAgent(_C51Policy):
         self._page = -1
         self._ref = env.reward_ref_us
         self._credit = PageCredit(self.agent, self.horizon, self.idle_horizon) if self.credit == "page" else None
+        if not self.evict and getattr(env, "room_feature", "fraction") != "fits":
+            raise ValueError(f"{self.name} with evict=False needs the env option room_feature='fits' "
+                             f"(make_env(policy, ...) sets it)")
+        names = feature_names(env.cfg.n_devices, env.kind)
+        #: observation index of each non-home device's free space (0.0: the request does not fit)
+        self._room = [names.index("fast_cap")] + [names.index(f"free_{d}") for d in range(1, env.cfg.n_devices - 1)
+                                                  if f"free_{d}" in names]
+        self._at, self._top = names.index("curr_dev"), env.cfg.n_devices - 1
 
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.decide(observations["placement"], infos["placement"])}
@@ -177,6 +198,10 @@ class PlacementAgent(_C51Policy):
             self._last = None
             return 0
         a = self.agent.act(obs)
+        if not self.evict:  # a device the request does not fit: the next slower one
+            room, here = self._room, int(obs[self._at] * self._top + 0.5)  # here: the page's device
+            while a < len(room) and a != here and obs[room[a]] == 0.0:
+                a += 1
         self._last = (obs, a)
         return a
 
@@ -454,14 +479,18 @@ HARMONIA_MIGRATION = dict(explore_moves=100, explore_rate=0.1, learn_start=16, i
 
 
 class Harmonia(Combined):
-    """Both agents together: Harmonia. See the module docstring and HARMONIA_MIGRATION."""
+    """Both agents together: Harmonia. See the module docstring and HARMONIA_MIGRATION.
+
+    ``evict=False`` (policy ``harmonia_fit``): placements never evict on the critical path
+    (:class:`PlacementAgent`); the migration agent is told when the fast device is full.
+    """
 
     name = "harmonia"
 
     def __init__(self, placement: "C51Config | dict[str, Any] | None" = None,
                  migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, weights: "str | Path | None" = None) -> None:
-        super().__init__(PlacementAgent(placement, seed, train),
+                 train: bool = True, weights: "str | Path | None" = None, evict: bool = True) -> None:
+        super().__init__(PlacementAgent(placement, seed, train, evict=evict),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -480,7 +509,17 @@ class Harmonia(Combined):
             last = self.placement._last
             if last is not None:
                 self.migration.placed(last[1], p["latency_us"], p["evicted"])
+                self._full(observations["placement"])
             self.migration.learn(observations["migration"], rewards["migration"], infos["migration"], p["latency_us"])
+
+    def _full(self, obs_p: np.ndarray) -> None:
+        """Tell the migration agent that the fast device is full (the placement's free-space
+        feature is 0: the request did not fit). Its moves wait for an evicting fast device
+        (``evicting_only``); a placement agent that never evicts (``evict=False``) reports a full
+        one instead, so the moves that bring pages into it still happen (in idle time)."""
+        credit = self.migration._credit
+        if not self.placement.evict and credit is not None and obs_p[self.placement._room[0]] == 0.0:
+            credit.evicted_at = self.env.step_index
 
     def run_fast(self, env: HSSParallelEnv, observations: Obs, infos: Infos,
                  callback: Callable[[int], None] | None = None) -> int | None:
@@ -495,6 +534,7 @@ class Harmonia(Combined):
         learns_p, learns_m, reqs = pl.learns, mg.learns, env.requests
         ag_p, ag_m = pl.agent, mg.agent
         n, i = 0, env.step_index
+        full, room0 = not pl.evict, pl._room[0]  # see _full
         k_p = k_m = 0  # requests not yet ticked; each agent is ticked at its refresh (until_sync)
         due_p, due_m = ag_p.until_sync(), ag_m.until_sync()
         while True:
@@ -514,6 +554,8 @@ class Harmonia(Combined):
                 last = pl._last
                 if last is not None and credit_m is not None:
                     credit_m.placed(last[1], latency, evicted, i)
+                    if full and obs_p[room0] == 0.0:
+                        credit_m.evicted_at = i
                 learn_m(obs_m, r_m, i, latency, executed, delay_us, credit)
                 k_m += 1
                 if k_m == due_m or done:
@@ -546,3 +588,9 @@ class Harmonia(Combined):
     def memory_bytes(self) -> int:
         """Bytes of both agents' networks and experience buffers."""
         return sum(p.agent.memory_bytes() for p in (self.placement, self.migration) if p.agent)
+
+
+def harmonia_fit(seed: int = 0, **kwargs: Any) -> Harmonia:
+    """Harmonia whose placements never evict on the critical path (``Harmonia(evict=False)``;
+    docs/learning-diagnostics.md measures it against the papers' agent on real traces)."""
+    return Harmonia(seed=seed, evict=False, **kwargs)

@@ -620,6 +620,20 @@ static int log_bin(double x, double per_octave)
  * int64 bin indices. Layout: harmonia = req_type, req_size, acc_intr, acc_freq, fast_cap, curr_dev,
  * migr_intr, then free space of devices 1..N-2; sibyl = req_size, req_type, acc_intr, acc_freq,
  * fast_cap, curr_dev. */
+#define FEAT_SIBYL 1 /* the `sibyl` flags argument: Sibyl's six features (else Harmonia's) */
+#define FEAT_FITS 2  /* free-space bins of the env's room_feature="fits" (else "fraction") */
+
+/* room_feature="fits": bin 0 when the request's `npages` pages do not fit in device d's free space
+ * (placing it there evicts on the critical path), else 1 + the free fraction in sevenths. */
+static int room_bin(hss *h, int d, unsigned long long npages)
+{
+    uint64_t used = h->dev[d].used_pages, need = npages ? npages : 1;
+    if (used + need > h->cap[d])
+        return 0;
+    int b = 1 + (int)(7.0 * (1.0 - (double)used / (double)h->cap[d]));
+    return b > 7 ? 7 : b;
+}
+
 /* Observation of `page` (-1 or unplaced: a page never seen) for a request of type `op` and
  * `npages` pages; writes bins and their sizes, returns the number of features. */
 static int compute_features(hss *h, long long page, int op, unsigned long long npages, int sibyl,
@@ -632,8 +646,10 @@ static int compute_features(hss *h, long long page, int op, unsigned long long n
     int size_bin = npages <= 1 ? 0 : (int)log2((double)npages);
     if (size_bin > 7)
         size_bin = 7;
+    int fit = sibyl & FEAT_FITS;  /* free-space bins: 0 = the request does not fit, else sevenths */
+    sibyl &= FEAT_SIBYL;
     double free0 = 1.0 - (double)h->dev[0].used_pages / (double)h->cap[0];
-    int fast_bin = free0 <= 0 ? 0 : (int)(free0 * 8.0);
+    int fast_bin = fit ? room_bin(h, 0, npages) : free0 <= 0 ? 0 : (int)(free0 * 8.0);
     if (fast_bin > 7)
         fast_bin = 7;
     int acc = pg ? log_bin((double)(h->now - pg->last_access), 2.0) : 63;
@@ -658,7 +674,7 @@ static int compute_features(hss *h, long long page, int op, unsigned long long n
     nbins[k] = 64; bins[k++] = migr;
     for (int d = 1; d < h->ndev - 1; d++) {
         double fr = 1.0 - (double)h->dev[d].used_pages / (double)h->cap[d];
-        int b = fr <= 0 ? 0 : (int)(fr * 8.0);
+        int b = fit ? room_bin(h, d, npages) : fr <= 0 ? 0 : (int)(fr * 8.0);
         nbins[k] = 8; bins[k++] = b > 7 ? 7 : b;
     }
     return k;
@@ -697,7 +713,7 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
     int op, sibyl = 0;
     unsigned long long npages;
     PyObject *out;
-    if (!PyArg_ParseTuple(args, "LiKO|p", &page, &op, &npages, &out, &sibyl))
+    if (!PyArg_ParseTuple(args, "LiKO|i", &page, &op, &npages, &out, &sibyl))
         return NULL;
     if (write_features(&self->h, page, op, npages, sibyl, out) < 0)
         return NULL;
@@ -756,7 +772,7 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
     int place, move, sibyl, scan;
     long long step;
     PyObject *next, *po, *mo;
-    if (!PyArg_ParseTuple(args, "iiOOOppL", &place, &move, &next, &po, &mo, &sibyl, &scan, &step))
+    if (!PyArg_ParseTuple(args, "iiOOOipL", &place, &move, &next, &po, &mo, &sibyl, &scan, &step))
         return NULL;
     hss *h = &self->h;
     if (!h->cur.active) {
@@ -862,7 +878,7 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
     int op, sibyl, scan;
     long long off, size;
     PyObject *po, *mo, *lat = Py_None;
-    if (!PyArg_ParseTuple(args, "diLLOOpp|O", &t, &op, &off, &size, &po, &mo, &sibyl, &scan, &lat))
+    if (!PyArg_ParseTuple(args, "diLLOOip|O", &t, &op, &off, &size, &po, &mo, &sibyl, &scan, &lat))
         return NULL;
     if (self->lat_held) {
         PyBuffer_Release(&self->lat);

@@ -58,7 +58,11 @@ other reset options are ignored with a ``UserWarning`` naming them, as PettingZo
 ``window`` ((start, stop) slice of the trace), ``backend`` ("sim", or "uring" with ``paths=[fast, ..., home]`` files/block devices and
 ``backend_options`` of :mod:`hss_gym.backends.real`: measured latencies), ``max_steps``, ``raw_bins``,
 ``features`` ("harmonia" or "sibyl"), ``reward_n`` (50), ``reward_x`` (10), ``penalty`` (0.01),
-``reward_ref_us``, ``migration`` (False disables the migration agent's decisions), plus any
+``reward_ref_us``, ``migration`` (False disables the migration agent's decisions),
+``room_feature`` ("fraction": the free-space features ``fast_cap``/``free_d`` are
+``floor(8 x free fraction)`` as published; "fits": bin 0 when the request does not fit in the
+device's free space, i.e. placing it there evicts on the critical path, else 1 + the free
+fraction in sevenths), plus any
 :class:`hss_gym.config.HSSConfig` field (``queue_size``, ``fast_fraction``, ``queue_depth``, ...).
 
 ## Example
@@ -103,7 +107,8 @@ class HSSParallelEnv(ParallelEnv):
                  max_steps: int | None = None, raw_bins: bool = False, features: str = "harmonia",
                  reward_n: int = 50, reward_x: int = 10, penalty: float = 0.01,
                  reward_ref_us: float | None = None, migration: bool = True,
-                 render_mode: str | None = None, **config_options: Any) -> None:
+                 render_mode: str | None = None, room_feature: str = "fraction",
+                 **config_options: Any) -> None:
         if backend not in ("sim", "uring"):
             raise ValueError(f"unknown backend {backend!r}; available: 'sim', 'uring'")
         self._paths = config_options.pop("paths", None)
@@ -125,7 +130,11 @@ class HSSParallelEnv(ParallelEnv):
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
-        self._sibyl = features == "sibyl"
+        if room_feature not in ("fraction", "fits"):
+            raise ValueError(f"room_feature must be 'fraction' or 'fits', got {room_feature!r}")
+        self.room_feature = room_feature
+        # the C core's feature flags: bit 0 Sibyl's six features, bit 1 room_feature="fits"
+        self._sibyl = int(features == "sibyl") | (2 if room_feature == "fits" else 0)
         self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
         self.render_mode = render_mode
         n = self.cfg.n_devices
@@ -214,7 +223,7 @@ class HSSParallelEnv(ParallelEnv):
         self._move_delay = 0.0
         self.agents = list(AGENTS)
         self._obs = self._new_obs()
-        self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self.kind == "sibyl",
+        self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self._sibyl,
                                                      self.migration_enabled, self._latencies)
         self._cand = None if cand < 0 else cand
         infos = self._infos(0.0, [], 0, bool(self._needs), cand, -1 if cand < 0 else self._candidate_device())
