@@ -41,17 +41,27 @@ import numpy as np
 
 from hss_gym.workloads import cache as _cache
 from hss_gym.workloads.readers._io import TraceFile, open_trace
-from hss_gym.workloads.readers.formats import (FORMATS, Block, Parser, detect, first_text_line,
+from hss_gym.workloads.readers.formats import (FORMATS, Block, Parser, detect, header_text,
                                                make_parser)
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
-__all__ = ["FORMATS", "SkippedRowsWarning", "convert", "detect_format", "iter_chunks", "load_trace"]
+__all__ = ["FORMATS", "JunkWarning", "SkippedRowsWarning", "convert", "detect_format",
+           "iter_chunks", "load_trace"]
 
 _COMPRESSION_SUFFIXES = {".gz", ".gzip", ".zst", ".zstd"}
 
 
 class SkippedRowsWarning(UserWarning):
     """Issued when ``skip_bad=True`` skipped malformed rows (the count is in the message)."""
+
+
+class JunkWarning(UserWarning):
+    """Issued when a file had junk lines before its first record or NUL padding at its end.
+
+    Real files come that way (a trace cut out of a tar archive starts with the archive's header
+    and ends with its zero padding). They are read without ``skip_bad``, but never silently: the
+    counts are in the message and in ``Trace.source["junk_lines"]`` / ``["nul_padding"]``.
+    """
 
 
 def detect_format(path: str | Path) -> str:
@@ -68,7 +78,7 @@ def detect_format(path: str | Path) -> str:
 
 
 def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = False,
-               limit: int | None = None, sort: bool = False, name: str | None = None,
+               limit: int | None = None, sort: bool | None = None, name: str | None = None,
                block_bytes: int = 1 << 24, **options: Any) -> Trace:
     """Read a whole trace file into a validated :class:`Trace`.
 
@@ -85,8 +95,10 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     limit:
         Stop after this many requests (the head of a long trace).
     sort:
-        Stable-sort requests by arrival time. By default a time that goes backwards is an
-        error naming its line.
+        Stable-sort requests by arrival time; the number of requests that moved is
+        ``source["reordered"]``. ``None`` (default) sorts blkparse output (merged per-CPU
+        buffers: not an ordered log) and nothing else: there a time that goes backwards is an
+        error naming its line (as with ``sort=False``).
     name:
         ``Trace.name``; defaults to the file name without extensions.
     block_bytes:
@@ -100,9 +112,12 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     -------
     Trace
         ``source`` holds ``kind="file"``, ``path``, ``format``, ``sha256`` (of the raw file
-        bytes), ``compression``, ``skipped``, ``dropped`` (reason -> count), the ``options``
-        and format details (e.g. blkparse ``latency_us``: per-request measured latency, NaN
-        where no completion event was found).
+        bytes), ``compression``, ``skipped``, ``dropped`` (reason -> count), ``junk_lines``
+        (malformed lines before the first record, at most ``MAX_JUNK_LINES``: a tar header or
+        preamble; a :class:`JunkWarning` says how many), ``nul_padding`` (NUL bytes at the end),
+        ``sorted`` and ``reordered``, the ``options`` and format details (e.g. blkparse
+        ``latency_us``: per-request measured latency, NaN where no completion event was found;
+        MSR ``time_origin``: the first request's Timestamp, which times are relative to).
     """
     path = Path(path)
     _check_limit(limit)
@@ -112,8 +127,12 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         if limit is not None and limit < len(trace):
             trace = trace.slice(0, limit)
         return _renamed(trace, name)
+    if sort not in (None, True, False):
+        raise ValueError(f"sort must be True, False or None (the format's default), got {sort!r}")
     with TraceFile(path, block_bytes) as tf:
         parser = _parser(tf, format, options)
+        if sort is None:
+            sort = bool(getattr(parser, "sort_by_default", False))
         reader = _Reader(tf, parser, skip_bad, check_order=not sort, limit=limit)
         blocks = list(reader.blocks())
         if not reader.count:
@@ -121,11 +140,15 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         columns = _columns(blocks)
         extras = parser.extras(0, reader.count)
         source = reader.source(tf.sha256(), options)
+    source["sorted"] = sort
     if sort:
-        order = np.argsort(columns[0], kind="stable")
-        columns = [c[order] for c in columns]
-        extras = {k: v[order] for k, v in extras.items()}
-        source["sorted"] = True
+        t = columns[0]
+        # requests that arrive before one on an earlier line: those the sort moves
+        source["reordered"] = int(np.count_nonzero(t[1:] < np.maximum.accumulate(t)[:-1]))
+        if source["reordered"]:
+            order = np.argsort(t, kind="stable")
+            columns = [c[order] for c in columns]
+            extras = {k: v[order] for k, v in extras.items()}
     reader.warn()
     return _cache.validated(Trace(*columns, name=name or _stem(path),
                                   source={**source, **extras}))
@@ -143,7 +166,8 @@ def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1
     (index in the whole trace), and the ``skipped`` / ``dropped`` counts so far. The file's
     ``sha256`` needs one extra read of the raw file before the first chunk; ``hash_file=False``
     skips it (``sha256`` is then None). Arrival times must be non-decreasing across the file
-    (sorting needs the whole trace: use :func:`load_trace` with ``sort=True``). For blkparse,
+    (sorting needs the whole trace: use :func:`load_trace`, which sorts blkparse output by
+    default and any file with ``sort=True``). For blkparse,
     ``latency_us`` holds the completions seen by the time the chunk is emitted.
     """
     path = Path(path)
@@ -171,7 +195,8 @@ def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1
             nonlocal pending, held, emitted
             columns, pending = _take(pending, min(chunk_size, held))
             n = len(columns[0])
-            source = {**reader.source(sha256, options), "chunk": emitted // chunk_size,
+            source = {**reader.source(sha256, options), "sorted": False,
+                      "chunk": emitted // chunk_size,
                       "first_request": emitted, **parser.extras(emitted, emitted + n)}
             held, emitted = held - n, emitted + n
             return _cache.validated(Trace(*columns, name=trace_name, source=source))
@@ -224,6 +249,14 @@ class _Reader:
                 yield block
             if done:
                 return
+        # lines held as junk that no record followed are malformed rows, not a preamble
+        unresolved = getattr(self.parser, "unresolved_junk", None)
+        n, error = unresolved() if unresolved is not None else (0, None)
+        if n:
+            if not self.skip_bad and error is not None:
+                raise error
+            self.skipped += n
+            self.first_error = self.first_error or error
 
     def _check_order(self, block: Block) -> None:
         t = block.time_us
@@ -246,7 +279,8 @@ class _Reader:
         source: dict[str, Any] = {
             "kind": "file", "path": str(self.tf.path), "format": self.parser.name,
             "sha256": sha256, "compression": self.tf.compression, "skipped": self.skipped,
-            "dropped": dict(self.dropped), **self.parser.info()}
+            "dropped": dict(self.dropped), "junk_lines": getattr(self.parser, "junk", 0),
+            "nul_padding": self.tf.nul_padding, **self.parser.info()}
         if options:
             source["options"] = {k: list(v) if isinstance(v, tuple) else v
                                  for k, v in options.items()}
@@ -258,6 +292,10 @@ class _Reader:
         details = [f"{n} dropped: {reason}" for reason, n in self.dropped.items()]
         if self.skipped:
             details.append(f"{self.skipped} malformed rows skipped")
+        if getattr(self.parser, "junk", 0):
+            details.append(f"{self.parser.junk} junk lines before any record")  # type: ignore[attr-defined]
+        if self.tf.nul_padding:
+            details.append(f"{self.tf.nul_padding} NUL padding bytes")
         extra = f" ({'; '.join(details)})" if details else ""
         hint = getattr(self.parser, "empty_hint", lambda: "")()
         return TraceFormatError(f"zero requests{extra}{hint}", path=str(self.tf.path))
@@ -266,13 +304,25 @@ class _Reader:
         if self.skipped:
             warnings.warn(f"{self.tf.path}: skipped {self.skipped} malformed row(s); the first: "
                           f"{self.first_error}", SkippedRowsWarning, stacklevel=3)
+        junk = getattr(self.parser, "junk", 0)
+        parts = []
+        if junk:
+            first = getattr(self.parser, "first_junk_error", None)
+            parts.append(f"{junk} junk line(s) before the first record"
+                         + (f" (the first: {first})" if first is not None else ""))
+        if self.tf.nul_padding:
+            parts.append(f"{self.tf.nul_padding} NUL padding byte(s) at the end")
+        if parts:
+            warnings.warn(f"{self.tf.path}: skipped {' and '.join(parts)}; counted in "
+                          "trace.source['junk_lines'] / ['nul_padding']", JunkWarning,
+                          stacklevel=3)
 
 
 def _parser(tf: TraceFile, format: str | None, options: dict[str, Any]) -> Parser:
     if format == "cache":
         raise TraceFormatError("not an hss-gym trace cache", path=str(tf.path))
     name = format or detect(tf.head, str(tf.path))
-    return make_parser(name, str(tf.path), first_text_line(tf.head)[2], options)
+    return make_parser(name, str(tf.path), header_text(tf.head), options)
 
 
 def _take(blocks: list[Block], n: int) -> tuple[list[np.ndarray], list[Block]]:
