@@ -14,8 +14,14 @@ any of them into the one request representation, :class:`~hss_gym.workloads.trac
 Units are converted exactly: times become microseconds as written in the file (not shifted to
 start at 0; use ``Trace.relative()``), sectors become bytes. Decimal times are parsed as exact
 integers and scaled by a single power of ten, so ``time_us`` is the correctly rounded float64 of
-the file's value whenever it has at most 15 significant digits (within 1 ulp otherwise; e.g.
-MSR filetimes, ~1.3e16 µs, are resolved to 2 µs by float64 itself).
+the file's value whenever it has at most 15 significant digits (within 1 ulp otherwise). MSR
+filetimes (~1.3e17 ticks of 100 ns, which float64 would resolve only to 2 µs) are the exception:
+they count from the first request, subtracted as integers first (``source["time_origin"]``).
+
+Real files come with junk before the first record (a tar header, comments) and NUL padding at the
+end: both are skipped and counted (``source["junk_lines"]``, ``source["nul_padding"]``, a
+:class:`JunkWarning`); a malformed row anywhere else is an error. blkparse output (per-CPU
+buffers merged) is sorted by time by default (``source["reordered"]``).
 
 Errors are :class:`~hss_gym.workloads.trace.TraceFormatError` s naming the file, the 1-based
 line and the field. ``skip_bad=True`` skips malformed rows instead; their number is reported in
