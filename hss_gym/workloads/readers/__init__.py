@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +47,15 @@ import numpy as np
 
 from hss_gym.workloads import cache as _cache
 from hss_gym.workloads.readers._io import TraceFile, open_trace
-from hss_gym.workloads.readers.formats import (FORMATS, Block, Parser, detect, header_text,
-                                               make_parser)
+from hss_gym.workloads.readers.formats import (FORMAT_OPTIONS, FORMATS, Block, Parser, detect,
+                                               header_text, make_parser)
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
-__all__ = ["FORMATS", "JunkWarning", "SkippedRowsWarning", "convert", "detect_format",
-           "iter_chunks", "load_trace"]
+__all__ = ["FORMATS", "FORMAT_OPTIONS", "JunkWarning", "LOAD_OPTIONS", "SkippedRowsWarning",
+           "check_options", "convert", "detect_format", "iter_chunks", "load_trace"]
+
+#: The keyword options of :func:`load_trace` every format takes (the others: FORMAT_OPTIONS).
+LOAD_OPTIONS = ("format", "skip_bad", "limit", "sort", "name", "block_bytes")
 
 _COMPRESSION_SUFFIXES = {".gz", ".gzip", ".zst", ".zstd"}
 
@@ -81,6 +84,81 @@ def detect_format(path: str | Path) -> str:
         return "cache"
     with TraceFile(path) as tf:
         return detect(tf.head, str(path))
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+_GENERAL_CHECKS = (
+    ("skip_bad", lambda v: isinstance(v, bool), "true or false"),
+    ("sort", lambda v: v is None or isinstance(v, bool), "true, false or null (the format's "
+     "default: blkparse sorted, the others not)"),
+    ("name", lambda v: v is None or (isinstance(v, str) and bool(v)), "a non-empty string"),
+    ("block_bytes", _positive_int, "a positive integer"),
+    ("limit", lambda v: v is None or _positive_int(v), "a positive integer or null"),
+)
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Check :func:`load_trace` keyword options (``format`` included) without reading a file.
+
+    For options written down before any file is read (a benchmark suite's JSON): every name
+    must be one ``load_trace`` takes, every value of the right kind, and the format options
+    must belong to the format (without ``format``, to one format detection can choose: the
+    ``csv`` layout options need ``format="csv"``). Raises ValueError naming the option. A csv
+    ``columns`` map by header name is checked when the file is read (the header is in it).
+    """
+    opts = dict(options)
+    fmt = opts.pop("format", None)
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in FORMATS):
+        raise ValueError(f"option 'format': unknown trace format {fmt!r}; supported: "
+                         f"{', '.join(FORMATS)}")
+    for key, ok, want in _GENERAL_CHECKS:
+        if key in opts and not ok(value := opts.pop(key)):
+            raise ValueError(f"option {key!r} must be {want}, got {value!r}")
+    if fmt == "cache":
+        if opts:
+            raise ValueError(f"option(s) {sorted(opts)} do not apply to a trace cache (read as "
+                             "stored)")
+        return
+    if not opts:
+        return
+    if fmt is None:
+        candidates = [n for n, names in FORMAT_OPTIONS.items() if n != "csv" and set(opts) <= names]
+        if not candidates:
+            known = set().union(*FORMAT_OPTIONS.values()) | set(LOAD_OPTIONS)
+            unknown = sorted(set(opts) - known)
+            if unknown:
+                raise ValueError(f"unknown option(s) {unknown}; load_trace takes "
+                                 f"{', '.join(LOAD_OPTIONS)} and the format options "
+                                 + "; ".join(f"{n}: {', '.join(sorted(v))}"
+                                             for n, v in FORMAT_OPTIONS.items()))
+            raise ValueError(f"option(s) {sorted(opts)} need \"format\": no one format that "
+                             "detection chooses takes them all (" + "; ".join(
+                                 f"{n}: {', '.join(sorted(v))}" for n, v in FORMAT_OPTIONS.items())
+                             + "); a csv layout needs format 'csv'")
+    else:
+        candidates = [fmt]
+    errors = []
+    for name in candidates:
+        try:
+            make_parser(name, "<options>", _header_for(opts), opts)
+            return
+        except (TypeError, ValueError) as e:
+            errors.append(str(e) if len(candidates) == 1 else f"as {name}: {e}")
+    raise ValueError("; ".join(errors))
+
+
+def _header_for(options: Mapping[str, Any]) -> bytes:
+    """A header line holding the csv column names of ``options`` (to check them file-free)."""
+    columns = options.get("columns")
+    if not isinstance(columns, Mapping):
+        return b""
+    names = [c for c in columns.values() if isinstance(c, str)]
+    delim = options.get("delimiter", ",")
+    sep = " " if delim is None or not isinstance(delim, str) else delim
+    return sep.join(names).encode()
 
 
 def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = False,

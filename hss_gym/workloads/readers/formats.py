@@ -343,15 +343,16 @@ class DelimitedParser:
             if line.strip(b" \t\r"):
                 binary = _CONTROL.search(line) is not None
                 text = _CONTROL.split(line)[-1]  # after binary junk glued to it
+                comment = line.lstrip(b" \t\r")[:1] == b"#"
                 if self.fmt.header is not False and (self._looks_like_header(line) or (
-                        self.fmt.header and text.strip(b" \t\r"))):
+                        self.fmt.header and text.strip(b" \t\r") and not comment)):
                     if binary:  # junk glued to the header (a tar header has no line end)
                         junk.append((row, line))
                     if junk:
                         self.junk += len(junk)
                         self.first_junk_error = self._junk_error(junk[0][1], base + junk[0][0])
                     return row + 1, (end + 1 if nl >= 0 else end)
-                if not (binary or line.lstrip(b" \t\r")[:1] == b"#" or not self.fmt.min_fields
+                if not (binary or comment or not self.fmt.min_fields
                         <= len(self.fields(line)) <= self.max_fields):
                     return None  # a record (or a malformed one): no header
                 junk.append((row, line))
@@ -479,12 +480,16 @@ def first_text_line(data: bytes | memoryview) -> tuple[int, int, bytes]:
 
 def header_text(head: bytes) -> bytes:
     """The line a header would be, for column names: the first non-blank text of the first
-    lines after any binary junk (a tar header, glued to the first line of the file it holds)."""
+    lines after any binary junk (a tar header, glued to the first line of the file it holds)
+    and comments (``#`` first; a comment is the header only if nothing else is)."""
+    comment = b""
     for line in head.split(b"\n", MAX_JUNK_LINES + 1)[:MAX_JUNK_LINES + 1]:
         text = _CONTROL.split(line)[-1]
-        if text.strip(b" \t\r"):
+        if text.lstrip(b" \t\r")[:1] == b"#":
+            comment = comment or text
+        elif text.strip(b" \t\r"):
             return text
-    return b""
+    return comment
 
 
 def _byte_sizes(block: Block) -> bool:
@@ -648,6 +653,13 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
     anything else is an error.
     """
     need = {"time", "op", "offset", "size"}
+    for option, values in (("read_values", read_values), ("write_values", write_values),
+                           ("drop_values", drop_values)):
+        if isinstance(values, (str, bytes)) or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"{option} must be a list of strings (op values), got {values!r}")
+    for option, flag in (("case_sensitive", case_sensitive), ("header", header)):
+        if not isinstance(flag, bool) and not (option == "header" and flag is None):
+            raise ValueError(f"{option} must be true or false, got {flag!r}")
     if set(columns) != need:
         raise ValueError(f"columns must map exactly {sorted(need)}, got {sorted(columns)}")
     if time_unit not in TIME_UNITS:
@@ -1088,12 +1100,14 @@ FORMATS: dict[str, str] = {
     "cache": "hss-gym columnar trace cache (hss_gym.workloads.cache)",
 }
 
-_OPTIONS: dict[str, set[str]] = {
-    "fio": {"gap_us", "time_unit"},
-    "blkparse": {"event", "device"},
-    "csv": {"columns", "delimiter", "header", "time_unit", "offset_unit", "size_unit",
-            "read_values", "write_values", "drop_values", "case_sensitive"},
+#: The options each format takes (keyword arguments of load_trace after the general ones).
+FORMAT_OPTIONS: dict[str, frozenset[str]] = {
+    "fio": frozenset({"gap_us", "time_unit"}),
+    "blkparse": frozenset({"event", "device"}),
+    "csv": frozenset({"columns", "delimiter", "header", "time_unit", "offset_unit", "size_unit",
+                      "read_values", "write_values", "drop_values", "case_sensitive"}),
 }
+_OPTIONS = FORMAT_OPTIONS
 
 
 def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, Any],
@@ -1117,6 +1131,9 @@ def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, A
     if "columns" not in opts:
         raise TypeError("format 'csv' needs columns={'time': i, 'op': i, 'offset': i, "
                         "'size': i} (indices or header names)")
+    if not isinstance(opts["columns"], Mapping):
+        raise ValueError(f"columns must map time, op, offset and size to a field index or a "
+                         f"header name, got {opts['columns']!r}")
     header_names = None
     if any(isinstance(c, str) for c in opts["columns"].values()):
         if opts.get("header") is False:
