@@ -451,3 +451,17 @@ def test_blkparse_of_several_cpus_is_sorted_by_default(tmp_path: Path) -> None:
     assert load_trace(mq, "mqsim").source["sorted"] is False
     with pytest.raises(ValueError, match="sort must be True, False or None"):
         load_trace(mq, "mqsim", sort="yes")
+
+
+def test_implausible_values_are_not_answered_with_a_wrong_format(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that parse only as formats whose units they do not fit: the error does not suggest
+    reading the file as one of them (that would rescale times or offsets silently)."""
+    from dataclasses import replace
+    monkeypatch.setitem(readers_formats.DELIMITED, "disksim",
+                        replace(readers_formats.DELIMITED["disksim"], plausible=lambda b: False))
+    path = write(tmp_path, "odd.trace", "0.5 0 8 100 1\n1.5 0 16 100 0\n")
+    with pytest.raises(TraceFormatError, match=r"'heimdall' or 'mqsim' or 'disksim'.*would "
+                                               r"rescale.*does not guess") as info:
+        load_trace(path)
+    assert "anyway" not in str(info.value)

@@ -1201,8 +1201,10 @@ def detect(head: bytes, path: str, engine: str = "auto") -> str:
             raise TraceFormatError(
                 f"the first lines parse as {' or '.join(map(repr, implausible))} but their values "
                 f"are implausible for {'that format' if len(implausible) == 1 else 'each'} "
-                f"({'; '.join(_PLAUSIBLE[n] for n in implausible)}); pass format= to read the "
-                "file as one of them anyway", path=path)
+                f"({'; '.join(_PLAUSIBLE[n] for n in implausible)}), so reading it as "
+                f"{'that format' if len(implausible) == 1 else 'one of them'} would rescale "
+                "its times or offsets: hss-gym does not guess. Pass the format whose units the "
+                "file has (format=, or format='csv' with columns= and units)", path=path)
         raise TraceFormatError(
             f"could not detect the trace format from the first lines; pass format= (one of {names})",
             path=path)
