@@ -20,7 +20,9 @@ Suites are data, JSON files in ``benchmarks/suites/`` (installed as package data
 
 The ``problem`` (:mod:`hss_gym.benchmarks.problems`) says what a job runs and which names are
 valid; a track's ``options`` are handed to the problem's jobs (for the HSS problem: trace reader
-options, for all trace files or per file-name pattern in ``trace_options``). Every policy the
+options - every ``load_trace`` option but ``limit``, e.g. ``format``, ``skip_bad``, ``sort``,
+blkparse ``event``/``device``, a ``csv`` layout - for all trace files or per file-name pattern in
+``trace_options``, checked when the suite is loaded). Every policy the
 problem calls *learned* must run at least ``min_seeds`` seeds (default 3): their results vary with
 the seed, and the report gives 95% confidence intervals over seeds.
 
@@ -239,6 +241,11 @@ def parse_suite(raw: dict[str, Any], source: str = "<dict>", traces_dir: str | o
         opts = t.get("options") or {}
         if not isinstance(opts, dict):
             raise SuiteError(f"{where}: options must be a JSON object, got {opts!r}")
+        if problem.check_options is not None:
+            try:  # before anything runs: a bad reader option would fail every job of the track
+                problem.check_options(opts, workloads if check else [])
+            except ValueError as e:
+                raise SuiteError(f"{source}: suite {name!r}, track {tname!r}: {e}") from None
         tracks.append(Track(tname, tuple(configs), tuple(workloads), tn, tuple(ts), tdir,
                             t.get("description", ""), opts))
     if len({t.name for t in tracks}) != len(tracks):

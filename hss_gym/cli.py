@@ -215,6 +215,36 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------ traces
+def cmd_traces(args: argparse.Namespace) -> int:
+    """``hss-gym traces list | info NAME | fetch NAME...``: the pinned real-trace catalogue."""
+    import json
+
+    from hss_gym.workloads import catalogue as cat
+
+    if args.action == "list":
+        print(f"catalogue traces (cache: {cat.cache_dir()}; name them as catalogue:NAME):")
+        for e in cat.ENTRIES:
+            here = "cached" if cat.local_path(e.name).exists() else (
+                "not cached" if e.url else "not cached, no URL pinned")
+            print(f"  {e.name:18s} {e.format:12s} {e.requests:>9,} requests {e.size / 1e6:6.2f} MB"
+                  f"  {here}")
+        return 0
+    if not args.names and not args.all:
+        raise ValueError(f"hss-gym traces {args.action} needs trace names (or --all); "
+                         f"the catalogue: {', '.join(cat.names())}")
+    names = cat.names() if args.all else args.names
+    for name in names:
+        if args.action == "info":
+            info = cat.entry(name).info()
+            info["cached"] = str(cat.local_path(name)) if cat.local_path(name).exists() else None
+            print(json.dumps(info, indent=2))
+        else:
+            path = cat.fetch(name, mirror=args.mirror, force=args.force)
+            print(f"{cat.entry(name).name}: {path} (sha256 verified)")
+    return 0
+
+
 # ----------------------------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
     from hss_gym.workloads.readers import convert
@@ -429,6 +459,17 @@ def build_parser() -> argparse.ArgumentParser:
                     choices=["all", "workloads", "configs", "configurations", "devices", "policies", "problems",
                              "suites"])
     li.set_defaults(func=cmd_list)
+
+    tr = sub.add_parser("traces", help="the pinned catalogue of public real traces: list, info NAME, "
+                                       "fetch NAME (downloaded once, sha256-verified)")
+    tr.add_argument("action", choices=["list", "info", "fetch"])
+    tr.add_argument("names", nargs="*", help="catalogue trace names")
+    tr.add_argument("--all", action="store_true", help="every trace of the catalogue")
+    tr.add_argument("--mirror", default=None,
+                    help="base URL holding the files by file name (default: $HSS_GYM_MIRROR, else "
+                         "each trace's pinned URL)")
+    tr.add_argument("--force", action="store_true", help="download again even if cached")
+    tr.set_defaults(func=cmd_traces)
 
     c = sub.add_parser("convert", help="convert a trace file (any supported format) to the columnar cache format")
     c.add_argument("src")

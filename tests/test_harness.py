@@ -393,6 +393,65 @@ def test_learned_policies_need_three_seeds_and_track_options_reach_the_reader(tm
     assert failed["status"] == "failed" and "t.csv" in failed["error"] and "line 3" in failed["error"]
 
 
+def test_a_track_can_say_every_reader_option(tmp_path):
+    """A suite describes how to read its files with every load_trace option (a csv layout of
+    its own, blkparse event/device and sort, skip_bad, ...), and the jobs read them so."""
+    layout = tmp_path / "mine.log"  # a CSV layout no built-in format has
+    layout.write_text("# exported\nlba|op|ms|len\n8|get|0.5|8\n16|put|1.5|16\n24|get|1.0|8\n")
+    blk = tmp_path / "run.blk"
+    blk.write_text("  8,0    1        1     0.000001000   697  Q   W 8 + 8 [dd]\n"
+                   "  8,0    1        2     0.000003000   697  Q   W 64 + 8 [dd]\n"
+                   "  8,0    2        1     0.000002000   698  Q   R 128 + 8 [cat]\n"
+                   "  8,16   2        2     0.000002500   698  Q   R 256 + 8 [cat]\n")
+    csv = {"format": "csv", "columns": {"time": "ms", "op": "op", "offset": "lba", "size": "len"},
+           "delimiter": "|", "time_unit": "ms", "offset_unit": 512, "size_unit": 512,
+           "read_values": ["get"], "write_values": ["put"], "sort": True}
+    raw = {"name": "own", "policies": ["slow_only"], "seeds": [0], "n_requests": 100,
+           "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": [str(layout), str(blk)],
+                       "options": {"skip_bad": False, "trace_options": {
+                           "*.log": csv, "*.blk": {"format": "blkparse", "event": "Q",
+                                                   "device": "8,0"}}}}]}
+    suite = parse_suite(raw)
+    jobs = {os.path.basename(j["workload"]): j for j in make_jobs(suite) if j["policy"] == "slow_only"}
+    mine = load_job_trace(jobs["mine.log"])
+    assert mine.offset.tolist() == [8 * 512, 24 * 512, 16 * 512]      # sorted by time
+    assert mine.time_us.tolist() == [500.0, 1000.0, 1500.0] and mine.source["reordered"] == 1
+    assert mine.source["junk_lines"] == 1 and mine.source["header"] is True
+    run = load_job_trace(jobs["run.blk"])
+    assert run.offset.tolist() == [8 * 512, 128 * 512, 64 * 512]      # Q events of 8,0, sorted
+    assert run.source["event"] == "Q" and run.source["reordered"] == 1
+    recs = [run_job(j) for j in make_jobs(suite)]
+    assert all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"sort": "yes"}, "option 'sort' must be true, false or null"),
+    ({"event": "X"}, "event must be one of"),
+    ({"format": "msr", "event": "Q"}, r"unknown option\(s\) \['event'\] for format 'msr'"),
+    ({"formt": "msr"}, r"unknown option 'formt' \(did you mean 'format'\?\)"),
+    ({"limit": 10}, "option 'limit': the track's n_requests"),
+    ({"columns": {"time": 0, "op": 1, "offset": 2, "size": 3}}, r"need \"format\""),
+    ({"format": "csv", "columns": {"time": 0, "op": 1}}, "columns must map exactly"),
+    ({"format": "csv", "columns": {"time": 0, "op": 1, "offset": 2, "size": 3},
+      "read_values": "R"}, "read_values must be a list of strings"),
+    ({"trace_options": {"*.blk": {"device": "sda"}}}, r"trace_options\['\*\.blk'\]: device must "
+                                                     "be 'major,minor'"),
+    # each pattern is fine with the track's options, but t.csv matches both
+    ({"trace_options": {"*.csv": {"format": "msr"}, "t.*": {"gap_us": 5}}},
+     r"trace 't\.csv': unknown option\(s\) \['gap_us'\] for format 'msr'"),
+    ({"trace_options": ["*.csv"]}, "'trace_options' must map file name patterns"),
+])
+def test_track_options_are_checked_when_the_suite_loads(tmp_path, options, message):
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,h,0,Read,0,4096,1\n")
+    raw = {"name": "checked", "policies": ["slow_only"], "seeds": [0],
+           "tracks": [{"name": "real", "configs": ["perf_opt"], "workloads": [str(trace)],
+                       "options": options}]}
+    with pytest.raises(SuiteError, match=message) as info:
+        parse_suite(raw, source="my.json")
+    assert str(info.value).startswith("my.json: suite 'checked', track 'real': "), str(info.value)
+
+
 def test_a_learners_seeds_are_independent_runs_on_one_fixed_trace(tmp_path):
     """On a trace file (the same requests for every seed) on perf_opt (no device noise), a
     learner's runs differ only through its own seed: the harness gives each run's seed to the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +15,16 @@ import hss_gym
 from hss_gym.config import make_config
 from hss_gym.replay import replay
 from hss_gym.workloads import make_trace
+import hss_gym.workloads.readers
 from hss_gym.workloads.readers import SkippedRowsWarning, detect_format, iter_chunks, load_trace
+from hss_gym.workloads.readers import formats as readers_formats
 from hss_gym.workloads.registry import get_trace
 from hss_gym.workloads.trace import MAX_BYTES, READ, WRITE, Trace, TraceFormatError
 
 
-def write(tmp_path: Path, name: str, text: str) -> Path:
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
     path = tmp_path / name
-    path.write_text(text)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
     return path
 
 
@@ -310,3 +313,155 @@ def test_cli_missing_trace_and_failed_replay(tmp_path: Path, capsys: pytest.Capt
     assert cli.main(["replay", "--workload", "ycsb-b", "--n", "300", "--config", "perf_opt",
                      "--out", str(out), "--quiet"]) == 0
     assert len((out / "results.jsonl").read_text().splitlines()) >= 3
+
+
+# ------------------------------------------------------------------- junk, padding, ordering
+
+def tar_header(name: str) -> bytes:
+    """A ustar header block as tar writes it (512 bytes: NUL-padded fields, octal numbers)."""
+    block = (name.encode().ljust(100, b"\0") + b"0000644\0" + b"0001750\0" * 2
+             + b"00000012345\0" + b"14177026255\0" + b"        " + b"0" + b"\0" * 100
+             + b"ustar  \0" + b"ftp".ljust(32, b"\0") + b"ftp".ljust(32, b"\0"))
+    return block.ljust(512, b"\0")
+
+
+FIU_ROWS = ["89966527139 4218 syslogd 1360 8 W 8 0 c6d0f0e8e4e5b2cbd1a63e4e3e9e7d3b",
+            "89966556373 4218 syslogd 1368 8 R 8 0 0de0b1ec9d2d5e2a2b7d2c1e4f1b3a7c",
+            "89966604209 5632 nfsd 92656 16 W 8 0 8fbb0a0c3b2d1e9f7a6b5c4d3e2f1a0b"]
+
+
+def fiu_in_a_tar(tmp_path: Path, rows: list[str] = FIU_ROWS, pad: int = 1536) -> Path:
+    """An FIU SRCMap trace as cut out of its tar archive: two lines of tar-header junk (the
+    header holds one line end in its name field), the rows, then the archive's zero padding."""
+    raw = (tar_header("homes/hm\n_0.blkparse") + b"\n" + "\n".join(rows).encode() + b"\n"
+           + b"\0" * pad)
+    path = tmp_path / "homes-110108-112108.1.blkparse"
+    path.write_bytes(raw)
+    return path
+
+
+def test_junk_before_the_first_record_and_nul_padding_are_counted(tmp_path: Path) -> None:
+    path = fiu_in_a_tar(tmp_path)
+    assert detect_format(path) == "fiu"
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning,
+                      match=r"2 junk line\(s\) before the first record \(the first: file .*line 1:"
+                            r" not a record \(1 fields, not 6 to 9\): 'homes/hm'\) and 1536 NUL "
+                            r"padding byte\(s\)"):
+        trace = load_trace(path)
+    assert trace.source["format"] == "fiu"
+    assert trace.source["junk_lines"] == 2 and trace.source["nul_padding"] == 1536
+    assert trace.source["skipped"] == 0
+    assert trace.offset.tolist() == [1360 * 512, 1368 * 512, 92656 * 512]
+    assert trace.op.tolist() == [WRITE, READ, WRITE]
+    assert trace.time_us.tolist() == [89966527.139, 89966556.373, 89966604.209]
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning):
+        chunks = list(iter_chunks(path, chunk_size=1, block_bytes=64))
+    assert np.concatenate([c.offset for c in chunks]).tolist() == trace.offset.tolist()
+    assert chunks[-1].source["junk_lines"] == 2 and chunks[-1].source["nul_padding"] == 1536
+    # a clean file says 0 and warns nothing
+    clean = write(tmp_path, "clean.fiu", "\n".join(FIU_ROWS) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain = load_trace(clean, "fiu")
+    assert plain.source["junk_lines"] == 0 and plain.source["nul_padding"] == 0
+
+
+def test_junk_is_only_what_comes_before_the_first_record(tmp_path: Path) -> None:
+    # a malformed row in the middle is an error naming file and line, junk before it or not
+    rows = FIU_ROWS[:2] + ["89966590000 5632 nfsd 92656 x W 8 0"] + FIU_ROWS[2:]
+    path = fiu_in_a_tar(tmp_path, rows)
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(path, "fiu")
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 5, "size")
+    # a line shaped like a record with a bad value is malformed, even on line 1
+    first = write(tmp_path, "first.fiu", "89966527139 4218 syslogd 1360 0 W 8 0\n"
+                  + "\n".join(FIU_ROWS) + "\n")
+    with pytest.raises(TraceFormatError, match="size must be > 0") as info:
+        load_trace(first, "fiu")
+    assert info.value.line == 1
+    # junk that no record follows is malformed rows: the first one's error
+    only = write(tmp_path, "only.fiu", "# a note\n\0\0\0\n")
+    with pytest.raises(TraceFormatError, match=r"line 1: a comment: .# a note.") as info:
+        load_trace(only, "fiu")
+    assert info.value.line == 1
+    # more junk than a preamble (the wrong format=?) is an error at its first line
+    many = write(tmp_path, "many.fiu", "note\n" * (readers_formats.MAX_JUNK_LINES + 1)
+                 + "\n".join(FIU_ROWS) + "\n")
+    for block in (1 << 20, 64):  # in one block, or junk held over many blocks
+        with pytest.raises(TraceFormatError, match=r"found 1|not a record \(1 fields") as info:
+            load_trace(many, "fiu", block_bytes=block)
+        assert info.value.line == 1
+    with pytest.warns(SkippedRowsWarning, match="skipped 101 malformed"):
+        assert len(load_trace(many, "fiu", skip_bad=True, block_bytes=64)) == 3
+    # NULs are padding only at the very end: inside the text they are an error
+    inside = write(tmp_path, "inside.fiu", FIU_ROWS[0] + "\n\0\0\n" + FIU_ROWS[1] + "\n")
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(inside, "fiu")
+    assert info.value.line == 2
+
+
+def test_junk_before_a_header_and_glued_to_it(tmp_path: Path) -> None:
+    rows = "version,time,op,size,lbn\n1,5633898,2a,512,1\n1,5633899,28,4096,2\n"
+    glued = write(tmp_path, "cloud.csv", tar_header("cloudPhysicsIO.csv") + rows.encode()
+                  + b"\0" * 700)
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning, match="1 junk line"):
+        trace = load_trace(glued)   # detected: CloudPhysics needs its header, found after junk
+    assert trace.source["format"] == "cloudphysics" and trace.source["header"] is True
+    assert trace.source["junk_lines"] == 1 and trace.source["nul_padding"] == 700
+    assert trace.size.tolist() == [512, 4096]
+    noted = write(tmp_path, "noted.csv", "# exported 2016-02-22\n\0\n" + rows)
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning, match="2 junk line"):
+        assert load_trace(noted).offset.tolist() == [512, 1024]
+    named = write(tmp_path, "named.csv", tar_header("x.csv") + b"t;o;a;s\n0.5;R;8;512\n")
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning):
+        trace = load_trace(named, "csv", columns={"time": "t", "op": "o", "offset": "a",
+                                                   "size": "s"}, delimiter=";")
+    assert trace.time_us.tolist() == [500_000.0] and trace.offset.tolist() == [8]
+
+
+def test_blkparse_junk_before_the_first_event(tmp_path: Path) -> None:
+    path = tmp_path / "run.txt"
+    path.write_bytes(tar_header("run.txt") + b"\n" + EVERY_FORM.encode() + b"\0" * 512)
+    assert detect_format(path) == "blkparse"
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning, match="1 junk line.*512 NUL"):
+        trace = load_trace(path)
+    assert trace.source["junk_lines"] == 1 and len(trace) == 4
+
+
+def test_blkparse_of_several_cpus_is_sorted_by_default(tmp_path: Path) -> None:
+    # per-CPU buffers merged: CPU 1's events come after CPU 0's later ones
+    text = (line(1, "0.000001000", "D", "W", "8 + 8 [a]") + line(2, "0.000004000", "D", "W",
+            "16 + 8 [a]") + line(1, "0.000002000", "D", "R", "24 + 8 [b]") + line(2,
+            "0.000003000", "D", "R", "32 + 8 [b]") + line(3, "0.000004000", "D", "W", "40 + 8 [b]")
+            + line(4, "0.000005000", "C", "R", "24 + 8 [0]"))
+    path = write(tmp_path, "cpus.txt", text)
+    trace = load_trace(path)
+    assert trace.time_us.tolist() == [1.0, 2.0, 3.0, 4.0, 4.0]
+    assert trace.offset.tolist() == [8 * 512, 24 * 512, 32 * 512, 16 * 512, 40 * 512]  # stable
+    assert trace.source["sorted"] is True and trace.source["reordered"] == 2
+    assert trace.source["latency_us"][1] == pytest.approx(3.0)  # follows its request
+    with pytest.raises(TraceFormatError, match="goes backwards") as info:
+        load_trace(path, sort=False)
+    assert info.value.line == 3
+    with pytest.raises(TraceFormatError, match="goes backwards"):
+        list(iter_chunks(path))
+    # an ordered file: sorted, nothing moved; other formats are not sorted unless asked
+    assert load_trace(path, limit=2).source["reordered"] == 0
+    mq = write(tmp_path, "m.trace", "1000 0 8 16 0\n3000 0 8 16 0\n")
+    assert load_trace(mq, "mqsim").source["sorted"] is False
+    with pytest.raises(ValueError, match="sort must be True, False or None"):
+        load_trace(mq, "mqsim", sort="yes")
+
+
+def test_implausible_values_are_not_answered_with_a_wrong_format(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows that parse only as formats whose units they do not fit: the error does not suggest
+    reading the file as one of them (that would rescale times or offsets silently)."""
+    from dataclasses import replace
+    monkeypatch.setitem(readers_formats.DELIMITED, "disksim",
+                        replace(readers_formats.DELIMITED["disksim"], plausible=lambda b: False))
+    path = write(tmp_path, "odd.trace", "0.5 0 8 100 1\n1.5 0 16 100 0\n")
+    with pytest.raises(TraceFormatError, match=r"'heimdall' or 'mqsim' or 'disksim'.*would "
+                                               r"rescale.*does not guess") as info:
+        load_trace(path)
+    assert "anyway" not in str(info.value)

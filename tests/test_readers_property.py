@@ -144,6 +144,7 @@ class Spec:
     max_frac: int = 9                                # fraction digits the time may have
     header: str = ""
     options: tuple[tuple[str, object], ...] = ()
+    relative: bool = False                           # times count from the first request
 
 
 def rw(op: int, read: str, write: str) -> str:
@@ -152,7 +153,7 @@ def rw(op: int, read: str, write: str) -> str:
 
 SPECS: dict[str, Spec] = {
     "msr": Spec(lambda t, o, off, sz, i: f"{t},host,0,{rw(o, 'Read', 'Write')},{off},{sz},9",
-                -1, False, 0),
+                -1, False, 0, relative=True),
     "systor17": Spec(lambda t, o, off, sz, i: f"{t},0.0001,{rw(o, 'R', 'W')},1,{off},{sz}", 6,
                      False, header="Timestamp,Response,IOType,LUN,Offset,Size\n"),
     "alibaba": Spec(lambda t, o, off, sz, i: f"3,{rw(o, 'R', 'W')},{off},{sz},{t}", 0, False, 0),
@@ -164,6 +165,9 @@ SPECS: dict[str, Spec] = {
     "spc": Spec(lambda t, o, off, sz, i: f"0,{off // 512},{sz},{rw(o, 'r', 'w')},{t}", 6, True),
     "cloudphysics": Spec(lambda t, o, off, sz, i: f"1,{t},{rw(o, '28', '2A')},{sz},{off // 512}",
                          6, True, header="version,time,op,size,lbn\n"),
+    # flags: a bitmask whose bit 0 is the read bit (other bits vary with the line)
+    "disksim": Spec(lambda t, o, off, sz, i: f"{t} 0 {off // 512} {sz // 512} "
+                    f"{(i % 8) * 2 + (1 if o == READ else 0)}", 3, True, 6),
     "heimdall": Spec(lambda t, o, off, sz, i: f"{t} 0 {off} {sz} {1 - o}", 3, False, 3),
     "blkparse": Spec(lambda t, o, off, sz, i: f"  8,0 {i % 4} {i + 1} {t} 100 D "
                      f"{rw(o, 'R', 'WS')} {off // 512} + {sz // 512} [proc]", 6, True),
@@ -217,9 +221,12 @@ def test_valid_records_round_trip(tmp_path: Path, data: st.DataObject, fmt: str,
     assert trace.op.tolist() == ops
     assert trace.offset.tolist() == offsets
     assert trace.size.tolist() == sizes
+    origin = mantissas[0] if spec.relative else 0
+    if spec.relative:
+        assert trace.source["time_origin"] == time_text(origin, k)
     for got, m in zip(trace.time_us.tolist(), mantissas):
-        exact = float(Fraction(m, 10**k) * Fraction(10) ** spec.unit_exp)
-        if m < 2**53:
+        exact = float(Fraction(m - origin, 10**k) * Fraction(10) ** spec.unit_exp)
+        if m - origin < 2**53:
             assert got == exact, (m, k)           # correctly rounded
         else:
             assert abs(got - exact) <= np.spacing(exact), (m, k)   # within 1 ulp
@@ -260,3 +267,38 @@ def test_skip_bad_counts_exactly_the_bad_rows(tmp_path: Path, rows: list[tuple[i
     assert len(caught) == (1 if bad_lines else 0)
     if bad_lines:
         assert f"line {bad_lines[0]}," in str(caught[0].message)
+
+
+JUNK_LINE = st.one_of(st.just(b"# exported by a tool"),
+                      st.binary(max_size=80).map(lambda b: b"\0" + b.replace(b"\n", b"")))
+
+
+@SETTINGS
+@given(data=st.data(), fmt=st.sampled_from(sorted(n for n in SPECS if n != "fio")),
+       junk=st.lists(JUNK_LINE, max_size=4), pad=st.integers(0, 3000),
+       block=st.sampled_from([16, 200, 1 << 20]))
+def test_junk_before_the_records_and_nul_padding_read_the_same(
+        tmp_path: Path, data: st.DataObject, fmt: str, junk: list[bytes], pad: int,
+        block: int) -> None:
+    """A file with junk lines before its first record (before its header) and NUL padding at
+    its end reads as the clean file does, with the counts in source (fio logs must start with
+    their version line, as fio requires)."""
+    spec = SPECS[fmt]
+    mantissas, k, ops, offsets, sizes = data.draw(records(spec.sector, spec.max_frac, False))
+    body = "\n".join(spec.line(time_text(m, k), o, off, sz, i)
+                     for i, (m, o, off, sz) in enumerate(zip(mantissas, ops, offsets, sizes)))
+    body = spec.header + body + data.draw(st.sampled_from(["", "\n"]))
+    clean = tmp_path / f"clean.{fmt}"
+    clean.write_text(body)
+    dirty = tmp_path / f"dirty.{fmt}"
+    dirty.write_bytes(b"".join(j + b"\n" for j in junk) + body.encode() + b"\0" * pad)
+    options = dict(spec.options)
+    want = load_trace(clean, fmt, **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = load_trace(dirty, fmt, block_bytes=block, **options)
+    for col in ("time_us", "op", "offset", "size"):
+        np.testing.assert_array_equal(getattr(got, col), getattr(want, col), err_msg=col)
+    assert got.source["junk_lines"] == len(junk) and got.source["nul_padding"] == pad
+    assert got.source["skipped"] == 0
+    assert len(caught) == (1 if junk or pad else 0)

@@ -53,6 +53,9 @@ class Problem:
     * ``figures(tracks)`` adds problem-specific figures to the HTML report.
     * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
       trace or configuration hashes differently), or returns None; ``validate`` uses it.
+    * ``check_options(options, workloads)`` checks a track's ``options`` before anything runs
+      (``workloads``: the track's, names or trace paths) and raises ValueError naming the bad
+      option; the suite loader adds the suite and track.
     """
 
     name: str
@@ -69,6 +72,7 @@ class Problem:
     claims: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     figures: Callable[[list[Any]], list[tuple[tuple[str, str], str, str]]] | None = None
     precheck: Callable[[dict[str, Any]], str | None] | None = None
+    check_options: Callable[[dict[str, Any], Sequence[str]], None] | None = None
     description: str = ""
 
     @property

@@ -16,6 +16,7 @@ import fnmatch
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,18 @@ CURVE_WINDOW = 1000
 CURVE = "mean latency (µs) per 1,000 requests"
 LEARNED = frozenset({"harmonia", "harmonia_fit", "sibyl", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
                      "archivist", "k_svm", "rnn_hss", "random"})
-#: reader options a track may give for trace files (all of them, or per file name pattern)
-TRACE_OPTIONS = ("format", "skip_bad", "page_size", "time_unit")
+#: reader options a track may give for trace files (all of them, or per file name pattern in
+#: ``trace_options``): every keyword option of ``load_trace`` but ``limit`` (the track's
+#: ``n_requests``), i.e. format, skip_bad, sort, name, block_bytes and every format's options
+#: (blkparse event/device, fio gap_us/time_unit, a csv layout: columns, delimiter, units, ...)
+def _reader_options() -> tuple[str, ...]:
+    from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS
+    names = [n for n in LOAD_OPTIONS if n != "limit"]
+    names += sorted(set().union(*FORMAT_OPTIONS.values()))
+    return tuple(names)
+
+
+TRACE_OPTIONS = _reader_options()
 
 
 def policies() -> list[str]:
@@ -57,15 +68,56 @@ def check_workload(name: str) -> None:
 
 
 def trace_options(job: dict[str, Any]) -> dict[str, Any]:
-    """Reader options of a job's trace file: the track's ``options`` restricted to reader keys,
-    then its ``trace_options`` entries whose pattern matches the file's name."""
+    """Reader options of a job's trace file: the track's ``options`` (but ``trace_options``),
+    then, in order, its ``trace_options`` entries whose pattern matches the file's name (checked
+    by :func:`check_options` when the suite is loaded)."""
     opts = job.get("options") or {}
-    out = {k: v for k, v in opts.items() if k in TRACE_OPTIONS}
+    out = {k: v for k, v in opts.items() if k != "trace_options"}
     name = os.path.basename(job["workload"])
     for pattern, o in (opts.get("trace_options") or {}).items():
         if fnmatch.fnmatch(name, pattern):
-            out.update({k: v for k, v in o.items() if k in TRACE_OPTIONS})
+            out.update(o)
     return out
+
+
+def check_options(options: dict[str, Any], workloads: Sequence[str] = ()) -> None:
+    """Check a track's ``options`` before anything runs: reader options (:data:`TRACE_OPTIONS`,
+    for every trace file) and ``trace_options`` (file name pattern -> reader options), each
+    name and value, every pattern's options with the track's, and the options each of the
+    track's trace files will be read with. Raises ValueError naming the option."""
+    from hss_gym.workloads.readers import check_options as check_reader
+
+    def check(where: str, opts: dict[str, Any]) -> None:
+        for key in opts:
+            if key == "limit":
+                raise ValueError(f"{where}option 'limit': the track's n_requests says how many "
+                                 "requests of a trace file are read")
+            if key not in TRACE_OPTIONS:
+                near = difflib.get_close_matches(str(key), TRACE_OPTIONS, n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ValueError(f"{where}unknown option {key!r}{hint}; a track's options are "
+                                 f"trace reader options ({', '.join(TRACE_OPTIONS)}) and "
+                                 "trace_options")
+        try:
+            check_reader(opts)
+        except ValueError as e:
+            raise ValueError(f"{where}{e}") from None
+
+    top = {k: v for k, v in options.items() if k != "trace_options"}
+    check("", top)
+    patterns = options.get("trace_options") or {}
+    if not isinstance(patterns, dict):
+        raise ValueError(f"option 'trace_options' must map file name patterns to reader "
+                         f"options, got {patterns!r}")
+    for pattern, opts in patterns.items():
+        if not isinstance(opts, dict):
+            raise ValueError(f"trace_options[{pattern!r}] must be an object of reader options, "
+                             f"got {opts!r}")
+        check(f"trace_options[{pattern!r}]: ", {**top, **opts})
+    for w in workloads:
+        if os.path.isfile(w):
+            check(f"trace {os.path.basename(w)!r}: ", trace_options({"workload": w,
+                                                                     "options": options}))
 
 
 def load_job_trace(job: dict[str, Any]) -> Any:
@@ -286,6 +338,7 @@ PROBLEM = Problem(
     claims=claims,
     figures=figures,
     precheck=precheck,
+    check_options=check_options,
     description=("Mean latency normalised to Fast-Only (an HSS whose fast device holds everything) on "
                  "the same workload, configuration and seed, averaged over the track; lower is better, "
                  "1.00 = ideal. % of Oracle = Oracle's mean latency / the policy's. Fast-Only (idealised) "

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gym.workloads import learning, mixes, synthetic
+from hss_gym.workloads import catalogue, learning, mixes, synthetic
 from hss_gym.workloads.trace import Trace
 
 DEFAULT_N = 100_000
@@ -87,7 +87,9 @@ def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: 
               **params: Any) -> Trace:
     """A trace from a registered name, a trace file path, or an existing :class:`Trace`.
 
-    A name generates ``n`` requests (default 100,000) with ``seed`` and ``params``. A path is
+    A name generates ``n`` requests (default 100,000) with ``seed`` and ``params``.
+    ``"catalogue:NAME"`` is a pinned real trace (:mod:`hss_gym.workloads.catalogue`: fetched
+    once, verified by sha256 on every use), read like a path. A path is
     read with :func:`load_trace` (``params`` are passed to it, e.g. ``format=``), only its first
     ``n`` requests when ``n`` is given (``limit=n``); ``seed`` is unused then. A Trace is
     returned as is, or its first ``n`` requests. A name wins over a file of the same name in the
@@ -97,15 +99,21 @@ def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: 
         return spec if n is None else spec.slice(0, n)
     if isinstance(spec, str) and canonical_name(spec) is not None:
         return make_trace(spec, DEFAULT_N if n is None else n, seed, **params)
+    if isinstance(spec, str) and spec.startswith(catalogue.PREFIX):
+        return catalogue.load(spec, **params) if n is None else catalogue.load(spec, limit=n,
+                                                                                **params)
     check_workload(spec)
     return load_trace(spec, **params) if n is None else load_trace(spec, limit=n, **params)
 
 
 def check_workload(spec: str | os.PathLike[str]) -> None:
-    """Raise unless ``spec`` is a registered name or an existing path: a word that is no name
+    """Raise unless ``spec`` is a registered name, a catalogue trace or an existing path: a word that is no name
     gives the valid names (ValueError), a path that does not exist says so (FileNotFoundError).
     Whether an existing path is a readable trace is for :func:`load_trace` to tell."""
     if isinstance(spec, str) and canonical_name(spec) is not None:
+        return
+    if isinstance(spec, str) and spec.startswith(catalogue.PREFIX):
+        catalogue.entry(spec)  # a known name (downloaded and verified when it is read)
         return
     if os.path.lexists(spec):
         return

@@ -14,8 +14,14 @@ any of them into the one request representation, :class:`~hss_gym.workloads.trac
 Units are converted exactly: times become microseconds as written in the file (not shifted to
 start at 0; use ``Trace.relative()``), sectors become bytes. Decimal times are parsed as exact
 integers and scaled by a single power of ten, so ``time_us`` is the correctly rounded float64 of
-the file's value whenever it has at most 15 significant digits (within 1 ulp otherwise; e.g.
-MSR filetimes, ~1.3e16 µs, are resolved to 2 µs by float64 itself).
+the file's value whenever it has at most 15 significant digits (within 1 ulp otherwise). MSR
+filetimes (~1.3e17 ticks of 100 ns, which float64 would resolve only to 2 µs) are the exception:
+they count from the first request, subtracted as integers first (``source["time_origin"]``).
+
+Real files come with junk before the first record (a tar header, comments) and NUL padding at the
+end: both are skipped and counted (``source["junk_lines"]``, ``source["nul_padding"]``, a
+:class:`JunkWarning`); a malformed row anywhere else is an error. blkparse output (per-CPU
+buffers merged) is sorted by time by default (``source["reordered"]``).
 
 Errors are :class:`~hss_gym.workloads.trace.TraceFormatError` s naming the file, the 1-based
 line and the field. ``skip_bad=True`` skips malformed rows instead; their number is reported in
@@ -33,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,17 +47,30 @@ import numpy as np
 
 from hss_gym.workloads import cache as _cache
 from hss_gym.workloads.readers._io import TraceFile, open_trace
-from hss_gym.workloads.readers.formats import (FORMATS, Block, Parser, detect, first_text_line,
-                                               make_parser)
+from hss_gym.workloads.readers.formats import (FORMAT_OPTIONS, FORMATS, Block, Parser, detect,
+                                               header_text, make_parser)
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
-__all__ = ["FORMATS", "SkippedRowsWarning", "convert", "detect_format", "iter_chunks", "load_trace"]
+__all__ = ["FORMATS", "FORMAT_OPTIONS", "JunkWarning", "LOAD_OPTIONS", "SkippedRowsWarning",
+           "check_options", "convert", "detect_format", "iter_chunks", "load_trace"]
+
+#: The keyword options of :func:`load_trace` every format takes (the others: FORMAT_OPTIONS).
+LOAD_OPTIONS = ("format", "skip_bad", "limit", "sort", "name", "block_bytes")
 
 _COMPRESSION_SUFFIXES = {".gz", ".gzip", ".zst", ".zstd"}
 
 
 class SkippedRowsWarning(UserWarning):
     """Issued when ``skip_bad=True`` skipped malformed rows (the count is in the message)."""
+
+
+class JunkWarning(UserWarning):
+    """Issued when a file had junk lines before its first record or NUL padding at its end.
+
+    Real files come that way (a trace cut out of a tar archive starts with the archive's header
+    and ends with its zero padding). They are read without ``skip_bad``, but never silently: the
+    counts are in the message and in ``Trace.source["junk_lines"]`` / ``["nul_padding"]``.
+    """
 
 
 def detect_format(path: str | Path) -> str:
@@ -67,8 +86,83 @@ def detect_format(path: str | Path) -> str:
         return detect(tf.head, str(path))
 
 
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+_GENERAL_CHECKS = (
+    ("skip_bad", lambda v: isinstance(v, bool), "true or false"),
+    ("sort", lambda v: v is None or isinstance(v, bool), "true, false or null (the format's "
+     "default: blkparse sorted, the others not)"),
+    ("name", lambda v: v is None or (isinstance(v, str) and bool(v)), "a non-empty string"),
+    ("block_bytes", _positive_int, "a positive integer"),
+    ("limit", lambda v: v is None or _positive_int(v), "a positive integer or null"),
+)
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Check :func:`load_trace` keyword options (``format`` included) without reading a file.
+
+    For options written down before any file is read (a benchmark suite's JSON): every name
+    must be one ``load_trace`` takes, every value of the right kind, and the format options
+    must belong to the format (without ``format``, to one format detection can choose: the
+    ``csv`` layout options need ``format="csv"``). Raises ValueError naming the option. A csv
+    ``columns`` map by header name is checked when the file is read (the header is in it).
+    """
+    opts = dict(options)
+    fmt = opts.pop("format", None)
+    if fmt is not None and (not isinstance(fmt, str) or fmt not in FORMATS):
+        raise ValueError(f"option 'format': unknown trace format {fmt!r}; supported: "
+                         f"{', '.join(FORMATS)}")
+    for key, ok, want in _GENERAL_CHECKS:
+        if key in opts and not ok(value := opts.pop(key)):
+            raise ValueError(f"option {key!r} must be {want}, got {value!r}")
+    if fmt == "cache":
+        if opts:
+            raise ValueError(f"option(s) {sorted(opts)} do not apply to a trace cache (read as "
+                             "stored)")
+        return
+    if not opts:
+        return
+    if fmt is None:
+        candidates = [n for n, names in FORMAT_OPTIONS.items() if n != "csv" and set(opts) <= names]
+        if not candidates:
+            known = set().union(*FORMAT_OPTIONS.values()) | set(LOAD_OPTIONS)
+            unknown = sorted(set(opts) - known)
+            if unknown:
+                raise ValueError(f"unknown option(s) {unknown}; load_trace takes "
+                                 f"{', '.join(LOAD_OPTIONS)} and the format options "
+                                 + "; ".join(f"{n}: {', '.join(sorted(v))}"
+                                             for n, v in FORMAT_OPTIONS.items()))
+            raise ValueError(f"option(s) {sorted(opts)} need \"format\": no one format that "
+                             "detection chooses takes them all (" + "; ".join(
+                                 f"{n}: {', '.join(sorted(v))}" for n, v in FORMAT_OPTIONS.items())
+                             + "); a csv layout needs format 'csv'")
+    else:
+        candidates = [fmt]
+    errors = []
+    for name in candidates:
+        try:
+            make_parser(name, "<options>", _header_for(opts), opts)
+            return
+        except (TypeError, ValueError) as e:
+            errors.append(str(e) if len(candidates) == 1 else f"as {name}: {e}")
+    raise ValueError("; ".join(errors))
+
+
+def _header_for(options: Mapping[str, Any]) -> bytes:
+    """A header line holding the csv column names of ``options`` (to check them file-free)."""
+    columns = options.get("columns")
+    if not isinstance(columns, Mapping):
+        return b""
+    names = [c for c in columns.values() if isinstance(c, str)]
+    delim = options.get("delimiter", ",")
+    sep = " " if delim is None or not isinstance(delim, str) else delim
+    return sep.join(names).encode()
+
+
 def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = False,
-               limit: int | None = None, sort: bool = False, name: str | None = None,
+               limit: int | None = None, sort: bool | None = None, name: str | None = None,
                block_bytes: int = 1 << 24, **options: Any) -> Trace:
     """Read a whole trace file into a validated :class:`Trace`.
 
@@ -85,8 +179,10 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     limit:
         Stop after this many requests (the head of a long trace).
     sort:
-        Stable-sort requests by arrival time. By default a time that goes backwards is an
-        error naming its line.
+        Stable-sort requests by arrival time; the number of requests that moved is
+        ``source["reordered"]``. ``None`` (default) sorts blkparse output (merged per-CPU
+        buffers: not an ordered log) and nothing else: there a time that goes backwards is an
+        error naming its line (as with ``sort=False``).
     name:
         ``Trace.name``; defaults to the file name without extensions.
     block_bytes:
@@ -100,9 +196,12 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     -------
     Trace
         ``source`` holds ``kind="file"``, ``path``, ``format``, ``sha256`` (of the raw file
-        bytes), ``compression``, ``skipped``, ``dropped`` (reason -> count), the ``options``
-        and format details (e.g. blkparse ``latency_us``: per-request measured latency, NaN
-        where no completion event was found).
+        bytes), ``compression``, ``skipped``, ``dropped`` (reason -> count), ``junk_lines``
+        (malformed lines before the first record, at most ``MAX_JUNK_LINES``: a tar header or
+        preamble; a :class:`JunkWarning` says how many), ``nul_padding`` (NUL bytes at the end),
+        ``sorted`` and ``reordered``, the ``options`` and format details (e.g. blkparse
+        ``latency_us``: per-request measured latency, NaN where no completion event was found;
+        MSR ``time_origin``: the first request's Timestamp, which times are relative to).
     """
     path = Path(path)
     _check_limit(limit)
@@ -112,8 +211,12 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         if limit is not None and limit < len(trace):
             trace = trace.slice(0, limit)
         return _renamed(trace, name)
+    if sort not in (None, True, False):
+        raise ValueError(f"sort must be True, False or None (the format's default), got {sort!r}")
     with TraceFile(path, block_bytes) as tf:
         parser = _parser(tf, format, options)
+        if sort is None:
+            sort = bool(getattr(parser, "sort_by_default", False))
         reader = _Reader(tf, parser, skip_bad, check_order=not sort, limit=limit)
         blocks = list(reader.blocks())
         if not reader.count:
@@ -121,11 +224,15 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         columns = _columns(blocks)
         extras = parser.extras(0, reader.count)
         source = reader.source(tf.sha256(), options)
+    source["sorted"] = sort
     if sort:
-        order = np.argsort(columns[0], kind="stable")
-        columns = [c[order] for c in columns]
-        extras = {k: v[order] for k, v in extras.items()}
-        source["sorted"] = True
+        t = columns[0]
+        # requests that arrive before one on an earlier line: those the sort moves
+        source["reordered"] = int(np.count_nonzero(t[1:] < np.maximum.accumulate(t)[:-1]))
+        if source["reordered"]:
+            order = np.argsort(t, kind="stable")
+            columns = [c[order] for c in columns]
+            extras = {k: v[order] for k, v in extras.items()}
     reader.warn()
     return _cache.validated(Trace(*columns, name=name or _stem(path),
                                   source={**source, **extras}))
@@ -143,7 +250,8 @@ def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1
     (index in the whole trace), and the ``skipped`` / ``dropped`` counts so far. The file's
     ``sha256`` needs one extra read of the raw file before the first chunk; ``hash_file=False``
     skips it (``sha256`` is then None). Arrival times must be non-decreasing across the file
-    (sorting needs the whole trace: use :func:`load_trace` with ``sort=True``). For blkparse,
+    (sorting needs the whole trace: use :func:`load_trace`, which sorts blkparse output by
+    default and any file with ``sort=True``). For blkparse,
     ``latency_us`` holds the completions seen by the time the chunk is emitted.
     """
     path = Path(path)
@@ -171,7 +279,8 @@ def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1
             nonlocal pending, held, emitted
             columns, pending = _take(pending, min(chunk_size, held))
             n = len(columns[0])
-            source = {**reader.source(sha256, options), "chunk": emitted // chunk_size,
+            source = {**reader.source(sha256, options), "sorted": False,
+                      "chunk": emitted // chunk_size,
                       "first_request": emitted, **parser.extras(emitted, emitted + n)}
             held, emitted = held - n, emitted + n
             return _cache.validated(Trace(*columns, name=trace_name, source=source))
@@ -224,6 +333,14 @@ class _Reader:
                 yield block
             if done:
                 return
+        # lines held as junk that no record followed are malformed rows, not a preamble
+        unresolved = getattr(self.parser, "unresolved_junk", None)
+        n, error = unresolved() if unresolved is not None else (0, None)
+        if n:
+            if not self.skip_bad and error is not None:
+                raise error
+            self.skipped += n
+            self.first_error = self.first_error or error
 
     def _check_order(self, block: Block) -> None:
         t = block.time_us
@@ -246,7 +363,8 @@ class _Reader:
         source: dict[str, Any] = {
             "kind": "file", "path": str(self.tf.path), "format": self.parser.name,
             "sha256": sha256, "compression": self.tf.compression, "skipped": self.skipped,
-            "dropped": dict(self.dropped), **self.parser.info()}
+            "dropped": dict(self.dropped), "junk_lines": getattr(self.parser, "junk", 0),
+            "nul_padding": self.tf.nul_padding, **self.parser.info()}
         if options:
             source["options"] = {k: list(v) if isinstance(v, tuple) else v
                                  for k, v in options.items()}
@@ -258,6 +376,10 @@ class _Reader:
         details = [f"{n} dropped: {reason}" for reason, n in self.dropped.items()]
         if self.skipped:
             details.append(f"{self.skipped} malformed rows skipped")
+        if getattr(self.parser, "junk", 0):
+            details.append(f"{self.parser.junk} junk lines before any record")  # type: ignore[attr-defined]
+        if self.tf.nul_padding:
+            details.append(f"{self.tf.nul_padding} NUL padding bytes")
         extra = f" ({'; '.join(details)})" if details else ""
         hint = getattr(self.parser, "empty_hint", lambda: "")()
         return TraceFormatError(f"zero requests{extra}{hint}", path=str(self.tf.path))
@@ -266,13 +388,25 @@ class _Reader:
         if self.skipped:
             warnings.warn(f"{self.tf.path}: skipped {self.skipped} malformed row(s); the first: "
                           f"{self.first_error}", SkippedRowsWarning, stacklevel=3)
+        junk = getattr(self.parser, "junk", 0)
+        parts = []
+        if junk:
+            first = getattr(self.parser, "first_junk_error", None)
+            parts.append(f"{junk} junk line(s) before the first record"
+                         + (f" (the first: {first})" if first is not None else ""))
+        if self.tf.nul_padding:
+            parts.append(f"{self.tf.nul_padding} NUL padding byte(s) at the end")
+        if parts:
+            warnings.warn(f"{self.tf.path}: skipped {' and '.join(parts)}; counted in "
+                          "trace.source['junk_lines'] / ['nul_padding']", JunkWarning,
+                          stacklevel=3)
 
 
 def _parser(tf: TraceFile, format: str | None, options: dict[str, Any]) -> Parser:
     if format == "cache":
         raise TraceFormatError("not an hss-gym trace cache", path=str(tf.path))
     name = format or detect(tf.head, str(tf.path))
-    return make_parser(name, str(tf.path), first_text_line(tf.head)[2], options)
+    return make_parser(name, str(tf.path), header_text(tf.head), options)
 
 
 def _take(blocks: list[Block], n: int) -> tuple[list[np.ndarray], list[Block]]:

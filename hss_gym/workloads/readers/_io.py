@@ -11,7 +11,8 @@ A :class:`TraceFile` reads a file once, front to back, in bounded memory:
 * the raw bytes (as stored on disk, compressed or not) are hashed with SHA-256 for provenance;
   large blocks are hashed on a helper thread while the caller parses (hashlib releases the GIL);
 * :meth:`TraceFile.blocks` yields the decompressed text cut at line ends, in blocks of about
-  ``block_bytes``, so a parser never sees half a line;
+  ``block_bytes``, so a parser never sees half a line; NUL padding at the end of the text (a
+  file cut out of a tar archive) is left out and counted (:attr:`TraceFile.nul_padding`);
 * only regular files are read (:func:`open_trace`): a missing path raises FileNotFoundError
   saying so, and a FIFO, socket or device is refused at once with TraceFormatError. A pipe cannot
   be read twice (format detection rewinds, the hash reads the raw bytes) and opening a FIFO
@@ -151,6 +152,8 @@ class TraceFile:
         self._pending: list[bytes] = []
         self._head: bytes | None = None
         self._eof = False
+        #: NUL bytes at the end of the text, left out of :meth:`blocks` (known once it is read)
+        self.nul_padding = 0
 
     def __enter__(self) -> "TraceFile":
         return self
@@ -191,8 +194,37 @@ class TraceFile:
         """The decompressed text in blocks of complete lines (the last may lack its newline).
 
         Blocks of an uncompressed file are read in place into fresh buffers (no copies) and come
-        as memoryviews; decompressed ones as bytes.
+        as memoryviews; decompressed ones as bytes. NUL bytes at the very end of the text (the
+        padding of a file cut out of a tar archive, or of a preallocated log) are not part of it:
+        they are left out of the last block and counted in :attr:`nul_padding`. A NUL anywhere
+        else is text, and a parser reports its line.
         """
+        held: bytes | memoryview | None = None  # one block of look-ahead: is it the last?
+        for block in self._text_blocks():
+            if held is not None:
+                yield held
+            held = block
+        if held is not None:
+            held = self._strip_padding(held)
+            if len(held):
+                yield held
+
+    def _strip_padding(self, block: bytes | memoryview) -> bytes | memoryview:
+        """``block`` (the last) without its trailing NUL bytes, counted in :attr:`nul_padding`."""
+        buf = np.frombuffer(block, dtype=np.uint8)
+        end, window = len(buf), 1 << 12
+        while end:  # scan back for the last byte that is not NUL, a window at a time
+            start = max(0, end - window)
+            nonzero = np.flatnonzero(buf[start:end])
+            if len(nonzero):
+                end = start + int(nonzero[-1]) + 1
+                break
+            end, window = start, window * 4
+        self.nul_padding = len(buf) - end
+        return block[:end]
+
+    def _text_blocks(self) -> Iterator[bytes | memoryview]:
+        """:meth:`blocks` before the padding at the end is taken off."""
         self.head  # noqa: B018 - reads the start of the text through _text (the byte order mark)
         if self.compression is None:
             yield from self._plain_blocks()

@@ -30,6 +30,9 @@ from hss_gym.workloads.readers import _tokenize as tk
 from hss_gym.workloads.trace import MAX_BYTES, READ, WRITE, TraceFormatError
 
 DROP = -1                      # op code of a row the format defines as "not a request"
+#: Most malformed lines taken as junk before a file's first record (a tar header, a preamble);
+#: more than this and they are malformed rows (the file is probably of another format).
+MAX_JUNK_LINES = 100
 _LIMIT_TEXT = "the end of the address space hss-gym simulates"
 SECTOR = 512
 _WHITE = re.compile(rb"[ \t\r]+")  # the tokenizer's white space
@@ -115,7 +118,10 @@ class DelimitedFormat:
     ``READ``, ``WRITE`` or ``DROP``. A first line whose time, offset and size fields all start
     with a letter is a header and is skipped (``header=None``); ``header=True`` / ``False``
     force it. ``detect_needs_header`` keeps auto-detection from choosing the format for a file
-    without its header (when its rows alone are ambiguous).
+    without its header (when its rows alone are ambiguous). ``relative_time`` makes times count
+    from the file's first request, subtracted exactly before the conversion to float64 (for
+    absolute clocks too fine for float64: MSR's 100 ns filetimes); ``Trace.source["time_origin"]``
+    holds that first time as written.
     """
 
     name: str
@@ -135,6 +141,7 @@ class DelimitedFormat:
     extensions: tuple[str, ...] = ()
     plausible: Callable[[Block], bool] | None = None
     op_help: str = ""                 # what the op column holds, for errors (default: the tokens)
+    relative_time: bool = False       # times since the first request (exact integer difference)
 
     @property
     def min_fields(self) -> int:
@@ -158,6 +165,10 @@ class DelimitedParser:
         self.next_line = 1
         self.saw_header = False
         self._started = False
+        self.junk = 0                                        # junk lines before the first record
+        self.first_junk_error: TraceFormatError | None = None  # why the first of them is junk
+        self._junk_open = True                               # no record seen yet
+        self.time_origin: tuple[int, int] | None = None      # relative_time: the first time
         roles = {fmt.time.index: "time", fmt.op.index: "op", fmt.offset.index: "offset",
                  fmt.size.index: "size"}
         if len(roles) != 4:
@@ -172,10 +183,70 @@ class DelimitedParser:
         self._drops = DROP in fmt.ops.values()
 
     def info(self) -> dict[str, Any]:
-        return {"header": self.saw_header}
+        info: dict[str, Any] = {"header": self.saw_header}
+        if self.fmt.relative_time and self.time_origin is not None:
+            m, k = self.time_origin
+            info["time_origin"] = f"{m // 10**k}.{m % 10**k:0{k}d}" if k else str(m)
+        return info
 
     def extras(self, start: int, stop: int) -> dict[str, np.ndarray]:
         return {}
+
+    def unresolved_junk(self) -> tuple[int, TraceFormatError | None]:
+        """At the end of the file: the lines held as junk although no record followed them
+        (they are malformed rows, not a preamble), and the first one's error; forgets them."""
+        if not self._junk_open or not self.junk:
+            return 0, None
+        out = (self.junk, self.first_junk_error)
+        self.junk, self.first_junk_error = 0, None
+        return out
+
+    def _times(self, mantissa: np.ndarray, frac: np.ndarray, inplace: bool) -> np.ndarray:
+        """Arrival times in µs: as written (most formats), or, for a ``relative_time`` format,
+        since the first request, subtracted as exact integers before the one rounding to float64
+        (MSR's absolute filetimes, ~1.3e17 ticks, would lose up to 2 µs in float64 first)."""
+        unit = self.fmt.time.unit
+        if not self.fmt.relative_time or not len(mantissa):
+            return tk.to_us(mantissa, frac, unit, inplace=inplace)
+        if self.time_origin is None:
+            self.time_origin = (int(mantissa[0]), int(frac[0]))
+        m0, f0 = self.time_origin
+        if (frac == f0).all() and int(mantissa.max()) < 2**63 and m0 < 2**63:
+            delta = mantissa.astype(np.int64) - np.int64(m0)  # exact: integer ticks
+            return tk.to_us(delta, frac, unit)
+        # fractions of different lengths (not in MSR files): the difference of the two floats
+        return tk.to_us(mantissa, frac, unit) - tk.to_us_scalar(m0, f0, unit)
+
+    def _take_junk(self, data: bytes | memoryview, base: int, err: np.ndarray, fail: np.ndarray,
+                   bad: np.ndarray, good: np.ndarray) -> tuple[np.ndarray, int,
+                                                               TraceFormatError | None]:
+        """Set aside the junk before the file's first record (a tar header, a preamble), up to
+        :data:`MAX_JUNK_LINES` lines. Junk is a line that is not a record at all: it has the wrong
+        number of fields, or control bytes (NUL, ...) that text does not hold, or is a comment
+        (``#`` first); and it is junk
+        only if a valid record follows it. A line shaped like a record but with a bad value is a
+        malformed row, even on line 1, and so is the junk-like text before it.
+        Returns ``bad`` without the junk, and, when what was held as junk turns out to be
+        malformed rows (a malformed record follows, or too many lines for a preamble: the
+        wrong format?), their number and the first one's error."""
+        first_good = int(np.argmax(good)) if good.any() else len(bad)
+        lead = np.flatnonzero(bad[:first_good])
+        if self.junk + len(lead) > MAX_JUNK_LINES or not (
+                (err[lead] == tk.ERR_NFIELDS) | _junk_rows(data, lead)).all():
+            earlier, error = self.junk, self.first_junk_error
+            self.junk, self.first_junk_error, self._junk_open = 0, None, False
+            return bad, earlier, error
+        if good.any():
+            self._junk_open = False
+        if not len(lead):
+            return bad, 0, None
+        if self.first_junk_error is None and self.describe_errors:
+            self.first_junk_error = self._junk_error(_line_at(data, int(lead[0])),
+                                                     base + int(lead[0]))
+        self.junk += len(lead)
+        bad = bad.copy()
+        bad[:first_good] = False
+        return bad, 0, None
 
     def column_name(self, index: int) -> str:
         return self.fmt.columns[index] if index < len(self.fmt.columns) else f"field {index + 1}"
@@ -185,10 +256,11 @@ class DelimitedParser:
         base = self.next_line
         if not self._started:
             self._started = True
-            blank, start, first = first_text_line(data)  # a header may follow blank lines
-            if fmt.header or (fmt.header is None and self._looks_like_header(first)):
-                data = memoryview(data)[start + len(first) + 1:]  # no copy
-                base += blank + 1
+            found = self._find_header(data, base)  # after blank lines, or junk (a tar header)
+            if found is not None:
+                lines, end = found
+                data = memoryview(data)[end:]  # no copy
+                base += lines
                 self.saw_header = True
         table = tk.tokenize(data, fmt.delimiter, fmt.min_fields, self.max_fields, self.kinds,
                             {fmt.op.index: self._ops}, engine=self.engine)
@@ -220,7 +292,9 @@ class DelimitedParser:
                 offset_raw *= fmt.offset.unit
             if fmt.size.unit != 1:
                 size_raw *= fmt.size.unit
-            return Block(tk.to_us(t_m, t_f, fmt.time.unit, inplace=True), codes.view(np.uint8),
+            if table.n:
+                self._junk_open = False
+            return Block(self._times(t_m, t_f, inplace=True), codes.view(np.uint8),
                          offset_raw, size_raw, base)
         fail = np.where(err >= 0, err, 127).astype(np.int8)  # first failing column per row
         for col, wrong in checks:
@@ -230,16 +304,20 @@ class DelimitedParser:
             if hit.any():
                 fail[hit] = np.minimum(fail[hit], col.index)
         bad = (fail < 127) | (err == tk.ERR_NFIELDS)
-        nbad = int(np.count_nonzero(bad))
-        first_error = (self._error(data, base, int(np.argmax(bad)), err, fail)
-                       if nbad and self.describe_errors else None)
         good = (err == tk.ERR_OK) & ~bad
+        earlier, earlier_error = 0, None
+        if self._junk_open:
+            bad, earlier, earlier_error = self._take_junk(data, base, err, fail, bad, good)
+        nbad = int(np.count_nonzero(bad))
+        first_error = earlier_error or (self._error(data, base, int(np.argmax(bad)), err, fail)
+                                        if nbad and self.describe_errors else None)
+        nbad += earlier
         drop = good & (codes == DROP)
         dropped: Counter[str] = Counter()
         if drop.any():
             dropped[fmt.drop_reason] = int(np.count_nonzero(drop))
         rows = np.flatnonzero(good & ~drop)
-        return Block(tk.to_us(t_m[rows], t_f[rows], fmt.time.unit), codes[rows].view(np.uint8),
+        return Block(self._times(t_m[rows], t_f[rows], inplace=False), codes[rows].view(np.uint8),
                      offset_raw[rows] * fmt.offset.unit, size_raw[rows] * fmt.size.unit, base,
                      rows, nbad, first_error, dropped)
 
@@ -251,6 +329,51 @@ class DelimitedParser:
             return [f for f in _WHITE.split(line) if f]
         return [f.strip(b" \t\r") for f in line.split(self.fmt.delimiter)]
 
+    def _find_header(self, data: bytes | memoryview, base: int) -> tuple[int, int] | None:
+        """The header line, if the file has one: ``(lines up to and including it, byte offset
+        after it)``. It is the first line that is not blank or junk (see :meth:`_take_junk`;
+        junk before it is counted). With ``header=None`` it must look like a header (time,
+        offset and size fields start with a letter)."""
+        head = bytes(data[:1 << 16])
+        pos, row, junk = 0, 0, []
+        while pos <= len(head) and len(junk) <= MAX_JUNK_LINES:
+            nl = head.find(b"\n", pos)
+            end = nl if nl >= 0 else len(head)
+            line = head[pos:end]
+            if line.strip(b" \t\r"):
+                binary = _CONTROL.search(line) is not None
+                text = _CONTROL.split(line)[-1]  # after binary junk glued to it
+                comment = line.lstrip(b" \t\r")[:1] == b"#"
+                if self.fmt.header is not False and (self._looks_like_header(line) or (
+                        self.fmt.header and text.strip(b" \t\r") and not comment)):
+                    if binary:  # junk glued to the header (a tar header has no line end)
+                        junk.append((row, line))
+                    if junk:
+                        self.junk += len(junk)
+                        self.first_junk_error = self._junk_error(junk[0][1], base + junk[0][0])
+                    return row + 1, (end + 1 if nl >= 0 else end)
+                if not (binary or comment or not self.fmt.min_fields
+                        <= len(self.fields(line)) <= self.max_fields):
+                    return None  # a record (or a malformed one): no header
+                junk.append((row, line))
+            if nl < 0:
+                return None
+            pos, row = nl + 1, row + 1
+        return None
+
+    def _junk_error(self, line: bytes, lineno: int) -> TraceFormatError:
+        """Why ``line`` is junk (for the JunkWarning)."""
+        if _CONTROL.search(line):
+            why = f"binary data (control bytes such as NUL): {_show(line)}"
+        elif line.lstrip(b" \t\r")[:1] == b"#":
+            why = f"a comment: {_show(line)}"
+        else:
+            lo, hi = self.fmt.min_fields, self.max_fields
+            want = f"{lo}" if lo == hi else f"{lo} to {hi}"
+            why = (f"not a record ({len(self.fields(line))} fields, not {want}): "
+                   f"{_show(line)}")
+        return TraceFormatError(why, path=self.path, line=lineno)
+
     def _looks_like_header(self, line: bytes) -> bool:
         fields = self.fields(line)
         numeric = (self.fmt.time.index, self.fmt.offset.index, self.fmt.size.index)
@@ -259,10 +382,7 @@ class DelimitedParser:
 
     def _error(self, data: bytes | memoryview, base: int, row: int, err: np.ndarray,
                fail: np.ndarray) -> TraceFormatError:
-        newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-        start = int(newlines[row - 1]) + 1 if row else 0
-        end = int(newlines[row]) if row < len(newlines) else len(data)
-        fields = self.fields(bytes(data[start:end]))
+        fields = self.fields(_line_at(data, row))
         line = base + row
         if err[row] == tk.ERR_NFIELDS:
             n, lo, hi = len(fields), self.fmt.min_fields, self.max_fields
@@ -303,6 +423,37 @@ class DelimitedParser:
         return f"the request (offset + size) ends at or beyond 4 PiB, {_LIMIT_TEXT}"
 
 
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x0c\x0e-\x1f\x7f]")  # not text (tab, CR are)
+_TEXT_BYTE = np.ones(256, dtype=bool)
+_TEXT_BYTE[:32] = False
+_TEXT_BYTE[[ord("\t"), ord("\n"), ord("\r")]] = True
+_TEXT_BYTE[127] = False
+
+
+def _junk_rows(data: bytes | memoryview, rows: np.ndarray) -> np.ndarray:
+    """Which of the lines ``rows`` (0-based in ``data``, ascending) are not text records:
+    those holding a control byte (NUL, ESC, ...; not tab or CR: binary data such as a tar
+    header) and comments (``#`` first)."""
+    if not len(rows):
+        return np.zeros(0, dtype=bool)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    end = int(newlines[rows[-1]]) if rows[-1] < len(newlines) else len(buf)
+    control = np.flatnonzero(~_TEXT_BYTE[buf[:end]])
+    line_of = np.searchsorted(newlines, control)  # the line each control byte is on
+    starts = np.concatenate(([0], newlines + 1))[rows]
+    comment = np.array([bytes(data[s:s + 256]).lstrip(b" \t\r")[:1] == b"#" for s in starts])
+    return np.isin(rows, line_of) | comment
+
+
+def _line_at(data: bytes | memoryview, row: int) -> bytes:
+    """Line ``row`` (0-based) of a block, without its newline."""
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    start = int(newlines[row - 1]) + 1 if row else 0
+    end = int(newlines[row]) if row < len(newlines) else len(data)
+    return bytes(data[start:end])
+
+
 def _first_line(data: bytes | memoryview) -> bytes:
     """The first line of a block (without its newline)."""
     size = 1 << 12
@@ -325,6 +476,20 @@ def first_text_line(data: bytes | memoryview) -> tuple[int, int, bytes]:
     assert blank is not None  # the pattern matches the empty string
     start = blank.end()
     return blank.group().count(b"\n"), start, _first_line(memoryview(data)[start:])
+
+
+def header_text(head: bytes) -> bytes:
+    """The line a header would be, for column names: the first non-blank text of the first
+    lines after any binary junk (a tar header, glued to the first line of the file it holds)
+    and comments (``#`` first; a comment is the header only if nothing else is)."""
+    comment = b""
+    for line in head.split(b"\n", MAX_JUNK_LINES + 1)[:MAX_JUNK_LINES + 1]:
+        text = _CONTROL.split(line)[-1]
+        if text.lstrip(b" \t\r")[:1] == b"#":
+            comment = comment or text
+        elif text.strip(b" \t\r"):
+            return text
+    return comment
 
 
 def _byte_sizes(block: Block) -> bool:
@@ -366,11 +531,13 @@ _HEX_OPS = {f"{prefix}{code}": op for code, op in (
 
 MSR = DelimitedFormat(
     name="msr",
-    summary="MSR Cambridge CSV: Timestamp (Windows filetime, 100 ns ticks), Hostname, DiskNumber, "
-            "Type (Read/Write), Offset (bytes), Size (bytes), ResponseTime (100 ns ticks)",
+    summary="MSR Cambridge CSV: Timestamp (Windows filetime, 100 ns ticks; read relative to the "
+            "first request, exactly), Hostname, DiskNumber, Type (Read/Write), Offset (bytes), "
+            "Size (bytes), ResponseTime (100 ns ticks)",
     columns=("Timestamp", "Hostname", "DiskNumber", "Type", "Offset", "Size", "ResponseTime"),
     delimiter=b",", time=Column(0, "Timestamp", -1), op=Column(3, "Type"),
-    offset=Column(4, "Offset"), size=Column(5, "Size"), ops={"Read": READ, "Write": WRITE})
+    offset=Column(4, "Offset"), size=Column(5, "Size"), ops={"Read": READ, "Write": WRITE},
+    relative_time=True)
 
 SYSTOR17 = DelimitedFormat(
     name="systor17",
@@ -486,6 +653,13 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
     anything else is an error.
     """
     need = {"time", "op", "offset", "size"}
+    for option, values in (("read_values", read_values), ("write_values", write_values),
+                           ("drop_values", drop_values)):
+        if isinstance(values, (str, bytes)) or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"{option} must be a list of strings (op values), got {values!r}")
+    for option, flag in (("case_sensitive", case_sensitive), ("header", header)):
+        if not isinstance(flag, bool) and not (option == "header" and flag is None):
+            raise ValueError(f"{option} must be true or false, got {flag!r}")
     if set(columns) != need:
         raise ValueError(f"columns must map exactly {sorted(need)}, got {sorted(columns)}")
     if time_unit not in TIME_UNITS:
@@ -595,6 +769,14 @@ class BlkparseParser:
     ``N`` (no data), then optional ``F`` (FUA), ``A`` (read-ahead), ``S`` (sync), ``M`` (meta).
     Sectors are 512 bytes.
 
+    A blkparse file is not an ordered log: blktrace buffers events per CPU and blkparse merges
+    the buffers, so on a multi-CPU machine (or from ``blkparse -i`` of several files) times go
+    backwards. :func:`~hss_gym.workloads.readers.load_trace` therefore sorts blkparse requests by
+    time by default (stable: ties keep their file order) and counts those that moved in
+    ``Trace.source["reordered"]``. Lines before the first event line (a tar header, a note) are
+    junk, counted in ``source["junk_lines"]``; lines after it that are not events are the
+    summaries blkparse prints at the end.
+
     **Requests are the ``D`` (issue) events** by default: a ``D`` is one request handed to the
     device driver, after the I/O scheduler merged or split the file system's bios, so the trace
     is what the device served (the granularity of the MSR and SYSTOR block traces, and what
@@ -618,6 +800,9 @@ class BlkparseParser:
     time_field = "time"
     max_pending = 1 << 16
     EVENTS = ("D", "Q")
+    #: blkparse merges per-CPU buffers: a file is not an ordered log, so load_trace sorts it
+    #: unless told ``sort=False`` (the number of requests that moved is in source["reordered"])
+    sort_by_default = True
 
     def __init__(self, path: str, event: str = "D", device: str | None = None) -> None:
         if event not in self.EVENTS:
@@ -628,6 +813,9 @@ class BlkparseParser:
                              f"got {device!r}")
         self.path, self.event, self.device = path, event.encode(), device
         self.next_line = 1
+        self.junk = 0                       # lines before the first event line (not events)
+        self.first_junk_error: TraceFormatError | None = None
+        self._junk_open = True
         self.count = 0
         self.paired = 0
         self.completion_errors = 0
@@ -671,7 +859,12 @@ class BlkparseParser:
     def _handle(self, line: bytes, lineno: int, out: Columns, dropped: Counter[str]) -> None:
         f = line.split()
         if not f or not _DEVICE.fullmatch(f[0]):
+            if f and self._junk_open:  # before the first event: junk (a tar header, a preamble)
+                self.junk += 1
+                self.first_junk_error = self.first_junk_error or TraceFormatError(
+                    f"not a blkparse event line: {_show(line)}", path=self.path, line=lineno)
             return  # blank lines, the per-CPU and total summaries at the end
+        self._junk_open = False
         if len(f) < 7:  # every event line has these; fewer: a line cut short (a truncated file)
             raise TraceFormatError(
                 f"expected an event line 'maj,min cpu seq time pid action RWBS ...', found "
@@ -907,12 +1100,14 @@ FORMATS: dict[str, str] = {
     "cache": "hss-gym columnar trace cache (hss_gym.workloads.cache)",
 }
 
-_OPTIONS: dict[str, set[str]] = {
-    "fio": {"gap_us", "time_unit"},
-    "blkparse": {"event", "device"},
-    "csv": {"columns", "delimiter", "header", "time_unit", "offset_unit", "size_unit",
-            "read_values", "write_values", "drop_values", "case_sensitive"},
+#: The options each format takes (keyword arguments of load_trace after the general ones).
+FORMAT_OPTIONS: dict[str, frozenset[str]] = {
+    "fio": frozenset({"gap_us", "time_unit"}),
+    "blkparse": frozenset({"event", "device"}),
+    "csv": frozenset({"columns", "delimiter", "header", "time_unit", "offset_unit", "size_unit",
+                      "read_values", "write_values", "drop_values", "case_sensitive"}),
 }
+_OPTIONS = FORMAT_OPTIONS
 
 
 def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, Any],
@@ -936,6 +1131,9 @@ def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, A
     if "columns" not in opts:
         raise TypeError("format 'csv' needs columns={'time': i, 'op': i, 'offset': i, "
                         "'size': i} (indices or header names)")
+    if not isinstance(opts["columns"], Mapping):
+        raise ValueError(f"columns must map time, op, offset and size to a field index or a "
+                         f"header name, got {opts['columns']!r}")
     header_names = None
     if any(isinstance(c, str) for c in opts["columns"].values()):
         if opts.get("header") is False:
@@ -971,19 +1169,21 @@ def detect(head: bytes, path: str, engine: str = "auto") -> str:
     """
     if head.startswith((b"fio version 2 iolog", b"fio version 3 iolog")):
         return "fio"
-    first = next((line for line in head.split(b"\n", 50)[:50] if line.strip()), b"")
-    if _BLKPARSE_LINE.match(first + b" "):
+    head = head.rstrip(b"\0")  # NUL padding at the end of a small file (not read as a row)
+    # the first lines that are not blank: a junk line or two (a tar header) may come first
+    first_lines = [line for line in head.split(b"\n", 200)[:200] if line.strip()][:10]
+    if any(_BLKPARSE_LINE.match(line + b" ") for line in first_lines):
         return "blkparse"
     lines = head.split(b"\n", _DETECT_LINES)  # head: complete lines (or the whole file)
     sample = head if len(lines) <= _DETECT_LINES else b"\n".join(lines[:_DETECT_LINES]) + b"\n"
     suffixes = {s.lower() for s in Path(path).suffixes}
-    first_rows = [line for line in lines[:10] if line.strip()][:2]
+    first_rows = first_lines
     scores: dict[str, tuple[int, bool]] = {}
     implausible: list[str] = []
     for name in _DETECT_ORDER:
         fmt = DELIMITED[name]
         parser = DelimitedParser(fmt, path, engine, describe_errors=False)
-        # cheap pre-check: one of the first two lines (a header, then a row) has the field count
+        # cheap pre-check: one of the first lines (junk, a header, then rows) has the field count
         if not any(fmt.min_fields <= len(parser.fields(line)) <= parser.max_fields
                    for line in first_rows):
             continue
@@ -1001,8 +1201,10 @@ def detect(head: bytes, path: str, engine: str = "auto") -> str:
             raise TraceFormatError(
                 f"the first lines parse as {' or '.join(map(repr, implausible))} but their values "
                 f"are implausible for {'that format' if len(implausible) == 1 else 'each'} "
-                f"({'; '.join(_PLAUSIBLE[n] for n in implausible)}); pass format= to read the "
-                "file as one of them anyway", path=path)
+                f"({'; '.join(_PLAUSIBLE[n] for n in implausible)}), so reading it as "
+                f"{'that format' if len(implausible) == 1 else 'one of them'} would rescale "
+                "its times or offsets: hss-gym does not guess. Pass the format whose units the "
+                "file has (format=, or format='csv' with columns= and units)", path=path)
         raise TraceFormatError(
             f"could not detect the trace format from the first lines; pass format= (one of {names})",
             path=path)
