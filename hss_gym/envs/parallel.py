@@ -410,18 +410,18 @@ class HSSParallelEnv(ParallelEnv):
     RENDER_LATENCIES, RENDER_LAT_RANGE = 200, (1.0, 1e5)
 
     def _render_rgb(self) -> np.ndarray:
-        """A 240 x 400 picture: one occupancy bar per device (used pages of its capacity; the
+        """A 240 x 400 picture (taller with 5+ devices): one occupancy bar per device (used pages of its capacity; the
         last, unbounded device against the trace's footprint), the migration queue, and the
         latencies of the last :attr:`RENDER_LATENCIES` requests on a log scale (1 µs to 100 ms,
         red above 10 ms) - what one watches to see placement fill the fast device and
         evictions or migrations show up as latency."""
         if self._hss is None:
             return render.message("HSS-GYM: NOT RESET", 240, 400)
-        cv = render.Canvas(240, 400)
+        n = self.cfg.n_devices
+        cv = render.Canvas(max(240, 24 + 20 * n + 24 + 10 + 80), 400)  # taller with 5+ devices
         c = self._hss.counters()
         mean = self._latencies[:self._i].mean() if self._i else float("nan")
         cv.text(8, 6, f"STEP {self._i}/{self._end}  MEAN {mean:.0f} US")
-        n = self.cfg.n_devices
         footprint = max(self._trace.footprint_pages(), 1) if self._trace is not None else 1
         y = 24
         for d, (p, used, cap) in enumerate(zip(self.cfg.devices, c["used_pages"], self._hss.capacities)):
