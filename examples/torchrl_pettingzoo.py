@@ -87,6 +87,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--n-requests", type=int, default=500, help="requests in the trace (= episode length)")
     p.add_argument("--steps", type=int, default=200, help="rollout length (stops early at episode end)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1,
+                   help="PyTorch intra-op threads (torch.set_num_threads): 1 suits these small networks, "
+                        "PyTorch's default (all cores) is 14-20x slower on a busy 2-core machine")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args(argv)
 
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
     args = parse_args(argv)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     env, base = make_env(args.workload, args.config, args.n_requests, args.seed)
     # A random policy that respects the action masks (env.rand_action samples from the masked spec).

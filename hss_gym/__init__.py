@@ -1,8 +1,10 @@
 """hss-gym: reinforcement-learning environments for data placement and migration in hybrid
 storage systems.
 
-* ``hss_gym.parallel_env(...)`` — the two-agent PettingZoo env (placement + migration);
-* ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs;
+* ``hss_gym.parallel_env(...)`` — the two-agent PettingZoo env (placement + migration; PettingZoo
+  envs are not in Gymnasium's registry, so it has no ``gymnasium.make`` id);
+* ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs (without a
+  prior ``import hss_gym``: ``gymnasium.make("hss_gym:hss/Placement-v0")``);
 * ``gymnasium.make("hss/RLAlloc-v0")`` (``hss_gym.rlalloc_v0``) — flash-chip allocation for the
   streams of a multi-streamed SSD;
 * ``gymnasium.make("hss/LQoCo-v0")`` / ``hss_gym.lqoco_v0.env()`` — cache-overload control (L-QoCo);
@@ -22,7 +24,8 @@ __all__ = ["HSS", "parallel_env", "__version__"]
 
 
 def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: str = "sim", **options: Any):
-    """The two-agent environment ``hss/Harmonia-v0`` (see :mod:`hss_gym.envs.parallel`)."""
+    """The two-agent (placement + migration) PettingZoo environment of Harmonia (see
+    :mod:`hss_gym.envs.parallel`)."""
     from hss_gym.envs.parallel import HSSParallelEnv
     return HSSParallelEnv(config, workload, backend=backend, **options)
 

@@ -233,3 +233,58 @@ def test_rllib_fleetio_export_matches_the_rl_module():
         ref = module.forward_inference({Columns.OBS: torch.as_tensor(x)})[Columns.ACTION_DIST_INPUTS].numpy()
     ours = np.concatenate(PPOPolicy(rl.export_actor(module)).logits(x.astype(np.float64)), axis=1)
     np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- threads, CleanRL flags, paths
+TORCH_EXAMPLES = ["sb3_placement", "sb3_lqoco", "cleanrl_dqn", "torchrl_pettingzoo", "rllib_multiagent",
+                  "rllib_fleetio"]
+
+
+@pytest.mark.parametrize("name", TORCH_EXAMPLES)
+def test_torch_examples_default_to_one_thread(name):
+    """PyTorch's default (a thread per core) makes these small networks 14-20x slower on a busy
+    machine: every torch example asks for one intra-op thread unless --threads says otherwise."""
+    main = (EXAMPLES / f"{name}.py").read_text()
+    assert "torch.set_num_threads(args.threads)" in main.split("def main(", 1)[1]
+    if name.startswith("rllib"):
+        pytest.importorskip("ray.rllib")  # the module imports Ray at the top
+    ex = load_example(name)
+    assert ex.parse_args([]).threads == 1
+    assert ex.parse_args(["--threads", "3"]).threads == 3
+
+
+def test_cleanrl_dqn_sets_threads_and_cleanrl_flags(monkeypatch):
+    import torch
+
+    dqn = load_example("cleanrl_dqn")
+    a = dqn.parse_args([])
+    assert (a.cuda, a.track, a.seed, a.torch_deterministic, a.exp_name) == (True, False, 0, True, "cleanrl_dqn")
+    assert dqn.parse_args(["--no-cuda"]).cuda is False
+    asked: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", asked.append)
+    out = dqn.main(["--timesteps", "40", "--n-requests", "60", "--learning-starts", "1000", "--quiet",
+                    "--threads", "2", "--no-cuda"])
+    assert asked == [2] and set(out["results"]) >= {"trained", "random"}
+
+
+def test_cleanrl_dqn_track_without_wandb_says_how():
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed: --track would start a real run")
+    with pytest.raises(SystemExit, match="pip install wandb"):
+        load_example("cleanrl_dqn").main(["--track", "--timesteps", "8", "--quiet"])
+
+
+def test_lqoco_report_reads_what_the_bench_writes(tmp_path, monkeypatch):
+    """``hss-gym bench --suite lqoco-v1`` writes results/lqoco-v1/results.jsonl: the report reads
+    it by default, and from the directory or the file when given."""
+    monkeypatch.chdir(tmp_path)
+    rep = load_example("lqoco_report")
+    with pytest.raises(SystemExit, match="hss-gym bench --suite lqoco-v1"):
+        rep.main([])
+    out = tmp_path / "results" / "lqoco-v1"
+    out.mkdir(parents=True)
+    (out / "results.jsonl").write_text('{"status": "error"}\n')
+    for argv in ([], [str(out)], [str(out / "results.jsonl")]):
+        with pytest.raises(SystemExit, match=r"lqoco-v1/results.jsonl: no ok run of workload 'S-8'"):
+            rep.main(argv)

@@ -1,10 +1,13 @@
 """What `pip install hss-gym` gives a user: the sdist as PyPI would serve it, built into a wheel
 and installed outside the checkout, with every C extension, every data file (device and flash
 profiles, suites, published numbers, shipped weights) and working environments - not the
-editable install the other tests use. Slow: it compiles every extension (about a minute)."""
+editable install the other tests use. Slow: it compiles every extension (about a minute). With
+twine installed it also runs PyPI's metadata check (``twine check --strict``) on both files. A fast
+test checks that the committed wheel workflow (cibuildwheel) matches the package."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -15,7 +18,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.slow
 
 # Run by the installed copy, from a folder outside the checkout.
 CHECK = r"""
@@ -56,6 +58,7 @@ print("installed copy OK")
 """
 
 
+@pytest.mark.slow
 def test_sdist_builds_a_wheel_that_works_outside_the_checkout(tmp_path: Path) -> None:
     from setuptools import build_meta
 
@@ -72,6 +75,10 @@ def test_sdist_builds_a_wheel_that_works_outside_the_checkout(tmp_path: Path) ->
     subprocess.run(pip + ["wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheel"), str(src)],
                    check=True, cwd=tmp_path)
     (wheel,) = (tmp_path / "wheel").glob("hss_gym-*.whl")
+    if importlib.util.find_spec("twine") is not None:  # PyPI's metadata check (pip install twine)
+        chk = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)],
+                             capture_output=True, text=True)
+        assert chk.returncode == 0, chk.stdout + chk.stderr
     target = tmp_path / "site"
     subprocess.run(pip + ["install", "--no-deps", "--target", str(target), str(wheel)], check=True, cwd=tmp_path)
     assert not any(p.name in ("agents", "backends", "benchmarks") for p in target.iterdir())
@@ -80,3 +87,18 @@ def test_sdist_builds_a_wheel_that_works_outside_the_checkout(tmp_path: Path) ->
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "installed copy OK" in out.stdout
+
+
+def test_wheel_workflow_matches_the_package() -> None:
+    """The committed cibuildwheel workflow builds Linux and macOS wheels for every CPython that
+    requires-python admits (3.10 up to the newest tested, 3.13) and smoke-tests each wheel."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    cibw = meta["tool"]["cibuildwheel"]
+    assert meta["project"]["requires-python"] == ">=3.10"
+    assert cibw["build"].split() == [f"cp3{v}-*" for v in range(10, 14)]
+    assert "hss_gym._core" in cibw["test-command"] and "gym.make" in cibw["test-command"]
+    flow = (REPO / ".github" / "workflows" / "wheels.yml").read_text()
+    assert "pypa/cibuildwheel@" in flow and "twine check" in flow
+    assert "ubuntu-" in flow and "macos-" in flow

@@ -67,7 +67,7 @@ within fewer windows and less memory (the mapping tables), a coarser capacity; i
 the cost of a window, which grows with the offered load in page transactions, the number of
 vSSDs and ``window_s``), ``warmup`` (3), ``tick_ms`` (100: the granularity of the tenants' offered
 load; requests are Poisson within a tick), ``precondition`` (fraction of the logical space valid
-at start; None = empty), ``render_mode`` ("ansi").
+at start; None = empty), ``render_mode`` ("ansi" or "rgb_array").
 
 ## Infos
 Per agent, every step: ``bandwidth_MBps``, ``p99_us``, ``slo_vio``, ``harvested_channels``,
@@ -87,8 +87,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from hss_gym import render
 from hss_gym.envs.fleetio_flash import MB, FlashBackend
 from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
+from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads import fleetio as wl
 
 N_CHANNELS = 16  # Table 3's SSD (the flash profile ``fleetio``)
@@ -132,7 +134,9 @@ def _partition(counts: Sequence[int], n_channels: int) -> list[tuple[int, ...]]:
 class FleetIOEnv(ParallelEnv):
     """See the module docstring."""
 
-    metadata = {"name": "fleetio_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    # render_fps: playback rate of a recorded episode (one frame per window)
+    metadata = {"name": "fleetio_v0", "render_modes": list(RENDER_MODES), "render_fps": 4,
+                "is_parallelizable": True}
 
     def __init__(self, mix: str | Sequence[Any] = "mix4", *, windows: int = 60, window_s: float = 2.0,
                  beta: float = 0.6, alpha: float | Sequence[float] | None = None,
@@ -153,8 +157,7 @@ class FleetIOEnv(ParallelEnv):
         if precondition is not None and not 0 <= precondition < 1:
             raise ValueError(f"precondition must be None or in [0, 1), got {precondition}")
         self.scale, self.precondition = scale, precondition
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode={render_mode!r}; valid: None, 'ansi'")
+        check_render_mode(render_mode)
         self.mix_name = mix if isinstance(mix, str) else "custom"
         specs = wl.mix_workloads(mix)
         self.tenants = [wl.get_workload(s).instance() if isinstance(s, str) else s for s in specs]
@@ -243,7 +246,12 @@ class FleetIOEnv(ParallelEnv):
             self.agents = []
         return obs, rewards, terms, truncs, infos
 
-    def render(self) -> str | None:
+    def render(self) -> "str | np.ndarray | None":
+        """``"ansi"``: one line per vSSD (bandwidth, SLO violations, harvested channels,
+        priority); ``"rgb_array"``: the channel map and tenants (:meth:`_render_rgb`); None
+        without a render mode."""
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
         if self.render_mode != "ansi":
             return None
         last = self._hist[-1]
@@ -252,6 +260,53 @@ class FleetIOEnv(ParallelEnv):
             rows.append(f"{a} {self.tenants[i].name:>10} bw {last[i, 0] * self._bw_norm / MB:7.1f} MB/s "
                         f"slo_vio {last[i, 3]:.3f} harvested {self.pool.harvested_channels(i)} prio {self.priority[i]}")
         return "\n".join(rows)
+
+    def _channel_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """(usable, home): (n_vssd, n_channels) bools - the channels each vSSD's I/O may use now
+        and its home channels - read without changing any state (``_usable`` repartitions
+        under adaptive isolation)."""
+        n = len(self.tenants)
+        home = np.zeros((n, N_CHANNELS), bool)
+        for i, h in enumerate(self.home):
+            home[i, list(h)] = True
+        if self.isolation == "fleetio":
+            return self.pool.usable(n), home
+        if self.isolation == "software":
+            return np.ones((n, N_CHANNELS), bool), home
+        usable = np.zeros((n, N_CHANNELS), bool)
+        for i, h in enumerate(self.part):
+            usable[i, list(h)] = True
+        return usable, home
+
+    def _render_rgb(self) -> np.ndarray:
+        """The SSD's 16 channels against the tenants: row i marks the channels vSSD i may use
+        (full colour: its home channels; light: harvested from others); beside each row, its
+        last window's bandwidth (of the whole SSD's) and SLO-violation rate. What one watches to
+        see idle channels lent to the tenants that need them."""
+        n = len(self.tenants)
+        cell = 14
+        height = 40 + max(n, 1) * 24 + 16
+        cv = render.Canvas(height, 560)
+        util = self._util[-1] if self._util else 0.0
+        cv.text(8, 6, f"WINDOW {self.t}/{self.windows}  UTIL {util:.2f}  {self.isolation}")
+        usable, home = self._channel_map()
+        last = self._hist[-1]
+        x0, y0 = 96, 34
+        cv.text(x0, y0 - 10, "CHANNELS 0-15", scale=1)
+        cv.text(x0 + N_CHANNELS * cell + 12, y0 - 10, "BANDWIDTH", scale=1)
+        cv.text(x0 + N_CHANNELS * cell + 136, y0 - 10, "SLO VIOLATIONS", scale=1)
+        for i in range(n):
+            y = y0 + 24 * i
+            c = render.color(i)
+            cv.text(8, y + 4, f"{i} {self.tenants[i].name[:9]}", scale=1)
+            for ch in range(N_CHANNELS):
+                fill = c if home[i, ch] and usable[i, ch] else render.tint(c, 0.55) if usable[i, ch] else render.GREY
+                cv.rect(x0 + ch * cell, y, cell - 2, 16, fill)
+            bx = x0 + N_CHANNELS * cell + 12
+            cv.hbar(bx, y + 2, 112, 12, float(last[i, 0]), c)
+            cv.hbar(bx + 124, y + 2, 112, 12, float(last[i, 3]), render.RED)
+        cv.text(8, height - 12, "FULL COLOUR = HOME CHANNEL, LIGHT = HARVESTED", scale=1)
+        return cv.img
 
     def close(self) -> None:
         pass

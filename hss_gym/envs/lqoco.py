@@ -61,7 +61,7 @@ of names or (name, periods) pairs, a trace file path or ``Trace``), ``period_s``
 (dict of :class:`~hss_gym.envs.lqoco_workloads.Burst` fields), ``cache``/``tier`` (dicts of
 :class:`~hss_gym.envs.lqoco_model.CacheSpec` / ``TierSpec`` fields overriding the config),
 ``w_bins``, ``p_tol``, ``b_band``, ``bdp_window``, ``trace_speedup`` ("auto" or a factor),
-``render_mode`` ("ansi").
+``render_mode`` ("ansi" or "rgb_array").
 
 Paper: Ji Zhang et al., "L-QoCo: Learning to Optimize Cache Capacity Overloading in Storage
 Systems", DAC 2022.
@@ -77,8 +77,10 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from hss_gym import render
 from hss_gym.envs.lqoco_model import CONFIGS, CacheSim, CacheSpec, Tier, TierSpec
 from hss_gym.envs.lqoco_workloads import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
+from hss_gym.render import RENDER_MODES, check_render_mode
 
 W_NAMES = ("ExtremelyLow", "Low", "Mid", "High")
 P_NAMES = ("Low", "Mid", "High")
@@ -129,7 +131,8 @@ def _override(spec: Any, opts: dict[str, Any] | None, what: str) -> Any:
 class LQoCoEnv(gym.Env):
     """Cache-overload control; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi"]}
+    # render_fps: playback rate of a recorded episode (one frame per control period)
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
 
     def __init__(self, config: str = "oceanstor", workload: Any = "S-13", periods: int = 1500,
                  period_s: float = 1.0, substeps: int = 4, observation: str = "discrete",
@@ -168,8 +171,7 @@ class LQoCoEnv(gym.Env):
             raise ValueError(f"rate_bounds must be (low, high) with 0 < low < high, got {rate_bounds!r}")
         if bypass_us is not None and not bypass_us >= 0:
             raise ValueError(f"bypass_us must be None or >= 0, got {bypass_us!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_render_mode(render_mode)
         self.config, self.workload = config, workload
         self.periods, self.period_s, self.substeps = periods, float(period_s), substeps
         self.obs_kind, self.reward_kind = observation, reward
@@ -230,12 +232,54 @@ class LQoCoEnv(gym.Env):
             raise ValueError(f"rate_mbps must be > 0 (or inf), got {rate_mbps!r}")
         return self._advance(r * 1e6)
 
-    def render(self) -> str | None:
+    def render(self) -> "str | np.ndarray | None":
+        """``"ansi"``: the state (W, P, B and their levels) and the rate; ``"rgb_array"``: the
+        cache tier's load (:meth:`_render_rgb`); None without a render mode."""
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
         if self.render_mode != "ansi" or self.sim is None:
             return None
         w, p, b = self._state
         return (f"t={self.t} W={self.W:.3f} ({W_NAMES[w]}) P={self.P:+.3f} ({P_NAMES[p]}) "
                 f"B={self.B:.2f} ({B_NAMES[b]}) I={self.rate / 1e6:.1f} MB/s")
+
+    #: periods shown in the rgb_array history strips
+    RENDER_PERIODS = 200
+
+    def _render_rgb(self) -> np.ndarray:
+        """A 240 x 400 picture of the cache tier: the watermark W (dirty fraction of the cache)
+        with the level cut points ``w_bins`` (red once past the last, the overload threshold), the
+        admitted rate I and the flush bandwidth O on one scale, and the last
+        :attr:`RENDER_PERIODS` periods of W and of throughput: what one watches to see a
+        controller keep the cache below overload without starving the host."""
+        if self.sim is None:
+            return render.message("L-QOCO: NOT RESET", 240, 400)
+        cv = render.Canvas(240, 400)
+        w, p, b = self._state
+        cv.text(8, 6, f"T {self.t}/{self.periods}  {self._mix_name()}")
+        cv.text(8, 20, f"STATE W {W_NAMES[w]}, P {P_NAMES[p]}, B {B_NAMES[b]}", scale=1)
+        over = self.W >= self.w_bins[2]
+        cv.text(8, 35, "W")
+        cv.hbar(40, 32, 280, 14, self.W, render.RED if over else render.color(0), marks=self.w_bins)
+        cv.text(328, 35, f"{self.W:.2f}", scale=1)
+        h = self._hist
+        admitted = h["admitted_mbps"][-1] if h["admitted_mbps"] else 0.0
+        flush = h["flush_mbps"][-1] if h["flush_mbps"] else 0.0
+        top = max(admitted, flush, self.btlbw / 1e6, 1e-9) * 1.25
+        for row, (name, val, c) in enumerate((("I", admitted, render.color(1)), ("O", flush, render.color(2)))):
+            y = 54 + 18 * row
+            cv.text(8, y + 3, name)
+            cv.hbar(40, y, 280, 14, val / top, c, marks=(self.btlbw / 1e6 / top,))
+            cv.text(328, y + 3, f"{val:.0f} MB/S", scale=1)
+        k = self.RENDER_PERIODS
+        cv.text(8, 94, f"W, LAST {k} PERIODS (LINE: OVERLOAD)", scale=1)
+        cv.strip(8, 102, 384, 56, h["W"][-k:], render.color(0), slots=k)
+        cv.rect(8, 102 + 56 * (1 - self.w_bins[2]), 384, 1, render.RED)
+        thr = np.asarray(h["throughput_mbps"][-k:], dtype=np.float64)
+        peak = float(thr.max()) if len(thr) and thr.max() > 0 else 1.0
+        cv.text(8, 166, f"THROUGHPUT, LAST {k} PERIODS (TOP {peak:.0f} MB/S)", scale=1)
+        cv.strip(8, 174, 384, 56, thr / peak, render.color(2), slots=k)
+        return cv.img
 
     # ------------------------------------------------------------------ dynamics
     def _mix_name(self) -> str:

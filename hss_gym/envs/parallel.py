@@ -85,10 +85,12 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from hss_gym import render
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs.features import feature_names, observation_space
 from hss_gym.hss import HSS
 from hss_gym.metrics import RunMetrics, compute_metrics
+from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads.registry import check_count, check_seed
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
@@ -100,7 +102,9 @@ _ENV_KEYS = {"workload", "n_requests", "window", "backend", "paths", "backend_op
 class HSSParallelEnv(ParallelEnv):
     """See the module docstring."""
 
-    metadata = {"name": "hss_harmonia_v0", "render_modes": ["ansi"], "is_parallelizable": True}
+    # render_fps: the playback rate of a recorded episode (one frame per request), not a real time
+    metadata = {"name": "hss_harmonia_v0", "render_modes": list(RENDER_MODES), "render_fps": 30,
+                "is_parallelizable": True}
 
     def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: "str | Trace" = "ycsb-b",
                  *, n_requests: int = 100_000, window: tuple[int, int] | None = None, backend: str = "sim",
@@ -116,8 +120,7 @@ class HSSParallelEnv(ParallelEnv):
         if backend == "uring" and not self._paths:
             raise ValueError("backend='uring' needs paths=[fast_path, ..., home_path] (files or block devices)")
         self.backend, self._real = backend, None
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_render_mode(render_mode)
         for name, v in (("reward_n", reward_n), ("reward_x", reward_x)):
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v}")
@@ -394,9 +397,14 @@ class HSSParallelEnv(ParallelEnv):
             raise RuntimeError("call reset() first")
         return np.concatenate(self._obs)
 
-    def render(self) -> str | None:
+    def render(self) -> "str | np.ndarray | None":
+        """The state as ``render_mode`` asks: ``"ansi"`` one text line (step, mean latency, pages
+        per device, migration queue); ``"rgb_array"`` an image (:meth:`_render_rgb`); None
+        without a render mode."""
         if self.render_mode is None:
             return None
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
         if self._hss is None:
             return "hss-gym: not reset"
         c = self._hss.counters()
@@ -406,6 +414,46 @@ class HSSParallelEnv(ParallelEnv):
         return (f"step {self._i}/{self._end}  mean latency {mean:.1f} us  pages [{used}]  "
                 f"queue {c['queue_length']}/{self.cfg.queue_size}  migrations {c['migrations']}  "
                 f"evictions {c['evictions']}")
+
+    #: requests shown in the rgb_array latency strip, and its log scale's ends (µs)
+    RENDER_LATENCIES, RENDER_LAT_RANGE = 200, (1.0, 1e5)
+
+    def _render_rgb(self) -> np.ndarray:
+        """A 240 x 400 picture (taller with 5+ devices): one occupancy bar per device (used pages of its capacity; the
+        last, unbounded device against the trace's footprint), the migration queue, and the
+        latencies of the last :attr:`RENDER_LATENCIES` requests on a log scale (1 µs to 100 ms,
+        red above 10 ms) - what one watches to see placement fill the fast device and
+        evictions or migrations show up as latency."""
+        if self._hss is None:
+            return render.message("HSS-GYM: NOT RESET", 240, 400)
+        n = self.cfg.n_devices
+        cv = render.Canvas(max(240, 24 + 20 * n + 24 + 10 + 80), 400)  # taller with 5+ devices
+        c = self._hss.counters()
+        mean = self._latencies[:self._i].mean() if self._i else float("nan")
+        cv.text(8, 6, f"STEP {self._i}/{self._end}  MEAN {mean:.0f} US")
+        footprint = max(self._trace.footprint_pages(), 1) if self._trace is not None else 1
+        y = 24
+        for d, (p, used, cap) in enumerate(zip(self.cfg.devices, c["used_pages"], self._hss.capacities)):
+            last = d == n - 1
+            denom = footprint if last else max(cap, 1)
+            cv.text(8, y + 3, p.id[:4])
+            cv.hbar(48, y, 240, 14, used / denom, render.color(d))
+            cv.text(296, y + 3, f"{used}/{'FP' if last else cap}", scale=1)
+            y += 20
+        cv.text(8, y + 3, "MQ")
+        cv.hbar(48, y, 240, 14, c["queue_length"] / max(self.cfg.queue_size, 1), render.DARK)
+        cv.text(296, y + 3, f"{c['queue_length']}/{self.cfg.queue_size} MIGR {c['migrations']}", scale=1)
+        y += 24
+        k = self.RENDER_LATENCIES
+        lat = self._latencies[max(0, self._i - k):self._i]
+        cv.text(8, y, f"LATENCY, LAST {k} REQUESTS (LOG 1US-100MS)", scale=1)
+        y += 10
+        h = cv.height - y - 8
+        frac = render.log_fraction(lat, *self.RENDER_LAT_RANGE)
+        cv.strip(8, y, 384, h, frac, render.color(0), slots=k)
+        slow = render.log_fraction(np.array([1e4]), *self.RENDER_LAT_RANGE)[0]
+        cv.rect(8, y + h * (1 - slow), 384, 1, render.RED)  # the 10 ms line
+        return cv.img
 
     def _real_backend(self, trace: Trace) -> dict[str, Any]:
         """The real backend (kept across resets: it owns the files), sized for ``trace``."""

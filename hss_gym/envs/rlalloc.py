@@ -99,6 +99,8 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from hss_gym import render
+from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads.msr_streams import STREAMS, stream_trace
 from hss_gym.workloads.trace import WRITE
 
@@ -152,7 +154,8 @@ def encode_flat(dst: int, donor: int, n_streams: int) -> int:
 class RLAllocEnv(gym.Env):
     """See the module docstring."""
 
-    metadata = {"render_modes": ["ansi"]}
+    # render_fps: playback rate of a recorded episode (one frame per allocation period)
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
 
     def __init__(self, streams: Sequence[str] | None = None, n_streams: int | None = None,
                  sweep_stream: str = SWEEP_STREAM, profile: Any = "rlalloc", scale: float = 1 / 16,
@@ -184,8 +187,7 @@ class RLAllocEnv(gym.Env):
                 raise ValueError(f"{name} must be > 0, got {val!r}")
         if len(reward_weights) != 2:
             raise ValueError(f"reward_weights must be 2 numbers (IOPS, tail latency), got {reward_weights!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode={render_mode!r}; valid: None, 'ansi'")
+        check_render_mode(render_mode)
         flash = _flash()
         if isinstance(profile, flash.FlashProfile):
             self.profile = profile.scaled(scale) if scale != 1 else profile
@@ -404,11 +406,53 @@ class RLAllocEnv(gym.Env):
         return {"profile": self.profile.name, "blocks_per_plane": self.profile.blocks_per_plane,
                 "period_us": self.period_us, "streams": self.streams, "sources": self._provenance}
 
-    def render(self) -> str | None:
+    def render(self) -> "str | np.ndarray | None":
+        """``"ansi"``: chips per stream and the period's tail latency; ``"rgb_array"``: the chip
+        map (:meth:`_render_rgb`); None without a render mode."""
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
         if self.render_mode != "ansi" or self._ssd is None:
             return None
         return (f"period {self._period}/{self.episode_periods}: chips per stream "
                 f"{[len(a) for a in self._alloc]}, tail {self._tail(self._last):.0f} us")
+
+    def _render_rgb(self) -> np.ndarray:
+        """The SSD's chips as a grid (one row per channel), each coloured by the stream(s) it is
+        allocated to (stripes when shared, grey when free), darker the busier it was in the last
+        period; beside it, each stream's chip count as a bar of all chips. What one watches to
+        see the agent move chips towards the streams that queue."""
+        if self._ssd is None:
+            return render.message("RLALLOC: NOT RESET", 240, 480)
+        nch, cpc, n = self.n_channels, self.chips_per_channel, self.n_streams
+        cell = max(4, min(24, 200 // max(nch, cpc)))
+        grid_h = nch * cell
+        height = max(grid_h, 16 * n) + 40
+        cv = render.Canvas(height, 480)
+        cv.text(8, 6, f"PERIOD {self._period}/{self.episode_periods}  TAIL {self._tail(self._last):.0f} US")
+        owners: list[list[int]] = [[] for _ in range(self.n_units)]
+        for s_, units in enumerate(self._alloc):
+            for u in units.tolist():
+                owners[u].append(s_)
+        x0, y0 = 8, 28
+        for u in range(self.n_units):
+            x, y = x0 + (u % cpc) * cell, y0 + (u // cpc) * cell
+            who = owners[u]
+            shade = 0.6 * (1.0 - float(np.clip(self._unit_busy[u], 0.0, 1.0)))
+            if not who:
+                cv.rect(x, y, cell - 1, cell - 1, render.GREY)
+                continue
+            w = (cell - 1) / len(who)
+            for k, s_ in enumerate(who):
+                cv.rect(x + k * w, y, w, cell - 1, render.tint(render.color(s_), shade))
+        cv.text(x0, y0 + grid_h + 2, "ROW = CHANNEL, DARK = BUSY", scale=1)
+        px = x0 + cpc * cell + 16
+        bar_w = 480 - px - 8 - 88
+        for s_, units in enumerate(self._alloc):
+            y = y0 + 16 * s_
+            cv.text(px, y + 2, f"S{s_} {os.path.basename(self.streams[s_])[:6]}", scale=1)
+            cv.hbar(px + 44, y, bar_w, 10, len(units) / self.n_units, render.color(s_))
+            cv.text(px + 48 + bar_w, y + 2, f"{len(units)} CHIPS", scale=1)
+        return cv.img
 
     def close(self) -> None:
         if self._ssd is not None:
@@ -419,3 +463,6 @@ class RLAllocEnv(gym.Env):
 def rlalloc_env(**kwargs: Any) -> RLAllocEnv:
     """Entry point of ``hss/RLAlloc-v0``."""
     return RLAllocEnv(**kwargs)
+
+
+rlalloc_env.metadata = RLAllocEnv.metadata  # type: ignore[attr-defined]  # read by gym.make

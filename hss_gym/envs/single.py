@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
+from hss_gym.render import RENDER_MODES
 
 Policy = Callable[[np.ndarray, dict[str, Any]], int]
 
@@ -46,7 +47,7 @@ def stay(obs: np.ndarray, info: dict[str, Any]) -> int:
 class SingleAgentEnv(gym.Env):
     """One agent of the parallel env as a Gymnasium env; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": HSSParallelEnv.metadata["render_fps"]}
 
     def __init__(self, parallel_env: HSSParallelEnv, agent: str, other_policy: Policy) -> None:
         if agent not in AGENTS:
@@ -107,7 +108,9 @@ class SingleAgentEnv(gym.Env):
             reward, done = self._advance(reward)
         return self._obs[self.agent], float(reward), False, bool(done), self._info()
 
-    def render(self) -> str | None:
+    def render(self) -> "str | np.ndarray | None":
+        """The two-agent env's picture (``render_mode`` is passed to it: ``"ansi"`` or
+        ``"rgb_array"``)."""
         return self.env.render()
 
     def close(self) -> None:
@@ -129,3 +132,8 @@ def migration_env(placement_policy: str = "fast", **kwargs: Any) -> SingleAgentE
     env = HSSParallelEnv(**kwargs)
     device = policies[placement_policy] % env.cfg.n_devices
     return SingleAgentEnv(env, "migration", fixed_device(device))
+
+
+# gym.make reads the entry point's metadata before building the env (render modes: e.g. it wraps
+# an rgb_array env in HumanRendering for render_mode="human"); give the factories the class's.
+placement_env.metadata = migration_env.metadata = SingleAgentEnv.metadata  # type: ignore[attr-defined]
