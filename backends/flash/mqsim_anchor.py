@@ -108,7 +108,7 @@ def _build(src: Path, dest: Path) -> None:
 
 
 # MQSim's program/erase suspension is unreachable as shipped (commit 7ec40e3b), ignores its settings
-# and would hang a chip if reached; the suspension validation runs a second copy with these four
+# and would hang or crash if reached; the suspension validation runs a second copy with these five
 # fixes (file, pattern, replacement, why). Each pattern must match: a changed MQSim makes the build
 # fail loudly.
 SUSPENSION_FIXES: tuple[tuple[str, str, str, str], ...] = (
@@ -120,6 +120,13 @@ SUSPENSION_FIXES: tuple[tuple[str, str, str, str], ...] = (
      "the constructor passes its arguments to TSU_Base in the wrong order: both suspensions come out "
      "enabled whatever CMD_Suspension_Support says (from the non-zero preferred times), the program "
      "threshold is Preferred_suspend_erase_time_for_write and the erase thresholds are 0 or 1 ns"),
+    ("src/ssd/TSU_Priority_OutOfOrder.cpp",
+     r"_NVMController->Expected_finish_time\(chip\) - Simulator->Time\(\) < (\w+)",
+     r"_NVMController->Expected_finish_time(chip) < Simulator->Time() + \1",
+     "the time left is an unsigned difference: once the chip's expected finish has passed (a resumed "
+     "operation runs past it, and a finishing erase re-enters the scheduler before its chip is marked "
+     "idle) it wraps to a huge value, so the operation is suspended again, and a die whose command has "
+     "just ended is 'suspended' (a null event: segmentation fault)"),
     ("src/ssd/TSU_Priority_OutOfOrder.cpp", r"suspensionRequired = true;(\s*)(case|default)",
      r"suspensionRequired = true; break;\1\2",
      "service_read/write_transaction: the WRITING and ERASING cases fall through to `default: return "

@@ -55,10 +55,10 @@ def scenarios() -> dict[str, Scenario]:
     # programs without program suspension, and suspend them (100 us each) with it
     ls = [Flow(queue_depth=4, seed=21, read_pct=100, size_sectors=8, requests=20000),
           Flow(queue_depth=32, seed=22, read_pct=0, size_sectors=16, requests=30000)]
-    # (b) reads during GC (the gc-write device and writer, a QD 4 reader beside): erases suspended
+    # (b) reads during GC: the gc-write device, one flow of half reads, half writes (one flow: MQSim
+    # preconditions a read-only flow's data as full blocks, the model as after random overwrites)
     gc_cfg = {"Block_No_Per_Plane": 256, "Page_No_Per_Block": 64, "Enabled_Preconditioning": "true"}
-    gcs = [Flow(read_pct=0, queue_depth=16, size_sectors=16, requests=100000, seed=23, occupancy_pct=70),
-           Flow(read_pct=100, queue_depth=4, size_sectors=8, requests=60000, seed=24, occupancy_pct=70)]
+    gcs = [Flow(read_pct=50, queue_depth=16, size_sectors=16, requests=200000, seed=23, occupancy_pct=70)]
     return {s.name: s for s in [
         Scenario("tpcc-small", [Flow(trace="traces/tpcc-small.trace")], trace="traces/tpcc-small.trace", config=off),
         Scenario("read-qd1", [Flow(queue_depth=1, seed=11, **rd)], config=off),
@@ -99,8 +99,9 @@ def _ours(scn: Scenario, profile: FlashProfile, seed: int) -> dict:
             size = f.size_sectors * 512
             base = s * span if scn.flow_ranges else 0
             off = base + rng.integers(0, span // size, f.requests) * size
-            ssd.submit(np.zeros(f.requests), np.full(f.requests, s, np.int32), off, np.full(f.requests, size),
-                       np.full(f.requests, f.read_pct == 0))
+            writes = (rng.random(f.requests) * 100 >= f.read_pct) if 0 < f.read_pct < 100 else \
+                np.full(f.requests, f.read_pct == 0)
+            ssd.submit(np.zeros(f.requests), np.full(f.requests, s, np.int32), off, np.full(f.requests, size), writes)
         t_end = 0.0
     step = 1e6
     t = t_end
@@ -112,7 +113,7 @@ def _ours(scn: Scenario, profile: FlashProfile, seed: int) -> dict:
     tot = ssd.totals()
     lat = ssd.latencies if scn.trace else ssd.device_latencies  # closed loop: from admission
     out = {"flows": [lat(s) for s in range(ssd.n_streams)], "wa": tot.write_amplification,
-           "gc_runs": tot.gc_runs_total, "suspends": ssd.suspensions()}
+           "gc_runs": tot.gc_runs_total, "suspends": ssd.suspensions(), "host_writes": int(tot.write_tx.sum())}
     ssd.close()
     return out
 
@@ -148,6 +149,8 @@ def run(names: "list[str] | None" = None, workdir: "str | Path | None" = None, s
         if scn.config.get("Enabled_Preconditioning") == "true":
             host = sum(f.requests * max(1, f.size_sectors * 512 // profile.page_size) for f in scn.flows
                        if f.read_pct == 0)
+            if not host:  # mixed flows: the model's count of host page writes
+                host = ours["host_writes"]
             m = mq.gc_write_amplification(host)
             o = ours["wa"]
             rows.append(dict(scenario=name, flow=-1, metric="gc_write_amplification", ours=o, mqsim=m,
