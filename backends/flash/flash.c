@@ -10,7 +10,15 @@
  *   round-robin; a chip serves GC reads/writes/erases before user transactions (non-preemptive
  *   GC), user reads before user writes, and higher priority classes first;
  * - a plane starts GC when its free blocks fall below the threshold: greedy victim (fewest valid
- *   pages), valid pages read out and programmed into the GC frontier of the same plane, erase.
+ *   pages), valid pages read out and programmed into the GC frontier of the same plane, erase;
+ * - with program/erase suspension on (MQSim's TSU_Priority_OutOfOrder / NVM_PHY_ONFI_NVDDR2 with
+ *   their fall-through and bookkeeping bugs fixed, see docs/flash-model.md): a read finding its chip
+ *   in a program (erase) array operation, or a program finding it in an erase, with no command
+ *   already suspended and at least the preferred time of the operation left (reckoned from the
+ *   chip's expected finish, which is not moved by a resume), is issued at once. On the operation's
+ *   die the operation is suspended: the new command's bus phase first carries the suspend command
+ *   and the suspend time, and the operation resumes with its remaining time when the chip is idle
+ *   again. On another die it runs on alongside (die interleaving, no suspend cost).
  * Time is kept in integer nanoseconds. */
 #include "flash.h"
 
@@ -29,6 +37,8 @@ enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE, TX_UPDREAD };
 enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
 enum { PH_CMD, PH_DATAOUT };
 enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
+/* a chip's second command: a suspended one (held) or one running on another die (background) */
+enum { SUSP_NONE, SUSP_HELD, SUSP_BG };
 /* chip queues: user reads by priority, user writes by priority, GC reads, GC writes, erases */
 enum { Q_UR = 0, Q_UW = FL_PRIO, Q_GCR = 2 * FL_PRIO, Q_GCW, Q_ER, N_Q };
 
@@ -71,11 +81,20 @@ typedef struct {
 } channel_t;
 
 typedef struct {
-    int busy;                      /* a command is in flight (bus phase, array op or data-out) */
+    int busy;                      /* not idle: a command in flight (bus phase, array op or data-out),
+                                      or a suspended / background one */
     int kind;                      /* TX_READ/TX_WRITE/TX_ERASE class of the active command */
     int n_active, pending_out, active_stream;
+    int fg_active;                 /* the foreground command is in flight */
+    int in_array;                  /* ... and in its array operation, which ends at array_done_at */
     int32_t active[FL_MAX_PLANES];
     int64_t start, busy_done;
+    int64_t array_done_at;
+    int64_t exp_finish;            /* MQSim's Expected_command_exec_finish_time: the latest expected end
+                                      of an issued command's array operation (a resume does not move it) */
+    int s_state, s_kind, s_n;      /* the suspended (SUSP_HELD) or background (SUSP_BG) command */
+    int32_t s_active[FL_MAX_PLANES];
+    int64_t s_remaining, s_done_at;
     fifo_t q[N_Q];
     int64_t gc_ops, valid_pages, free_blocks;
 } unit_t;
@@ -144,6 +163,8 @@ struct fl_sim {
     size_t lat_n, lat_cap;
     /* global counters */
     int64_t host_page_writes, flash_programs, gc_runs, erases;
+    int64_t program_suspends, erase_suspends;
+    int64_t susp_cmd_ns;           /* ONFI suspend command: tCS + 3 tWC (MQSim's *SuspendCommandTime) */
     uint64_t rng;
 };
 
@@ -350,6 +371,11 @@ static int check_cfg(const fl_config *c, char *err, size_t errlen)
     if (pages >= 4294967295.0) return cfg_error(err, errlen, "physical pages must be < 2^32 (use a larger page or scale)", "geometry", pages);
     int thr = (int)(c->gc_threshold * c->blocks_per_plane);
     if (thr + 2 >= c->blocks_per_plane) return cfg_error(err, errlen, "leaves no blocks for data; raise blocks_per_plane", "gc_threshold", c->gc_threshold);
+    if (c->susp_program_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_program_us", (double)c->susp_program_ns / 1000);
+    if (c->susp_erase_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_erase_us", (double)c->susp_erase_ns / 1000);
+    if (c->susp_program_read_min_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_program_for_read_min_us", (double)c->susp_program_read_min_ns / 1000);
+    if (c->susp_erase_read_min_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_erase_for_read_min_us", (double)c->susp_erase_read_min_ns / 1000);
+    if (c->susp_erase_write_min_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_erase_for_write_min_us", (double)c->susp_erase_write_min_ns / 1000);
     return 0;
 }
 
@@ -376,6 +402,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         s->cmd_prog[n] = tCS + (n - 1) * (5 * tWC + tADL + tWPST + tCALS + tWB + tDBSY) + (6 * tWC + tADL + tWPST + tWPSTH + tWB);
         s->cmd_erase[n] = tCS + n * (4 * tWC + tWB) + (n - 1) * tDBSY;
     }
+    s->susp_cmd_ns = tCS + 3 * tWC;
     s->xfer_ns_per_byte = 1000.0 / (cfg->channel_mtps * cfg->channel_width);
     int bits = 1;
     while (bits < 32 && (1ull << bits) < s->logical_pages) bits++;
@@ -612,6 +639,24 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     tx_t *h = &s->tx[un->q[q1].head];
     int die = h->die;
     uint32_t page = h->page;
+    int64_t susp = 0;
+    if (un->busy) {
+        /* the chip is in a program/erase (service_busy_chip checked that it may be suspended): set
+         * it aside, suspended on its own die (at a cost), running on alongside on another die */
+        un->s_kind = un->kind;
+        un->s_n = un->n_active;
+        memcpy(un->s_active, un->active, (size_t)un->n_active * sizeof(int32_t));
+        un->in_array = 0;
+        if (s->tx[un->active[0]].die == die) {
+            un->s_state = SUSP_HELD;
+            un->s_remaining = un->array_done_at - s->now;
+            if (un->kind == TX_WRITE) { susp = s->susp_cmd_ns + s->c.susp_program_ns; s->program_suspends++; }
+            else { susp = s->susp_cmd_ns + s->c.susp_erase_ns; s->erase_suspends++; }
+        } else {
+            un->s_state = SUSP_BG;
+            un->s_done_at = un->array_done_at;
+        }
+    }
     unsigned planes = 0;
     un->n_active = 0;
     int qs[2] = {q1, q2};
@@ -638,20 +683,26 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     }
     int n = un->n_active;
     int kind = s->tx[un->active[0]].kind;
-    int64_t dur;
+    int64_t dur, op;
     if (kind == TX_READ || kind == TX_GCREAD || kind == TX_UPDREAD) {
         un->kind = TX_READ;
         dur = s->cmd_read[n];
+        op = s->c.read_ns;
     } else if (kind == TX_WRITE || kind == TX_GCWRITE) {
         un->kind = TX_WRITE;
         dur = s->cmd_prog[n];
         for (int i = 0; i < n; i++) dur += xfer_ns(s, s->tx[un->active[i]].bytes);
+        op = s->c.program_ns;
     } else {
         un->kind = TX_ERASE;
         dur = s->cmd_erase[n];
+        op = s->c.erase_ns;
     }
+    dur += susp;
+    if (s->now + dur + op > un->exp_finish) un->exp_finish = s->now + dur + op;
+    if (!un->busy) un->start = s->now;
     un->busy = 1;
-    un->start = s->now;
+    un->fg_active = 1;
     un->pending_out = 0;
     un->active_stream = s->tx[un->active[0]].stream;
     bus_start(s, channel_of_unit(s, u), PH_CMD, (int32_t)u, -1, dur);
@@ -671,11 +722,36 @@ static int next_user_queue(const unit_t *un, int base, int after)
     return -1;
 }
 
+/* A busy chip (MQSim's TSU does not skip them): a read may be issued when the chip is in the array
+ * operation of a program (erase), program (erase) suspension is on, no command is suspended or
+ * running beside it, and the chip's expected finish is at least the preferred time away; else a
+ * program when the chip is in an erase (MQSim's service_read/write_transaction, same queue choice
+ * as an idle chip under non-preemptive GC). */
+static int service_busy_chip(fl_sim *s, uint32_t u)
+{
+    unit_t *un = &s->units[u];
+    if (!un->in_array || un->s_state != SUSP_NONE || un->kind == TX_READ) return 0;
+    int64_t left = un->exp_finish - s->now;
+    int ur = user_queue(un, Q_UR), uw = user_queue(un, Q_UW);
+    int r1 = -1, r2 = -1;
+    if (un->q[Q_GCR].head >= 0) { r1 = Q_GCR; r2 = ur; }
+    else if (un->q[Q_GCW].head < 0 && un->q[Q_ER].head < 0 && ur >= 0) { r1 = ur; r2 = next_user_queue(un, Q_UR, ur); }
+    if (r1 >= 0 && (un->kind == TX_WRITE ? s->c.susp_program && left >= s->c.susp_program_read_min_ns
+                                         : s->c.susp_erase && left >= s->c.susp_erase_read_min_ns)) {
+        issue(s, u, r1, r2);
+        return 1;
+    }
+    if (un->kind != TX_ERASE || !s->c.susp_erase || left < s->c.susp_erase_write_min_ns) return 0;
+    if (un->q[Q_GCW].head >= 0) { issue(s, u, Q_GCW, uw); return 1; }
+    if (un->q[Q_ER].head < 0 && uw >= 0) { issue(s, u, uw, next_user_queue(un, Q_UW, uw)); return 1; }
+    return 0;
+}
+
 /* MQSim's TSU_Priority_OutOfOrder with non-preemptive GC: read, else write, else erase. */
 static int service_chip(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
-    if (un->busy) return 0;
+    if (un->busy) return (s->c.susp_program || s->c.susp_erase) ? service_busy_chip(s, u) : 0;
     int ur = user_queue(un, Q_UR), uw = user_queue(un, Q_UW);
     /* reads */
     if (un->q[Q_GCR].head >= 0) { issue(s, u, Q_GCR, ur); return 1; }
@@ -967,6 +1043,28 @@ static void complete_tx(fl_sim *s, int32_t t)
 
 /* ------------------------------------------------------------------ events */
 
+/* The chip's foreground command is done: resume a suspended command (MQSim ignores the resume
+ * command's time), wait for one running on another die, or go idle. */
+static void fg_finish(fl_sim *s, uint32_t u)
+{
+    unit_t *un = &s->units[u];
+    un->fg_active = 0;
+    if (un->s_state == SUSP_HELD) {
+        un->s_state = SUSP_NONE;
+        un->kind = un->s_kind;
+        un->n_active = un->s_n;
+        memcpy(un->active, un->s_active, (size_t)un->s_n * sizeof(int32_t));
+        un->active_stream = s->tx[un->active[0]].stream;
+        un->fg_active = 1;
+        un->in_array = 1;
+        un->array_done_at = s->now + un->s_remaining;
+        ev_push(s, un->array_done_at, EV_ARRAY, (int)u);
+    } else if (un->s_state == SUSP_NONE) {
+        un->busy = 0;
+        un->busy_done += s->now - un->start;
+    }
+}
+
 static void on_bus_done(fl_sim *s, int c)
 {
     channel_t *ch = &s->ch[c];
@@ -976,16 +1074,15 @@ static void on_bus_done(fl_sim *s, int c)
     unit_t *un = &s->units[u];
     if (ch->phase == PH_CMD) {
         int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
+        un->in_array = 1;
+        un->array_done_at = s->now + op;
         ev_push(s, s->now + op, EV_ARRAY, (int)u);
         channel_kick(s, c);
         return;
     }
     s->batching++;
     complete_tx(s, ch->tx);
-    if (--un->pending_out == 0) {
-        un->busy = 0;
-        un->busy_done += s->now - un->start;
-    }
+    if (--un->pending_out == 0) fg_finish(s, u);
     /* the bus goes first to waiting data-outs, then to the chips (MQSim's PHY order) */
     channel_kick(s, c);
     if (--s->batching == 0) flush_dirty(s);
@@ -995,6 +1092,22 @@ static void on_array_done(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
     int c = channel_of_unit(s, u);
+    if (!(un->in_array && s->now == un->array_done_at)) {
+        /* a program/erase that ran beside the foreground command on another die; or else the
+         * original end of a suspended operation (it moved when the operation was resumed) */
+        if (un->s_state != SUSP_BG || s->now != un->s_done_at) return;
+        int32_t bg[FL_MAX_PLANES];
+        int nb = un->s_n;
+        memcpy(bg, un->s_active, (size_t)nb * sizeof(int32_t));
+        un->s_state = SUSP_NONE;
+        if (!un->fg_active) { un->busy = 0; un->busy_done += s->now - un->start; }
+        s->batching++;
+        for (int i = 0; i < nb; i++) complete_tx(s, bg[i]);
+        if (--s->batching == 0) flush_dirty(s);
+        channel_kick(s, c);
+        return;
+    }
+    un->in_array = 0;
     int n = un->n_active;
     un->n_active = 0;
     if (un->kind == TX_READ) {
@@ -1006,10 +1119,9 @@ static void on_array_done(fl_sim *s, uint32_t u)
         }
         return;
     }
-    un->busy = 0;
-    un->busy_done += s->now - un->start;
     int32_t done[FL_MAX_PLANES];
     memcpy(done, un->active, (size_t)n * sizeof(int32_t));
+    fg_finish(s, u);
     s->batching++;
     for (int i = 0; i < n; i++) complete_tx(s, done[i]);
     if (--s->batching == 0) flush_dirty(s);
@@ -1298,6 +1410,12 @@ void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *fla
     *flash_programs = s->flash_programs;
     *gc_runs = s->gc_runs;
     *erases = s->erases;
+}
+
+void fl_suspend_counters(const fl_sim *s, int64_t *program_suspends, int64_t *erase_suspends)
+{
+    *program_suspends = s->program_suspends;
+    *erase_suspends = s->erase_suspends;
 }
 
 size_t fl_latency_count(const fl_sim *s) { return s->lat_n; }

@@ -27,6 +27,13 @@ typedef struct {
     int queue_depth[FL_MAX_STREAMS];
     uint64_t seed;
     int map_unwritten_reads;    /* MQSim's behaviour: a read of a never-written page maps it */
+    /* Program/erase suspension (MQSim's CMD_Suspension_Support, Suspend_*_Time, Preferred_suspend_*;
+     * all zero = off, the model's behaviour before suspension existed). A read may suspend a chip's
+     * running program (susp_program) or erase (susp_erase), a program may suspend an erase, when at
+     * least the *_min_ns of the running operation is left and the chip holds no suspended command. */
+    int susp_program, susp_erase;
+    int64_t susp_program_ns, susp_erase_ns;   /* cost of suspending (on the bus, before the command) */
+    int64_t susp_program_read_min_ns, susp_erase_read_min_ns, susp_erase_write_min_ns;
 } fl_config;
 
 /* Cumulative counters (the Python wrapper diffs two snapshots to get a window). */
@@ -76,6 +83,8 @@ void fl_unit_counters(const fl_sim *s, double *busy_ns, int64_t *valid_pages, in
                       int64_t *gc_ops, uint8_t *gc_active);
 void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *flash_programs,
                         int64_t *gc_runs, int64_t *erases);
+/* Suspensions issued: of programs, of erases. */
+void fl_suspend_counters(const fl_sim *s, int64_t *program_suspends, int64_t *erase_suspends);
 /* The latency log: every completed request's latency (us) and stream, in completion order. */
 size_t fl_latency_count(const fl_sim *s);
 const double *fl_latency_values(const fl_sim *s);

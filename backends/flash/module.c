@@ -48,18 +48,24 @@ static int Sim_init(SimObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"n_channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
                              "blocks_per_plane", "pages_per_block", "page_size", "op_ratio", "gc_threshold",
                              "read_ns", "program_ns", "erase_ns", "channel_mtps", "channel_width",
-                             "queue_depth", "seed", "map_unwritten_reads", NULL};
+                             "queue_depth", "seed", "map_unwritten_reads", "susp_program", "susp_erase",
+                             "susp_program_ns", "susp_erase_ns", "susp_program_read_min_ns", "susp_erase_read_min_ns",
+                             "susp_erase_write_min_ns", NULL};
     fl_config c;
     memset(&c, 0, sizeof c);
     PyObject *qd;
     unsigned long long seed = 0;
     long long rn, pn, en;
-    int mur = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiiiiddLLLdiO|Kp", kwlist, &c.n_channels, &c.chips_per_channel,
+    int mur = 0, sp = 0, se = 0;
+    long long spn = 0, sen = 0, sprm = 0, serm = 0, sewm = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiiiiddLLLdiO|KpppLLLLL", kwlist, &c.n_channels, &c.chips_per_channel,
                                      &c.dies_per_chip, &c.planes_per_die, &c.blocks_per_plane, &c.pages_per_block,
                                      &c.page_size, &c.op_ratio, &c.gc_threshold, &rn, &pn, &en, &c.channel_mtps,
-                                     &c.channel_width, &qd, &seed, &mur))
+                                     &c.channel_width, &qd, &seed, &mur, &sp, &se, &spn, &sen, &sprm, &serm, &sewm))
         return -1;
+    c.susp_program = sp; c.susp_erase = se;
+    c.susp_program_ns = spn; c.susp_erase_ns = sen;
+    c.susp_program_read_min_ns = sprm; c.susp_erase_read_min_ns = serm; c.susp_erase_write_min_ns = sewm;
     c.map_unwritten_reads = mur;
     c.read_ns = rn; c.program_ns = pn; c.erase_ns = en; c.seed = seed;
     PyObject *seq = PySequence_Fast(qd, "queue_depth must be a sequence of ints (one per stream)");
@@ -308,7 +314,16 @@ static PyObject *Sim_check(SimObject *self, PyObject *Py_UNUSED(a))
     Py_RETURN_NONE;
 }
 
+static PyObject *Sim_suspends(SimObject *self, PyObject *Py_UNUSED(a))
+{
+    if (!self->sim) { PyErr_SetString(PyExc_ValueError, "simulator is closed"); return NULL; }
+    int64_t ps, es;
+    fl_suspend_counters(self->sim, &ps, &es);
+    return Py_BuildValue("LL", (long long)ps, (long long)es);
+}
+
 static PyMethodDef Sim_methods[] = {
+    {"suspends", (PyCFunction)Sim_suspends, METH_NOARGS, "suspends() -> (program suspensions, erase suspensions)"},
     {"check", (PyCFunction)Sim_check, METH_NOARGS, "Verify the FTL state's consistency (raises AssertionError)."},
     {"close", (PyCFunction)Sim_close, METH_NOARGS, "Free the simulator."},
     {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid, lo_pages, hi_pages, streams)"},

@@ -107,6 +107,82 @@ def _build(src: Path, dest: Path) -> None:
         raise RuntimeError(f"building MQSim from {src} failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
 
 
+# MQSim's program/erase suspension is unreachable as shipped (commit 7ec40e3b), ignores its settings
+# and would hang or crash if reached; the suspension validation runs a second copy with these five
+# fixes (file, pattern, replacement, why). Each pattern must match: a changed MQSim makes the build
+# fail loudly.
+SUSPENSION_FIXES: tuple[tuple[str, str, str, str], ...] = (
+    ("src/ssd/TSU_Priority_OutOfOrder.cpp",
+     r"PlaneNoPerDie,\s*WriteReasonableSuspensionTimeForRead,\s*EraseReasonableSuspensionTimeForRead,"
+     r"\s*EraseReasonableSuspensionTimeForWrite,\s*EraseSuspensionEnabled,\s*ProgramSuspensionEnabled\)",
+     "PlaneNoPerDie, EraseSuspensionEnabled, ProgramSuspensionEnabled, WriteReasonableSuspensionTimeForRead, "
+     "EraseReasonableSuspensionTimeForRead, EraseReasonableSuspensionTimeForWrite)",
+     "the constructor passes its arguments to TSU_Base in the wrong order: both suspensions come out "
+     "enabled whatever CMD_Suspension_Support says (from the non-zero preferred times), the program "
+     "threshold is Preferred_suspend_erase_time_for_write and the erase thresholds are 0 or 1 ns"),
+    ("src/ssd/TSU_Priority_OutOfOrder.cpp",
+     r"_NVMController->Expected_finish_time\(chip\) - Simulator->Time\(\) < (\w+)",
+     r"_NVMController->Expected_finish_time(chip) < Simulator->Time() + \1",
+     "the time left is an unsigned difference: once the chip's expected finish has passed (a resumed "
+     "operation runs past it, and a finishing erase re-enters the scheduler before its chip is marked "
+     "idle) it wraps to a huge value, so the operation is suspended again, and a die whose command has "
+     "just ended is 'suspended' (a null event: segmentation fault)"),
+    ("src/ssd/TSU_Priority_OutOfOrder.cpp", r"suspensionRequired = true;(\s*)(case|default)",
+     r"suspensionRequired = true; break;\1\2",
+     "service_read/write_transaction: the WRITING and ERASING cases fall through to `default: return "
+     "false`, so a busy chip is never given a command and suspension never happens"),
+    ("src/ssd/NVM_PHY_ONFI_NVDDR2.cpp",
+     r"if \(chipBKE->OngoingDieCMDTransfers\.size\(\)\) \{\s*chipBKE->PrepareSuspend\(\);\s*\}",
+     "chipBKE->HasSuspend = true; chipBKE->No_of_active_dies--;",
+     "Send_command_to_chip marks the chip as holding a suspended command only when a die command "
+     "transfer is under way (never, for a chip in an array operation), so the suspended die stays "
+     "counted active, the chip never becomes idle and the suspended command never resumes"),
+    ("src/ssd/NVM_PHY_ONFI_NVDDR2.cpp",
+     r"(DieBookKeepingEntry \*dieBKE = &chipBKE->Die_book_keeping_records\[i\];)(.*?)(chipBKE->PrepareResume\(\);)",
+     r"\1 if (!dieBKE->Suspended) continue;\2\3 chipBKE->No_of_active_dies++;",
+     "send_resume_command_to_chip resumes every die, dereferencing the null command of a die that was "
+     "not suspended, and does not count the resumed die as active again"),
+)
+
+
+def build_mqsim_suspension_fixed(cache_dir: "str | Path | None" = None, source: "str | Path | None" = None) -> Path:
+    """A copy of the latency-logging MQSim (:func:`build_mqsim`) with :data:`SUSPENSION_FIXES`
+    applied, built once beside it (its objects reused: only the patched files recompile), under the
+    same kind of lock. Returns the binary."""
+    import hashlib
+
+    base = build_mqsim(cache_dir, source).parent
+    tag = hashlib.sha1(repr(SUSPENSION_FIXES).encode()).hexdigest()[:8]
+    dest = base.parent / f"{base.name}-suspfix-{tag}"
+    binary = dest / "MQSim"
+    if binary.is_file():
+        return binary
+    with open(base.parent / f"{dest.name}.lock", "w") as lock:
+        _lock(lock)
+        if binary.is_file():
+            return binary
+        work = Path(tempfile.mkdtemp(prefix=f"{dest.name}.", suffix=".build", dir=base.parent))
+        try:
+            shutil.rmtree(work)
+            shutil.copytree(base, work, symlinks=True)
+            (work / "MQSim").unlink()
+            for rel, pattern, repl, why in SUSPENSION_FIXES:
+                f = work / rel
+                text, n = re.subn(pattern, repl, f.read_text(), flags=re.S)
+                if n == 0:
+                    raise RuntimeError(f"MQSim suspension fix not applicable to {rel} (pattern {pattern!r}): {why}")
+                f.write_text(text)
+            res = subprocess.run(["nice", "-n", "10", "make", "-j1", "MQSim"], cwd=work, capture_output=True, text=True)
+            if res.returncode != 0 or not (work / "MQSim").is_file():
+                raise RuntimeError(f"building the suspension-fixed MQSim failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+            if dest.exists():
+                shutil.rmtree(dest)
+            os.rename(work, dest)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return binary
+
+
 @dataclass
 class Flow:
     """One MQSim IO flow. ``trace`` (a DiskSim ASCII file) makes it trace-based; otherwise it is a

@@ -2,9 +2,15 @@
 
 MQSim's device file is the de-facto exchange format of SSD researchers. The fields the flash model
 uses are read (times in ns in the file, us in the profile); the other MQSim fields (host interface,
-DRAM cache, CMT, wear levelling, suspension...) are accepted and ignored, since the model does not
-simulate them (docs/flash-model.md). A missing used field, an unknown field or a value that is not
-a number is an error naming the file, the line and the field.
+CMT, wear levelling...) are accepted and ignored, since the model does not simulate them
+(docs/flash-model.md). A missing used field, an unknown field or a value that is not a number is an
+error naming the file, the line and the field.
+
+Program/erase suspension (``CMD_Suspension_Support``, ``Suspend_*_Time``, ``Preferred_suspend_*``)
+is read as MQSim reads it: optional, with MQSim's defaults when absent. MQSim's parser looks for
+``Prefered_suspend_erase_time_for_read`` (one r; Device_Parameter_Set.cpp), so the correctly spelled
+``Preferred_suspend_erase_time_for_read`` of its own ssdconfig.xml has no effect there (the 700 us
+default holds); it is accepted and, like in MQSim, ignored.
 """
 
 from __future__ import annotations
@@ -33,6 +39,26 @@ USED = {
     "Flash_Channel_Width": ("channel_width_bytes", int),
 }
 
+_SUSP = {"NONE": "none", "PROGRAM": "program", "ERASE": "erase", "PROGRAM_ERASE": "program_erase"}
+
+
+def _suspension(v: str) -> str:
+    mode = _SUSP.get(v.strip().upper())
+    if mode is None:
+        raise ValueError(f"must be one of {sorted(_SUSP)}")
+    return mode
+
+
+# Optional fields (MQSim has defaults for them): field -> (profile field, converter).
+OPTIONAL = {
+    "CMD_Suspension_Support": ("suspension", _suspension),
+    "Suspend_Program_Time": ("suspend_program_us", lambda v: float(v) / 1000.0),
+    "Suspend_Erase_Time": ("suspend_erase_us", lambda v: float(v) / 1000.0),
+    "Preferred_suspend_write_time_for_read": ("suspend_program_for_read_min_us", lambda v: float(v) / 1000.0),
+    "Prefered_suspend_erase_time_for_read": ("suspend_erase_for_read_min_us", lambda v: float(v) / 1000.0),
+    "Preferred_suspend_erase_time_for_write": ("suspend_erase_for_write_min_us", lambda v: float(v) / 1000.0),
+}
+
 # MQSim fields the model does not simulate (accepted, ignored).
 IGNORED = {
     "PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "SATA_Processing_Delay", "Enable_ResponseTime_Logging",
@@ -44,11 +70,9 @@ IGNORED = {
     "CMT_Capacity", "CMT_Sharing_Mode", "Plane_Allocation_Scheme", "Transaction_Scheduling_Policy",
     "GC_Block_Selection_Policy", "Use_Copyback_for_GC", "Preemptible_GC_Enabled", "GC_Hard_Threshold",
     "Dynamic_Wearleveling_Enabled", "Static_Wearleveling_Enabled", "Static_Wearleveling_Threshold",
-    "Preferred_suspend_erase_time_for_read", "Preferred_suspend_erase_time_for_write",
-    "Preferred_suspend_write_time_for_read", "Flash_Comm_Protocol", "Flash_Technology",
-    "CMD_Suspension_Support", "Page_Read_Latency_CSB", "Page_Read_Latency_MSB",
-    "Page_Program_Latency_CSB", "Page_Program_Latency_MSB", "Block_PE_Cycles_Limit",
-    "Suspend_Erase_Time", "Suspend_Program_Time", "Page_Metadat_Capacity",
+    "Preferred_suspend_erase_time_for_read",  # MQSim reads "Prefered_..." (see the module docstring)
+    "Flash_Comm_Protocol", "Flash_Technology", "Page_Read_Latency_CSB", "Page_Read_Latency_MSB",
+    "Page_Program_Latency_CSB", "Page_Program_Latency_MSB", "Block_PE_Cycles_Limit", "Page_Metadat_Capacity",
 }
 CONTAINERS = {"Execution_Parameter_Set", "Host_Parameter_Set", "Device_Parameter_Set", "Flash_Parameter_Set"}
 
@@ -75,14 +99,15 @@ def load_ssdconfig(path: "str | Path") -> FlashProfile:
         if tag in CONTAINERS or tag in IGNORED:
             continue
         line = _line_of(text, tag)
-        if tag not in USED:
+        if tag not in USED and tag not in OPTIONAL:
             raise FlashProfileError(f"{path}: line {line}: unknown field <{tag}> (not an MQSim ssdconfig field)")
-        field, conv = USED[tag]
+        field, conv = USED[tag] if tag in USED else OPTIONAL[tag]
         raw = (el.text or "").strip()
         try:
             values[field] = conv(raw)
-        except ValueError:
-            raise FlashProfileError(f"{path}: line {line}: field <{tag}> must be a number (got {raw!r})") from None
+        except ValueError as e:
+            what = str(e) if tag == "CMD_Suspension_Support" else "must be a number"
+            raise FlashProfileError(f"{path}: line {line}: field <{tag}> {what} (got {raw!r})") from None
     missing = [tag for tag, (field, _) in USED.items() if field not in values]
     if missing:
         raise FlashProfileError(f"{path}: missing field(s) {missing}")

@@ -20,6 +20,9 @@ BUILTIN = ("mqsim-default", "rlalloc", "fleetio")
 # block per plane, and GC needs full blocks to choose from (with 8 streams and 16-32 blocks per
 # plane, GC storms dominate: write amplification 8-200 measured; with 64 blocks, normal).
 MIN_BLOCKS = 64
+# MQSim's CMD_Suspension_Support values: which array operations a read (or, for erases, a program)
+# may suspend.
+SUSPENSION_MODES = ("none", "program", "erase", "program_erase")
 
 
 class FlashProfileError(ValueError):
@@ -47,6 +50,18 @@ class FlashProfile:
     channel_width_bytes: int  # bytes per transfer
     source: str = ""
     scale: float = 1.0        # blocks_per_plane relative to the profile file's
+    # Program/erase suspension (MQSim's CMD_Suspension_Support; off by default). A read may suspend
+    # a running program ("program") or erase ("erase"), or both; with erases, a program may suspend
+    # an erase too. Suspending costs suspend_*_us (MQSim's Suspend_Program_Time / Suspend_Erase_Time,
+    # on the channel before the new command); an operation is suspended only when at least
+    # suspend_*_min_us of it is left (MQSim's Preferred_suspend_write_time_for_read,
+    # Preferred_suspend_erase_time_for_read / _for_write), and a chip holds one suspended command.
+    suspension: str = "none"
+    suspend_program_us: float = 100.0
+    suspend_erase_us: float = 700.0
+    suspend_program_for_read_min_us: float = 100.0
+    suspend_erase_for_read_min_us: float = 700.0
+    suspend_erase_for_write_min_us: float = 700.0
 
     def __post_init__(self) -> None:
         where = self.source or self.name
@@ -60,6 +75,14 @@ class FlashProfile:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise FlashProfileError(f"{where}: field {f!r} must be a positive number (got {v!r})")
+        if self.suspension not in SUSPENSION_MODES:
+            raise FlashProfileError(f"{where}: field 'suspension' must be one of {list(SUSPENSION_MODES)} "
+                                    f"(got {self.suspension!r})")
+        for f in ("suspend_program_us", "suspend_erase_us", "suspend_program_for_read_min_us",
+                  "suspend_erase_for_read_min_us", "suspend_erase_for_write_min_us"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
+                raise FlashProfileError(f"{where}: field {f!r} must be a finite number >= 0 (got {v!r})")
         if not 0 < self.op_ratio < 0.9:
             raise FlashProfileError(f"{where}: field 'op_ratio' must be in (0, 0.9) (got {self.op_ratio!r})")
         if not 0 < self.gc_threshold < 0.5:
@@ -79,6 +102,16 @@ class FlashProfile:
                                     f"above the GC threshold {self.gc_threshold}")
 
     # derived ---------------------------------------------------------------------------------
+    @property
+    def program_suspension(self) -> bool:
+        """A read may suspend a running program."""
+        return self.suspension in ("program", "program_erase")
+
+    @property
+    def erase_suspension(self) -> bool:
+        """A read or a program may suspend a running erase."""
+        return self.suspension in ("erase", "program_erase")
+
     @property
     def n_units(self) -> int:
         """(channel, chip) units; unit u = channel * chips_per_channel + chip."""

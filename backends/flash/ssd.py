@@ -145,7 +145,13 @@ class FlashSSD:
                                p.blocks_per_plane, p.pages_per_block, p.page_size, p.op_ratio, p.gc_threshold,
                                int(round(p.read_us * 1000)), int(round(p.program_us * 1000)),
                                int(round(p.erase_us * 1000)), p.channel_mtps, p.channel_width_bytes, qds,
-                               int(seed) & (2**64 - 1), bool(map_unwritten_reads))
+                               int(seed) & (2**64 - 1), bool(map_unwritten_reads),
+                               susp_program=p.program_suspension, susp_erase=p.erase_suspension,
+                               susp_program_ns=int(round(p.suspend_program_us * 1000)),
+                               susp_erase_ns=int(round(p.suspend_erase_us * 1000)),
+                               susp_program_read_min_ns=int(round(p.suspend_program_for_read_min_us * 1000)),
+                               susp_erase_read_min_ns=int(round(p.suspend_erase_for_read_min_us * 1000)),
+                               susp_erase_write_min_ns=int(round(p.suspend_erase_for_write_min_us * 1000)))
         self._units_cache: dict[int, np.ndarray] = {}
         self._member: np.ndarray | None = None
         if stream_units is not None:
@@ -262,6 +268,11 @@ class FlashSSD:
         b = self._snapshot()
         host_tx = (b.streams[:, _F["write_tx"]] - self._zero.streams[:, _F["write_tx"]]).sum()
         return float((b.flash_programs - self._zero.flash_programs) / host_tx) if host_tx > 0 else math.nan
+
+    def suspensions(self) -> tuple[int, int]:
+        """Program and erase suspensions issued since construction (0, 0 with suspension off)."""
+        ps, es = self._sim.suspends()
+        return int(ps), int(es)
 
     def latencies(self, stream: int | None = None) -> np.ndarray:
         """Every completed request's latency (us, from its arrival), in completion order."""

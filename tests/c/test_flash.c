@@ -106,6 +106,39 @@ int main(void)
     CHECK(fl_check(s2, err, sizeof err) == 0);
     CHECK(fl_latency_count(s2) == N);
     fl_free(s2);
-    printf("test_flash: ok (%lld requests, %lld GC runs, WA %.2f)\n", (long long)done, (long long)gr, (double)fp / hw);
+
+    /* program/erase suspension: negative times refused by name; the same mixed traffic through GC
+     * with both suspensions on (low thresholds, so that they happen often, with resumes, background
+     * operations on the other die and writes suspending erases): every request completes, the FTL
+     * stays consistent after every window, and both kinds of suspension happened */
+    bad = small();
+    bad.susp_erase_ns = -1;
+    CHECK(fl_new(&bad, err, sizeof err) == NULL && strstr(err, "suspend_erase_us"));
+    bad = small();
+    bad.susp_program_read_min_ns = -5;
+    CHECK(fl_new(&bad, err, sizeof err) == NULL && strstr(err, "suspend_program_for_read_min_us"));
+    fl_config sp = small();
+    sp.susp_program = sp.susp_erase = 1;
+    sp.susp_program_ns = 100000; sp.susp_erase_ns = 200000;
+    sp.susp_program_read_min_ns = 50000; sp.susp_erase_read_min_ns = 300000; sp.susp_erase_write_min_ns = 300000;
+    fl_sim *s3 = fl_new(&sp, err, sizeof err);
+    CHECK(s3 != NULL);
+    CHECK(fl_precondition(s3, 0.8, NULL, NULL, NULL, 0, err, sizeof err) == 0);
+    for (int i = 0; i < N; i++) off[i] = off[i] % (cap - 16384) / 4096 * 4096;
+    CHECK(fl_submit(s3, N, t, st, off, sz, w, err, sizeof err) == 0);
+    for (int k = 1; k <= 40; k++) {
+        fl_run_until(s3, k * 50000.0);
+        CHECK(fl_check(s3, err, sizeof err) == 0);
+    }
+    fl_run_until(s3, 1e9);
+    CHECK(fl_check(s3, err, sizeof err) == 0);
+    CHECK(fl_latency_count(s3) == N);
+    int64_t ps, es, hw3, fp3, gr3, er3;
+    fl_suspend_counters(s3, &ps, &es);
+    fl_global_counters(s3, &hw3, &fp3, &gr3, &er3);
+    CHECK(ps > 0 && es > 0 && gr3 > 0);
+    fl_free(s3);
+    printf("test_flash: ok (%lld requests, %lld GC runs, WA %.2f; with suspension: %lld program and %lld erase "
+           "suspensions)\n", (long long)done, (long long)gr, (double)fp / hw, (long long)ps, (long long)es);
     return 0;
 }
