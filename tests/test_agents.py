@@ -436,3 +436,44 @@ def test_fast_loop_is_skipped_when_a_subclass_changes_what_it_reproduces():
     h = Harmonia()
     h.reset(env, 0)
     assert h.run_fast(env, obs, infos) == 10 and not env.agents
+
+
+def test_harmonia_fit_never_evicts_for_a_new_page_and_needs_the_fits_feature():
+    """harmonia_fit (PlacementAgent(evict=False)): a placement goes where the request fits, so
+    critical-path evictions are rare (only rewrites partly on the fast device); the papers' agent
+    evicts on every full-device fast placement. Without room_feature='fits' it refuses to run."""
+    ev = {}
+    for name in ("harmonia", "harmonia_fit"):
+        p = make_policy(name, seed=0)
+        env = make_env(p, "cost_opt", "learn-hot-scan", n_requests=4000)
+        assert env.room_feature == ("fits" if name == "harmonia_fit" else "fraction")
+        ev[name] = run_episode(p, env, seed=0).metrics.evictions
+    assert ev["harmonia"] > 500 and ev["harmonia_fit"] * 20 < ev["harmonia"], ev
+    p = make_policy("harmonia_fit", seed=0)
+    from hss_gym.envs.parallel import HSSParallelEnv
+    with pytest.raises(ValueError, match="room_feature='fits'"):
+        run_episode(p, HSSParallelEnv("cost_opt", "learn-hot-scan", n_requests=100), seed=0)
+
+
+def test_room_feature_fits_bins_say_whether_the_request_fits():
+    """room_feature='fits': fast_cap is 0 exactly when the request's pages exceed the fast
+    device's free pages, else 1 + the free fraction in sevenths; 'fraction' is the published bins."""
+    from hss_gym.envs.parallel import HSSParallelEnv
+    from hss_gym.envs.features import feature_names
+    with pytest.raises(ValueError, match="room_feature"):
+        HSSParallelEnv("perf_opt", "ycsb-b", n_requests=10, room_feature="free")
+    env = HSSParallelEnv("perf_opt", "ycsb-b", n_requests=3000, raw_bins=True, room_feature="fits")
+    k = feature_names(2, "harmonia").index("fast_cap")
+    obs, infos = env.reset(seed=0)
+    seen = set()
+    while env.agents:
+        hss = env.hss
+        _, _, offset, size = env.request
+        npages = ((offset + size - 1) >> 12) - (offset >> 12) + 1
+        used, cap = hss.counters()["used_pages"][0], env.hss.capacities[0]
+        b = int(obs["placement"][k])
+        assert (b == 0) == (used + npages > cap), (b, used, npages, cap)
+        seen.add(b == 0)
+        obs, _, _, _, infos = env.step({"placement": 0, "migration": infos["migration"]["device"]
+                                        if infos["migration"]["device"] >= 0 else 0})
+    assert seen == {True, False}  # both cases occurred
