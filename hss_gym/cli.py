@@ -6,6 +6,7 @@
     hss-gym list [workloads|configs|devices|policies|suites]
     hss-gym convert SRC DST                     any trace -> columnar cache
     hss-gym replay --workload ycsb-b            fast reference replays (Fast-Only, LRU, Slow-Only) in C
+    hss-gym clean [--dry-run]                   remove the files of killed real-backend runs
     hss-gym calibrate ...                       measure a real device, write a simulator profile
 
 ``bench`` writes one JSON line per run to ``OUT/results.jsonl`` as soon as the run ends (with
@@ -315,6 +316,28 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------- clean
+def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove (or list) the device files of real-backend runs that were killed."""
+    from hss_gym.backends.leftovers import clean_leftovers, state_dir
+    found = clean_leftovers(dry_run=args.dry_run)
+    present = [lo for lo in found if lo.present]
+    verb = "would remove" if args.dry_run else "removed"
+    for lo in present:
+        size = ""
+        try:
+            st = os.stat(lo.path)
+            size = f" ({st.st_blocks * 512 / 2**20:.1f} MiB on disk)"
+        except OSError:
+            pass
+        print(f"{verb} {lo.path}{size if args.dry_run else ''}: left by PID {lo.pid}, which is gone")
+    gone = len(found) - len(present)
+    print(f"{len(present)} leftover file(s) of killed real-backend runs {verb}"
+          + (f"; {gone} recorded file(s) already gone or replaced (not touched)" if gone else "")
+          + f" (records: {state_dir()})")
+    return 0
+
+
 # ------------------------------------------------------------------------------------ replay
 def cmd_replay(args: argparse.Namespace) -> int:
     """Reference replays entirely in C (no Python per request): quick device-model sanity checks."""
@@ -544,6 +567,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.set_defaults(func=cmd_replay)
+
+    cl = sub.add_parser("clean", help="remove the device files left by killed real-backend runs",
+                        description="Find the device files that real-backend runs (backend='uring') created "
+                                    "and could not remove because they were killed (SIGKILL, power loss), and "
+                                    "remove them. Only files still as created are removed (same inode); runs "
+                                    "still running are left alone. SIGTERM/SIGHUP/Ctrl-C clean up by themselves.")
+    cl.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    cl.set_defaults(func=cmd_clean)
 
     _add_calibrate(sub)
     return ap

@@ -52,7 +52,7 @@ BAD = [
     "calibrate --device x --out y --seconds inf", "calibrate --device x --out y --seconds -1",
     "calibrate --device x --out y --block-sizes 4,a", "calibrate --device x --out y --queue-depths 0",
     "calibrate --device x --out y --rpm nan", "calibrate --device x --out nodir/y",
-    "nope", "",
+    "clean --nope", "nope", "",
 ]
 
 
