@@ -120,15 +120,15 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     parser.add_argument("--id", default="CAL", help="profile id (default CAL)")
     parser.add_argument("--name", default=None)
     parser.add_argument("--kind", choices=["ssd", "hdd"], default="ssd")
-    parser.add_argument("--size-mb", type=int, default=256, help="bytes of the device to use (MiB)")
-    parser.add_argument("--capacity-gb", type=float, default=None,
+    parser.add_argument("--size-mb", type=_int_arg(1), default=256, help="bytes of the device to use (MiB, >= 1)")
+    parser.add_argument("--capacity-gb", type=_real_arg(), default=None,
                         help="capacity to state in the profile (default: the measured size)")
-    parser.add_argument("--block-sizes", default="4,16,64,128", help="KiB, comma-separated")
-    parser.add_argument("--queue-depths", default="1,4,32", help="comma-separated")
-    parser.add_argument("--seconds", type=float, default=0.5, help="per measured point")
+    parser.add_argument("--block-sizes", type=_int_list, default="4,16,64,128", help="KiB, comma-separated (>= 1)")
+    parser.add_argument("--queue-depths", type=_int_list, default="1,4,32", help="comma-separated (>= 1)")
+    parser.add_argument("--seconds", type=_real_arg(), default=0.5, help="per measured point (> 0)")
     parser.add_argument("--engine", choices=["auto", "uring", "psync"], default="auto")
     parser.add_argument("--buffered", action="store_true", help="no O_DIRECT")
-    parser.add_argument("--rpm", type=float, default=7200.0, help="hdd only")
+    parser.add_argument("--rpm", type=_real_arg(), default=7200.0, help="hdd only (> 0)")
     parser.add_argument("--measurements", default=None, help="also write every point as JSON here")
     parser.add_argument("--allow-block-device", action="store_true")
     parser.add_argument("--force", action="store_true", help="even a block device with a signature")
@@ -136,8 +136,46 @@ def add_calibrate_arguments(parser: argparse.ArgumentParser) -> argparse.Argumen
     return parser
 
 
+def _int_arg(low: int) -> Any:
+    """argparse ``type``: an integer >= low (checked before anything is measured)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {v}")
+        return v
+    return parse
+
+
+def _real_arg() -> Any:
+    """argparse ``type``: a finite number > 0."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}") from None
+        if not (v > 0 and v != float("inf")):
+            raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+        return v
+    return parse
+
+
+def _int_list(text: str) -> str:
+    """argparse ``type``: comma-separated integers >= 1 (kept as the text run_calibrate splits)."""
+    parts = [x.strip() for x in text.split(",")]
+    if not parts or not all(x.isdigit() and int(x) >= 1 for x in parts):
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 1, got {text!r}")
+    return text
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
     """``hss-gym calibrate``: measure, write the profile, print a summary. Returns the exit code."""
+    for opt, path in (("--out", args.out), ("--measurements", args.measurements)):
+        if path and (Path(path).is_dir() or not Path(path).resolve().parent.is_dir()):
+            print(f"hss-gym calibrate: error: {opt} {path}: need a file path in an existing directory", file=sys.stderr)
+            return 2
     try:
         prof, points = calibrate(
             args.device, size=args.size_mb << 20,

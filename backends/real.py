@@ -21,9 +21,15 @@ mistyped block device (``/dev/sdz``) would otherwise become a RAM-backed regular
 "device" would be measured silently. Block devices are refused unless
 ``allow_block_device=True``, and even then a mounted/held device or one carrying a filesystem,
 partition-table, swap, LVM, RAID or LUKS signature is refused unless ``force=True``; an existing
-non-empty file is refused unless ``overwrite=True``; the C engine bounds-checks every I/O against
-the configured size. Files we created are removed on :meth:`RealBackend.close` unless
-``keep_files=True``.
+non-empty file is refused unless ``overwrite=True``; a read-only file, a directory without write
+permission or a read-only mount is refused, also as root (who could write it anyway); the C engine
+bounds-checks every I/O against the configured size.
+
+Nothing left behind (issue 31): files are created sparse (their blocks are allocated as the run
+writes them, so a killed run leaves only what it wrote); files we created are removed on
+:meth:`RealBackend.close` unless ``keep_files=True``, also on SIGTERM and SIGHUP as on Ctrl-C; the
+files of a run killed by SIGKILL are found and removed by the next run or by ``hss-gym clean``
+(:mod:`hss_gym.backends.leftovers`).
 
 Options (``backend_options=`` of the env/HSS, or keywords here): ``sizes`` (bytes per device,
 ``None`` entries derived), ``queue_depth`` (requests in flight in :meth:`run_fixed`; the env waits
@@ -44,6 +50,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from hss_gym.backends import leftovers
 from hss_gym.backends.base import READ, WRITE
 
 PAGE = 4096
@@ -223,6 +230,13 @@ def pseudo_fs_problem(path: str) -> str | None:
     return None
 
 
+def _read_only_mount(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def check_path(path: str, *, overwrite: bool = False, allow_block_device: bool = False,
                force: bool = False) -> None:
     """Apply the safety rules to one device path; raise :class:`UnsafeDeviceError` if refused."""
@@ -235,7 +249,18 @@ def check_path(path: str, *, overwrite: bool = False, allow_block_device: bool =
         problem = pseudo_fs_problem(path)
         if problem:
             raise UnsafeDeviceError(f"refused: {problem}") from None
+        if _read_only_mount(parent):
+            raise UnsafeDeviceError(f"{path}: refused, {parent} is on a read-only mount") from None
+        if not os.stat(parent).st_mode & 0o222:
+            raise UnsafeDeviceError(f"{path}: refused, its directory {parent} is read-only (mode "
+                                    f"{stat.S_IMODE(os.stat(parent).st_mode):04o}), also as root; make it "
+                                    f"writable to create the file there") from None
         return
+    if (stat.S_ISREG(st.st_mode) or stat.S_ISBLK(st.st_mode)) and not st.st_mode & 0o222:
+        raise UnsafeDeviceError(f"{path} is read-only (mode {stat.S_IMODE(st.st_mode):04o}): refused, also as "
+                                f"root (who could write it anyway); make it writable (chmod u+w) to use it")
+    if stat.S_ISREG(st.st_mode) and _read_only_mount(path):
+        raise UnsafeDeviceError(f"{path}: refused, it is on a read-only mount")
     if stat.S_ISBLK(st.st_mode):
         if not allow_block_device:
             raise UnsafeDeviceError(f"{path} is a block device: refused (pass allow_block_device=True to "
@@ -265,6 +290,7 @@ class RealBackend:
                  timed: bool = False, verify: bool = False, overwrite: bool = False,
                  allow_block_device: bool = False, force: bool = False, keep_files: bool = False) -> None:
         self._engine: Any = None
+        self._registration: leftovers.Registration | None = None
         ext = _load_ext()
         self.paths = [os.fspath(p) for p in paths]
         n = len(self.paths)
@@ -287,6 +313,11 @@ class RealBackend:
         for i, p in enumerate(real_paths):
             if p in real_paths[:i]:
                 raise ValueError(f"the same file is given as devices {real_paths.index(p)} and {i}: {self.paths[i]}")
+        gone = [lo for lo in leftovers.clean_leftovers() if lo.present]
+        if gone:  # files of killed runs (SIGKILL): removed before we check or create ours
+            import warnings
+            warnings.warn("removed files left by killed hss-gym runs: " + ", ".join(
+                f"{lo.path} (PID {lo.pid})" for lo in gone), stacklevel=2)
         for p in self.paths:
             check_path(p, overwrite=overwrite, allow_block_device=allow_block_device, force=force)
         if any(e != "psync" for e in engines) and any(e == "uring" for e in engines):
@@ -307,6 +338,9 @@ class RealBackend:
             raise
         self._one = np.zeros(1, dtype=np.float64)
         self._verify_errors = 0
+        if not keep_files:  # recorded, so that a run killed by SIGKILL is cleaned up later
+            self._registration = leftovers.Registration(self.created_files())
+        leftovers.track(self)  # SIGTERM/SIGHUP close it (and remove its files) as Ctrl-C does
 
     # -- Backend protocol ------------------------------------------------------------------
     @property
@@ -433,6 +467,10 @@ class RealBackend:
         """Finish pending I/O and copies, close the files; remove files we created unless keep_files."""
         if self._engine is not None and not self._engine.closed:
             self._engine.close(not self.keep_files)
+        if getattr(self, "_registration", None) is not None:
+            self._registration.remove()
+            self._registration = None
+        leftovers.untrack(self)
 
     def __enter__(self) -> "RealBackend":
         return self

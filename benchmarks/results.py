@@ -21,11 +21,22 @@ killed run leaves at most one partial last line, which :func:`read_results` skip
 :func:`open_for_append` cuts off before appending again. The *job key* (suite, track, workload,
 config, policy, seed, n_requests) identifies a run; ``--resume`` runs only the jobs without an
 ``ok`` record (failed runs are tried again).
+
+**One writer per results file.** A bench holds an exclusive lock (:class:`ResultsLock`,
+``fcntl.flock`` on ``results.jsonl.lock`` beside the file, which holds the writer's PID) from
+before it reads the file (to find the runs to do) until its last record is written: a second
+bench on the same ``--out`` is refused with the holder's PID (or waits, ``wait=True``), and the
+runs a resume chooses are computed under the lock, so it never redoes a run another process
+finished. The lock is released by the kernel when its holder dies, even by SIGKILL.
+:func:`check_compatible` refuses to add runs of another suite definition (digest) or request count
+to a file.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -213,3 +224,101 @@ def results_path(out: str | os.PathLike[str]) -> Path:
     """``OUT/results.jsonl`` for an output directory (or the file itself if given)."""
     p = Path(out)
     return p if p.suffix == ".jsonl" else p / "results.jsonl"
+
+
+# ------------------------------------------------------------------------------- one writer
+class ResultsLocked(RuntimeError):
+    """Another process is writing the results file."""
+
+
+_HELD: dict[str, list[Any]] = {}  # lock path -> [fd, depth]: re-entrant within a process
+
+
+class ResultsLock:
+    """An exclusive lock on a results file for one writer (see the module docstring).
+
+    ``with ResultsLock(path):`` takes ``path + ".lock"`` with ``fcntl.flock(LOCK_EX)`` and writes
+    this process's PID into it. Held by another process: :class:`ResultsLocked` naming its PID,
+    or with ``wait=True`` block until it is released (``on_wait(pid)`` is called first, e.g. to say
+    so). Re-entrant within a process (``run_jobs`` inside a bench that already holds it).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], wait: bool = False,
+                 on_wait: Any = None) -> None:
+        self.results = Path(path)
+        self.path = self.results.with_name(self.results.name + ".lock")
+        self.wait, self.on_wait = wait, on_wait
+
+    def holder(self) -> int | None:
+        """The PID written by the last holder (None if none is recorded)."""
+        try:
+            text = self.path.read_text().strip()
+            return int(text) if text else None
+        except (OSError, ValueError):
+            return None
+
+    def __enter__(self) -> "ResultsLock":
+        key = str(self.path.resolve())
+        if key in _HELD:
+            _HELD[key][1] += 1
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                pid = self.holder()
+                who = f"PID {pid}" if pid else "another process"
+                if not self.wait:
+                    raise ResultsLocked(f"{self.results} is being written by another hss-gym bench ({who}): "
+                                        f"wait for it to finish (or pass --wait), or use another --out") from None
+                if self.on_wait is not None:
+                    self.on_wait(pid)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        _HELD[key] = [fd, 1]
+        self._key = key
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        key = str(self.path.resolve())
+        held = _HELD.get(key)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] == 0:
+            del _HELD[key]
+            try:
+                os.ftruncate(held[0], 0)  # no stale PID (the file itself stays: others may wait on it)
+            finally:
+                os.close(held[0])  # releases the flock
+
+
+def check_compatible(path: str | os.PathLike[str], jobs: Iterable[dict[str, Any]]) -> None:
+    """Refuse (``ValueError``) to add ``jobs`` to a results file holding runs of another suite
+    definition (``suite_digest``) or, for the same (suite, track), another request count: a report
+    over such a file would mix runs that are not comparable and show only the latest."""
+    jobs = list(jobs)
+    recs = read_results(path, warn=False)
+    if not recs or not jobs:
+        return
+    digests = {j.get("suite_digest") for j in jobs}
+    n_of = {(j.get("suite"), j.get("track")): j.get("n_requests") for j in jobs}
+    other_digest = sorted({str(r.get("suite_digest")) for r in recs if r.get("suite_digest") not in digests})
+    if other_digest:
+        raise ValueError(f"{path} holds runs of another suite definition (suite digest {', '.join(other_digest)}; "
+                         f"this bench: {', '.join(sorted(map(str, digests)))}): use another --out, or --fresh "
+                         f"to discard them")
+    for r in recs:
+        k = (r.get("suite"), r.get("track"))
+        if k in n_of and r.get("n_requests") != n_of[k]:
+            raise ValueError(f"{path} holds runs of track {k[1]!r} with {r.get('n_requests')} requests; this "
+                             f"bench asks for {n_of[k]}: use another --out (or the same --n), or --fresh to "
+                             f"discard them")

@@ -11,7 +11,9 @@ JSON-able job dict, so the same jobs run
   An already initialised Ray (``ray.init(...)`` by the caller, e.g. with a ``runtime_env``) is
   used as is. Every node needs hss-gym and the policies' packages installed.
 
-The parent process is the only writer of the results file: a record is appended (atomically, see
+The parent process is the only writer of the results file, and holds its lock
+(:class:`~hss_gym.benchmarks.results.ResultsLock`) from choosing the runs to do to the last record:
+another bench on the same file is refused (or waits). A record is appended (atomically, see
 :mod:`hss_gym.benchmarks.results`) as soon as its job ends, so a killed bench loses only the runs
 in flight, and ``resume=True`` runs only the jobs without an ``ok`` record. A job that fails (a
 policy that does not import, raises, or returns invalid actions) is recorded with
@@ -29,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from hss_gym.benchmarks.problems import get_problem
-from hss_gym.benchmarks.results import (append_record, base_provenance, completed_keys, job_key, now_utc,
-                                        open_for_append, SCHEMA)
+from hss_gym.benchmarks.results import (append_record, base_provenance, check_compatible, completed_keys, job_key,
+                                        now_utc, open_for_append, ResultsLock, SCHEMA)
 from hss_gym.benchmarks.suites import Suite
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -181,9 +183,23 @@ def _ray(jobs: list[dict[str, Any]], emit: Callable[[dict[str, Any]], None],
 
 def run_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], *, resume: bool = True,
              workers: int | None = None, use_ray: bool = False, ray_address: str | None = None,
-             progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None) -> BenchSummary:
+             progress: bool = True, on_record: Callable[[dict[str, Any]], None] | None = None,
+             wait: bool = False) -> BenchSummary:
     """Run ``jobs`` (only the missing ones if ``resume``), appending a record per job to
-    ``results_file``. Returns a :class:`BenchSummary`; failed runs are in ``summary.failed``."""
+    ``results_file``. Returns a :class:`BenchSummary`; failed runs are in ``summary.failed``.
+
+    Holds the file's lock throughout (another writer: ``ResultsLocked``, or waits if ``wait``);
+    a file with runs of another suite digest or request count is refused (``ValueError``)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be an integer >= 1 (or None: all cores), got {workers!r}")
+    with ResultsLock(results_file, wait=wait):
+        check_compatible(results_file, jobs)
+        return _run_jobs_locked(jobs, results_file, resume, workers, use_ray, ray_address, progress, on_record)
+
+
+def _run_jobs_locked(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], resume: bool,
+                     workers: int | None, use_ray: bool, ray_address: str | None, progress: bool,
+                     on_record: Callable[[dict[str, Any]], None] | None) -> BenchSummary:
     from hss_gym.benchmarks.results import git_revision
     start = time.perf_counter()
     todo = pending_jobs(jobs, results_file) if resume else list(jobs)

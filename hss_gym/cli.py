@@ -6,6 +6,7 @@
     hss-gym list [workloads|configs|devices|policies|suites]
     hss-gym convert SRC DST                     any trace -> columnar cache
     hss-gym replay --workload ycsb-b            fast reference replays (Fast-Only, LRU, Slow-Only) in C
+    hss-gym clean [--dry-run]                   remove the files of killed real-backend runs
     hss-gym calibrate ...                       measure a real device, write a simulator profile
 
 ``bench`` writes one JSON line per run to ``OUT/results.jsonl`` as soon as the run ends (with
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -38,21 +40,76 @@ def _num(v: float | None, digits: int) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}"
 
 
-def _ints(s: str | None) -> list[int] | None:
+def _ints(s: str | list[int] | None) -> list[int] | None:
     if not s:
         return None
-    try:
-        return [int(x) for x in s.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"seeds must be comma-separated integers, got {s!r}") from None
+    if isinstance(s, list):  # already parsed by seed_list
+        return s
+    return seed_list(s)
+
+
+# Numeric options are checked by argparse itself (``type=``), before any work: a bad value ends
+# with "hss-gym COMMAND: error: argument --n: ..." and exit status 2, never a traceback.
+MAX_SEED = 2**63
+
+
+def int_arg(low: int, high: int | None = None) -> Any:
+    """An argparse ``type`` for an integer in [low, high]."""
+    def parse(text: str) -> int:
+        where = f">= {low}" if high is None else f"in [{low}, {high:_}]"
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer {where}, got {text!r}") from None
+        if v < low or (high is not None and v > high):
+            raise argparse.ArgumentTypeError(f"must be an integer {where}, got {v}")
+        return v
+    parse.__name__ = "integer"
+    return parse
+
+
+def real_arg(low: float, low_open: bool = False) -> Any:
+    """An argparse ``type`` for a finite number >= low (> low if ``low_open``)."""
+    def parse(text: str) -> float:
+        where = f"{'>' if low_open else '>='} {low:g}"
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a finite number {where}, got {text!r}") from None
+        if not math.isfinite(v) or v < low or (low_open and v == low):
+            raise argparse.ArgumentTypeError(f"must be a finite number {where}, got {text}")
+        return v
+    parse.__name__ = "number"
+    return parse
+
+
+def seed_list(text: str) -> list[int]:
+    """An argparse ``type``: comma-separated seeds, each an integer in [0, 2**63)."""
+    out = []
+    for x in text.split(","):
+        if not x.strip():
+            continue
+        try:
+            v = int(x.strip(), 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"seeds must be comma-separated integers >= 0, got {text!r}") from None
+        if not 0 <= v < MAX_SEED:
+            raise argparse.ArgumentTypeError(f"seeds must be integers in [0, 2**63), got {v} in {text!r}")
+        out.append(v)
+    if not out:
+        raise argparse.ArgumentTypeError(f"seeds must be comma-separated integers >= 0, got {text!r}")
+    return out
+
+
+def _max_requests() -> int:
+    from hss_gym.workloads.registry import MAX_REQUESTS
+    return int(MAX_REQUESTS)
 
 
 # ------------------------------------------------------------------------------------ bench
 def cmd_bench(args: argparse.Namespace) -> int:
-    from hss_gym.benchmarks.report import print_table, write_reports
-    from hss_gym import __version__
-    from hss_gym.benchmarks.results import read_results, results_path, set_aside_other_versions
-    from hss_gym.benchmarks.runner import describe_failures, make_jobs, pending_jobs, run_jobs
+    from hss_gym.benchmarks.results import ResultsLock, results_path
+    from hss_gym.benchmarks.runner import make_jobs
     from hss_gym.benchmarks.suites import load_suite, with_overrides
 
     suite = load_suite(args.suite, traces_dir=args.traces)
@@ -61,8 +118,33 @@ def cmd_bench(args: argparse.Namespace) -> int:
                            seeds=_ints(args.seeds), n_requests=args.n, oracle=not args.no_oracle)
     out = Path(args.out or os.path.join("results", suite.name))
     rpath = results_path(out)
+    _check_out_dir(rpath.parent, "--out")
+    if rpath.is_dir():
+        raise ValueError(f"--out {out}: {rpath} is a directory, not a results file")
     jobs = make_jobs(suite)
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    if args.dry_run:  # reads only: no lock
+        return _bench(args, suite, out, rpath, jobs, say)
+    waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
+    with ResultsLock(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
+        return _bench(args, suite, out, rpath, jobs, say)
+
+
+def _check_out_dir(d: Path, option: str) -> None:
+    """An output directory must be a directory (or not exist yet, below directories)."""
+    for p in (d, *d.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ValueError(f"{option} {d}: {p} exists and is not a directory")
+            break
+
+
+def _bench(args: argparse.Namespace, suite: Any, out: Path, rpath: Path, jobs: list[dict[str, Any]],
+           say: Any) -> int:
+    from hss_gym import __version__
+    from hss_gym.benchmarks.report import print_table, write_reports
+    from hss_gym.benchmarks.results import check_compatible, read_results, set_aside_other_versions
+    from hss_gym.benchmarks.runner import describe_failures, pending_jobs, run_jobs
     if args.resume and not args.dry_run and (aside := set_aside_other_versions(rpath)) is not None:
         say(f"{rpath} holds runs of another hss-gym version (this is {__version__}): moved to {aside.name}; "
             f"starting over")
@@ -72,6 +154,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          f"missing ones, or --fresh to discard them and start over")
     if args.fresh and rpath.exists() and not args.dry_run:
         rpath.unlink()
+    if args.resume:
+        check_compatible(rpath, jobs)  # runs of another --n or suite definition are not mixed in
     todo = pending_jobs(jobs, rpath) if args.resume else jobs
     n_tracks = len(suite.tracks)
     say(f"suite {suite.name}: {n_tracks} track(s), {len(suite.policies)} policies "
@@ -84,7 +168,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if use_ray:
         say(f"distributing over Ray ({args.ray_address or os.environ.get('RAY_ADDRESS') or 'a local Ray instance'})")
     summary = run_jobs(jobs, rpath, resume=bool(args.resume), workers=args.jobs, use_ray=use_ray,
-                       ray_address=args.ray_address, progress=not args.quiet)
+                       ray_address=args.ray_address, progress=not args.quiet)  # re-enters our lock
     say(f"{summary.ok} runs ok, {len(summary.failed)} failed, {summary.skipped} already done; "
         f"{summary.wall_s:.1f} s")
     records = read_results(rpath)
@@ -106,7 +190,7 @@ def _gather(paths: list[str]) -> tuple[list[dict[str, Any]], list[Path]]:
     records: list[dict[str, Any]] = []
     files = []
     for p in paths:
-        f = results_path(p) if Path(p).is_dir() or not p.endswith(".jsonl") else Path(p)
+        f = Path(p) if Path(p).is_file() else results_path(p) if Path(p).is_dir() or not p.endswith(".jsonl") else Path(p)
         if not f.exists():
             raise FileNotFoundError(f"no results file {str(f)!r} (give a results.jsonl or the bench output directory)")
         files.append(f)
@@ -248,8 +332,39 @@ def cmd_traces(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
     from hss_gym.workloads.readers import convert
+    src, dst = Path(args.src), Path(args.dst)
+    if not src.exists():
+        raise FileNotFoundError(f"convert: no trace file {args.src!r}")
+    if src.is_dir():
+        raise ValueError(f"convert: SRC {args.src} is a directory; give a trace file")
+    if dst.is_dir():
+        raise ValueError(f"convert: DST {args.dst} is an existing directory; give the path of the cache file "
+                         f"to write (e.g. {dst / (src.name + '.npz')})")
+    _check_out_dir(dst.parent, "convert: DST's directory")
     convert(args.src, args.dst, format=args.format)
     print(f"wrote {args.dst}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------- clean
+def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove (or list) the device files of real-backend runs that were killed."""
+    from hss_gym.backends.leftovers import clean_leftovers, state_dir
+    found = clean_leftovers(dry_run=args.dry_run)
+    present = [lo for lo in found if lo.present]
+    verb = "would remove" if args.dry_run else "removed"
+    for lo in present:
+        size = ""
+        try:
+            st = os.stat(lo.path)
+            size = f" ({st.st_blocks * 512 / 2**20:.1f} MiB on disk)"
+        except OSError:
+            pass
+        print(f"{verb} {lo.path}{size if args.dry_run else ''}: left by PID {lo.pid}, which is gone")
+    gone = len(found) - len(present)
+    print(f"{len(present)} leftover file(s) of killed real-backend runs {verb}"
+          + (f"; {gone} recorded file(s) already gone or replaced (not touched)" if gone else "")
+          + f" (records: {state_dir()})")
     return 0
 
 
@@ -263,6 +378,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from hss_gym.workloads.registry import check_workload, get_trace
 
     out = Path(args.out)
+    _check_out_dir(out, "--out")
     results_path = out / "results.jsonl"
     if args.fresh and results_path.exists():
         results_path.unlink()
@@ -408,14 +524,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--workloads", metavar="W1,W2", help="only these workloads (names or trace files)")
     b.add_argument("--configs", metavar="C1,C2", help="only these configurations")
     b.add_argument("--tracks", metavar="T1,T2", help="only these tracks of the suite")
-    b.add_argument("--seeds", metavar="S1,S2", help="seeds instead of the suite's (e.g. 0,1,2)")
-    b.add_argument("--n", type=int, metavar="REQUESTS", help="requests per workload instead of the suite's")
+    b.add_argument("--seeds", metavar="S1,S2", type=seed_list,
+                   help="seeds instead of the suite's (e.g. 0,1,2; each in [0, 2**63))")
+    b.add_argument("--n", type=int_arg(1, _max_requests()), metavar="REQUESTS",
+                   help="requests per workload instead of the suite's (>= 1)")
     b.add_argument("--traces", metavar="DIR", help="directory of trace files for the `real` suite")
     b.add_argument("--out", metavar="DIR", help="output directory (default: results/SUITE)")
     g = b.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true", help="run only the runs missing from OUT/results.jsonl")
     g.add_argument("--fresh", action="store_true", help="delete OUT/results.jsonl and start over")
-    b.add_argument("--jobs", "-j", type=int, metavar="N", help="local worker processes (default: all cores)")
+    b.add_argument("--jobs", "-j", type=int_arg(1), metavar="N", help="local worker processes, >= 1 (default: all cores)")
+    b.add_argument("--wait", action="store_true",
+                   help="if another bench is writing OUT/results.jsonl, wait for it instead of refusing")
     b.add_argument("--ray", action="store_true",
                    help="distribute the runs over Ray (default address: $RAY_ADDRESS, else a local Ray)")
     b.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (implies nothing without --ray "
@@ -445,11 +565,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "from this installation's, are refused with the reason. Exit status 0 = "
                                    "passed.")
     v.add_argument("results", help="a results.jsonl file or a bench output directory")
-    v.add_argument("--sample", type=int, default=5, metavar="K", help="runs to re-run (default 5)")
+    v.add_argument("--sample", type=int_arg(1), default=5, metavar="K", help="runs to re-run, >= 1 (default 5)")
     v.add_argument("--all", action="store_true", help="re-run every run")
-    v.add_argument("--rtol", type=float, default=0.0,
-                   help="relative tolerance (default 0: exact match, the simulator is deterministic)")
-    v.add_argument("--seed", type=int, default=0, help="seed of the sample choice")
+    v.add_argument("--rtol", type=real_arg(0.0), default=0.0,
+                   help="relative tolerance, >= 0 (default 0: exact match, the simulator is deterministic)")
+    v.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=0, help="seed of the sample choice (>= 0)")
     v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
     v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)
@@ -481,12 +601,21 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--workload", default="ycsb-b",
                     help="comma-separated workload names or trace paths (see `hss-gym list workloads`)")
     rp.add_argument("--config", default=DEFAULT_CONFIGS, help=f"comma-separated configurations (default {DEFAULT_CONFIGS})")
-    rp.add_argument("--n", type=int, default=100_000, help="requests per synthetic workload")
-    rp.add_argument("--seed", type=int, default=0)
+    rp.add_argument("--n", type=int_arg(1, _max_requests()), default=100_000,
+                    help="requests per synthetic workload (>= 1)")
+    rp.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=0, help="seed (>= 0)")
     rp.add_argument("--out", default="results/replay", help="output directory (results.jsonl, report.md)")
     rp.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.set_defaults(func=cmd_replay)
+
+    cl = sub.add_parser("clean", help="remove the device files left by killed real-backend runs",
+                        description="Find the device files that real-backend runs (backend='uring') created "
+                                    "and could not remove because they were killed (SIGKILL, power loss), and "
+                                    "remove them. Only files still as created are removed (same inode); runs "
+                                    "still running are left alone. SIGTERM/SIGHUP/Ctrl-C clean up by themselves.")
+    cl.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    cl.set_defaults(func=cmd_clean)
 
     _add_calibrate(sub)
     return ap
@@ -502,8 +631,10 @@ def main(argv: list[str] | None = None) -> int:
     args.command_line = "hss-gym " + shlex.join(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
-        print(f"hss-gym: error: {e}", file=sys.stderr)
+    except (ValueError, OSError, RuntimeError, LookupError) as e:
+        # a user mistake (bad name, path, option or file): the message, never a traceback
+        msg = str(e) if not isinstance(e, KeyError) else str(e.args[0] if e.args else e)
+        print(f"hss-gym: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("hss-gym: interrupted (finished runs are saved; rerun with --resume)", file=sys.stderr)

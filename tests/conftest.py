@@ -16,3 +16,11 @@ def shared_traces() -> Path:
         pytest.skip(f"real sample traces not found at {SHARED_TRACES} "
                     "(they ship with the development workspace, not with the repository)")
     return SHARED_TRACES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _real_backend_state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Records of real-backend files (hss_gym.backends.leftovers) in a temporary directory, not in
+    the user's ~/.local/state."""
+    import os
+    os.environ.setdefault("HSS_GYM_STATE_DIR", str(tmp_path_factory.mktemp("hss-gym-state")))

@@ -173,7 +173,7 @@ def test_episode_end_metrics_and_infos_not_shared():
     infos = [env.step(0)[4] for _ in range(3)]
     assert "metrics" in infos[-1] and infos[-1]["metrics"]["iops"] > 0
     assert infos[0]["read_tx"] is not infos[1]["read_tx"]
-    with pytest.raises(RuntimeError, match="episode is over"):
+    with pytest.raises(RuntimeError, match="after the episode ended"):
         env.step(0)
 
 

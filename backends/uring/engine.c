@@ -998,12 +998,12 @@ static int dev_open(ur_engine *e, ur_dev *d, const char *path, uint64_t size, in
         d->created = 1;
     } else
         return set_err(e, errno, d, 0, "cannot stat");
-    if (!d->is_blk && fallocate(d->fd, 0, 0, (off_t)size) < 0) {
-        if (errno != EOPNOTSUPP && errno != ENOSYS)
-            return set_err(e, errno, d, 0, "cannot preallocate %llu bytes", (unsigned long long)size);
-        if (fstat(d->fd, &st) == 0 && (uint64_t)st.st_size < size && ftruncate(d->fd, (off_t)size) < 0)
-            return set_err(e, errno, d, 0, "cannot size the file to %llu bytes", (unsigned long long)size);
-    }
+    /* Regular files are sized sparse (issue 31): blocks are allocated as the run writes them, so a
+     * killed run leaves only what it wrote (a 4 GiB slow device was fully allocated up front). A
+     * file is never shrunk. */
+    if (!d->is_blk && fstat(d->fd, &st) == 0 && (uint64_t)st.st_size < size
+        && ftruncate(d->fd, (off_t)size) < 0)
+        return set_err(e, errno, d, 0, "cannot size the file to %llu bytes", (unsigned long long)size);
     /* Direct I/O alignment from statx; 4096 when the kernel does not say. */
     struct statx sx;
     int dio_ok = 1;

@@ -88,6 +88,8 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from hss_gym import render
+from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_int, check_multidiscrete_action, check_real,
+                                    check_reals, episode_over, not_reset)
 from hss_gym.envs.fleetio_flash import MB, FlashBackend
 from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -131,8 +133,12 @@ def _partition(counts: Sequence[int], n_channels: int) -> list[tuple[int, ...]]:
     return out
 
 
-class FleetIOEnv(ParallelEnv):
-    """See the module docstring."""
+class FleetIOEnv(ReplayCopy, ParallelEnv):
+    """See the module docstring. ``copy.deepcopy`` and ``pickle`` work by replay
+    (:class:`hss_gym.envs._contract.ReplayCopy`; the copy gets the profiled SLOs, so it does not
+    profile again; ``admission_policy`` and custom tenants must be picklable to pickle)."""
+
+    _replay_pre = ("_rng",)
 
     # render_fps: playback rate of a recorded episode (one frame per window)
     metadata = {"name": "fleetio_v0", "render_modes": list(RENDER_MODES), "render_fps": 4,
@@ -148,14 +154,25 @@ class FleetIOEnv(ParallelEnv):
                  precondition: float | None = None, render_mode: str | None = None) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; valid: {', '.join(ISOLATIONS)}")
-        if windows < 1 or window_s <= 0 or warmup < 0:
-            raise ValueError(f"windows ({windows}) must be >= 1, window_s ({window_s}) > 0, warmup ({warmup}) >= 0")
-        if not 0 <= beta <= 1:
-            raise ValueError(f"beta must be in [0, 1], got {beta}")
-        if not 0 < scale <= 1:
-            raise ValueError(f"scale must be in (0, 1], got {scale}")
-        if precondition is not None and not 0 <= precondition < 1:
-            raise ValueError(f"precondition must be None or in [0, 1), got {precondition}")
+        windows, warmup = check_int("windows", windows, 1), check_int("warmup", warmup, 0)
+        window_s = check_real("window_s", window_s, 0.0, low_open=True)
+        beta = check_real("beta", beta, 0.0, 1.0)
+        scale = check_real("scale", scale, 0.0, 1.0, low_open=True)
+        if precondition is not None:
+            precondition = check_real("precondition", precondition, 0.0, 1.0, high_open=True)
+        slo_guar = check_real("slo_guar", slo_guar, 0.0, low_open=True)
+        token_rate = check_real("token_rate", token_rate, 0.0, low_open=True)
+        batch_ms = check_real("batch_ms", batch_ms, 0.0, low_open=True)
+        inference_ms = check_real("inference_ms", inference_ms, 0.0)
+        tick_ms = check_real("tick_ms", tick_ms, 10.0, 1000 * window_s)
+        if alpha is not None and not isinstance(alpha, (str, bytes)) and hasattr(alpha, "__len__"):
+            check_reals("alpha", alpha, None, low=0.0, high=1.0)
+        elif alpha is not None:
+            check_real("alpha", alpha, 0.0, 1.0)
+        if slo_us is not None:
+            check_reals("slo_us", slo_us, None, low=0.0, low_open=True)
+        if channels is not None:
+            channels = [check_int(f"channels[{i}]", c, 1, N_CHANNELS) for i, c in enumerate(channels)]
         self.scale, self.precondition = scale, precondition
         check_render_mode(render_mode)
         self.mix_name = mix if isinstance(mix, str) else "custom"
@@ -173,8 +190,6 @@ class FleetIOEnv(ParallelEnv):
         self.beta, self.slo_guar, self.token_rate = beta, slo_guar, token_rate
         self.batch_ms, self.inference_ms, self.warmup = batch_ms, inference_ms, warmup
         self.render_mode = render_mode
-        if not 10 <= tick_ms <= 1000 * window_s:
-            raise ValueError(f"tick_ms must be in [10, window_s * 1000], got {tick_ms}")
         self.tick_s = tick_ms / 1000
         self.ticks_per_window = max(1, int(round(window_s / self.tick_s)))
         self.admission = AdmissionControl(batch_ms, admission_policy)
@@ -189,6 +204,8 @@ class FleetIOEnv(ParallelEnv):
         if len(self.slo_us) != n or (self.slo_us <= 0).any():
             raise ValueError(f"slo_us={list(self.slo_us)}: need {n} positive values")
         self._rng = np.random.default_rng()
+        self._started = False  # reset() has run: step() before it raises
+        self._slo_profiled = slo_us is None
         self._reset_state(np.random.default_rng(0))
 
     # -- PettingZoo API --------------------------------------------------------------------------
@@ -199,6 +216,7 @@ class FleetIOEnv(ParallelEnv):
         return self._act_space
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        self._replay_reset(seed=seed, options=options)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self._reset_state(np.random.default_rng(self._rng.integers(2 ** 63)))
@@ -206,21 +224,25 @@ class FleetIOEnv(ParallelEnv):
         for _ in range(self.warmup):
             self._run_window(record=False)
         obs = self._observations()
+        self._started = True
         return obs, {a: {"workload": t.name, "category": t.category, "alpha": float(al), "class": c}
                      for a, t, al, c in zip(self.agents, self.tenants, self.alpha, self.classes)}
 
     def step(self, actions: dict[str, Any]):
+        if not self._started:
+            raise not_reset("hss/FleetIO-v0")
         if not self.agents:
-            raise RuntimeError("step() after the episode ended; call reset()")
+            raise episode_over("hss/FleetIO-v0")
+        # Every agent's action is checked, also under the baselines' isolations that ignore them.
+        check_agent_keys(actions, self.possible_agents)
+        nvec = self._act_space.nvec
+        checked = [tuple(check_multidiscrete_action(actions[a], nvec, f"action of {a!r}").tolist())
+                   for a in self.possible_agents]
+        self._replay_log("step", dict(zip(self.possible_agents, checked)))
         adm = {"created": 0, "harvested": 0, "refused": 0, "filtered": 0}
         if self.isolation == "fleetio":
             acts = []
-            for i, a in enumerate(self.possible_agents):
-                if a not in actions:
-                    raise ValueError(f"missing action for agent {a!r}")
-                x = np.asarray(actions[a]).reshape(-1)
-                if x.shape != (3,) or not self._act_space.contains(x.astype(np.int64)):
-                    raise ValueError(f"action of {a!r} must be in {self._act_space}, got {actions[a]!r}")
+            for i, x in enumerate(checked):
                 self.priority[i] = int(x[2])
                 acts.append(Action(i, int(x[0]), int(x[1]), time_ms=i * self.inference_ms))
             adm = self.admission.process(self.pool, acts, self.model.free)
@@ -310,6 +332,15 @@ class FleetIOEnv(ParallelEnv):
 
     def close(self) -> None:
         pass
+
+    # -- copies (ReplayCopy) ---------------------------------------------------------------------
+    def _replay_kwargs(self) -> dict[str, Any]:
+        # the profiled SLOs, so that the copy does not profile again (the same values)
+        return {"slo_us": self.slo_us.tolist()} if self._slo_profiled and (self.slo_us > 0).all() else {}
+
+    def _replay_fingerprint(self) -> Any:
+        return (self.t, len(self.agents), self._started, np.concatenate(self._hist).tobytes(),
+                repr(float(self.model.write_amplification)))
 
     # -- metrics ---------------------------------------------------------------------------------
     def episode_metrics(self) -> dict[str, float]:

@@ -78,6 +78,8 @@ import gymnasium as gym
 import numpy as np
 
 from hss_gym import render
+from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_real, check_reals,
+                                    episode_over, not_reset)
 from hss_gym.envs.lqoco_model import CONFIGS, CacheSim, CacheSpec, Tier, TierSpec
 from hss_gym.envs.lqoco_workloads import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -128,8 +130,12 @@ def _override(spec: Any, opts: dict[str, Any] | None, what: str) -> Any:
     return replace(spec, **opts)
 
 
-class LQoCoEnv(gym.Env):
-    """Cache-overload control; see the module docstring."""
+class LQoCoEnv(ReplayCopy, gym.Env):
+    """Cache-overload control; see the module docstring. ``copy.deepcopy`` and ``pickle`` work by
+    replay (:class:`hss_gym.envs._contract.ReplayCopy`)."""
+
+    _replay_pre = ("_np_random", "_np_random_seed")
+    _replay_extra = ("spec",)
 
     # render_fps: playback rate of a recorded episode (one frame per control period)
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
@@ -151,26 +157,32 @@ class LQoCoEnv(gym.Env):
             raise ValueError(f"observation must be 'discrete' or 'raw', got {observation!r}")
         if reward not in ("signed", "eq8"):
             raise ValueError(f"reward must be 'signed' or 'eq8', got {reward!r}")
-        if len(weights) != 3 or abs(sum(weights) - 1) > 1e-9 or min(weights) < 0:
+        weights = check_reals("weights (f_W, f_P, f_B)", weights, 3, low=0.0)
+        if abs(sum(weights) - 1) > 1e-9:
             raise ValueError(f"weights (f_W, f_P, f_B) must be 3 numbers >= 0 summing to 1, got {weights!r}")
-        if len(magnitudes) != 5 or magnitudes[2] != 0 or min(magnitudes) <= -1:
+        magnitudes = check_reals("magnitudes", magnitudes, 5, low=-1.0, low_open=True)
+        if magnitudes[2] != 0:
             raise ValueError(f"magnitudes must be 5 adjustment rates > -1 with Keep (index 2) = 0, "
                              f"got {magnitudes!r}")
         for name, v in (("periods", periods), ("substeps", substeps), ("bdp_window", bdp_window)):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"{name} must be an int > 0, got {v!r}")
+            check_int(name, v, 1)
         for name, v in (("period_s", period_s), ("bucket_s", bucket_s), ("init_rate", init_rate),
                         ("load", load)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-        if len(w_bins) != 3 or not 0 < w_bins[0] < w_bins[1] < w_bins[2] <= 1:
+            check_real(name, v, 0.0, low_open=True)
+        w_bins = check_reals("w_bins", w_bins, 3, low=0.0, high=1.0, low_open=True)
+        if not w_bins[0] < w_bins[1] < w_bins[2]:
             raise ValueError(f"w_bins must be 3 increasing cut points in (0, 1], got {w_bins!r}")
-        if len(b_band) != 2 or not 0 < b_band[0] <= 1 <= b_band[1]:
+        b_band = check_reals("b_band", b_band, 2, low=0.0, low_open=True)
+        if not b_band[0] <= 1 <= b_band[1]:
             raise ValueError(f"b_band must be (low <= 1, high >= 1), got {b_band!r}")
-        if len(rate_bounds) != 2 or not 0 < rate_bounds[0] < rate_bounds[1]:
+        rate_bounds = check_reals("rate_bounds", rate_bounds, 2, low=0.0, low_open=True)
+        if not rate_bounds[0] < rate_bounds[1]:
             raise ValueError(f"rate_bounds must be (low, high) with 0 < low < high, got {rate_bounds!r}")
-        if bypass_us is not None and not bypass_us >= 0:
-            raise ValueError(f"bypass_us must be None or >= 0, got {bypass_us!r}")
+        p_tol = check_real("p_tol", p_tol, 0.0)
+        if bypass_us is not None:
+            bypass_us = check_real("bypass_us", bypass_us, 0.0)
+        if not (isinstance(trace_speedup, str) and trace_speedup == "auto"):
+            check_real("trace_speedup ('auto' or a number)", trace_speedup, 0.0, low_open=True)
         check_render_mode(render_mode)
         self.config, self.workload = config, workload
         self.periods, self.period_s, self.substeps = periods, float(period_s), substeps
@@ -198,6 +210,7 @@ class LQoCoEnv(gym.Env):
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._replay_reset(seed=seed, options=options)
         super().reset(seed=seed)
         rng = random.Random(int(self.np_random.integers(2**62)))
         self.sim = CacheSim(self.cache_spec, self.tier, self.period_s, self.substeps,
@@ -219,18 +232,29 @@ class LQoCoEnv(gym.Env):
         return self._obs(), self._info(None)
 
     def step(self, action: Any):
-        a = int(action)
-        if not 0 <= a < 5:
-            raise ValueError(f"action must be in 0..4 ({', '.join(ACTION_NAMES)}), got {action!r}")
+        self._check_running()
+        a = check_discrete_action(action, 5, f"action ({', '.join(ACTION_NAMES)})")
+        self._replay_log("step", a)
         return self._advance(self.rate * (1.0 + self.magnitudes[a]))
+
+    def _check_running(self) -> None:
+        if self.sim is None:
+            raise not_reset("hss/LQoCo-v0")
+        if self.t >= self.periods:
+            raise episode_over("hss/LQoCo-v0")
 
     def step_rate(self, rate_mbps: float):
         """Step with I_{t+1} = ``rate_mbps`` (MB/s, clipped to ``rate_bounds``; ``inf`` = no
         token limit at all, the "no control" system)."""
-        r = float(rate_mbps)
-        if math.isnan(r) or r <= 0:
-            raise ValueError(f"rate_mbps must be > 0 (or inf), got {rate_mbps!r}")
+        self._check_running()
+        r = check_real("rate_mbps", rate_mbps, 0.0, low_open=True, allow_inf=True)
+        self._replay_log("step_rate", r)
         return self._advance(r * 1e6)
+
+    def _replay_fingerprint(self) -> Any:
+        if self.sim is None:
+            return None
+        return (self.t, repr(self._hist), repr(self.sim.hist))
 
     def render(self) -> "str | np.ndarray | None":
         """``"ansi"``: the state (W, P, B and their levels) and the rate; ``"rgb_array"``: the

@@ -13,7 +13,10 @@ I/O trace. **One step = one host request**, in arrival order. Two agents act on 
 
 ## Agents
 ``possible_agents == agents == ["placement", "migration"]`` for the whole episode. An agent with
-no decision this step has ``infos[agent]["acting"] == False``; its action is ignored.
+no decision this step has ``infos[agent]["acting"] == False``; its action is still checked against
+the action space (an int or NumPy integer in range; ``"0"``, ``1.5`` or ``True`` raise), then
+ignored. ``step`` before ``reset`` or after truncation raises; see :mod:`hss_gym.envs._contract`
+for the contract shared by every env, and for ``copy.deepcopy``/``pickle`` (by replay).
 
 ## Action space
 ``Discrete(N)`` for both agents, N = number of devices, device 0 the fastest.
@@ -78,6 +81,7 @@ fraction in sevenths), plus any
 from __future__ import annotations
 
 import warnings
+from array import array
 from collections import deque
 from typing import Any
 
@@ -87,6 +91,8 @@ from pettingzoo import ParallelEnv
 
 from hss_gym import render
 from hss_gym.config import HSSConfig, make_config
+from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
+                                    episode_over, not_reset)
 from hss_gym.envs.features import feature_names, observation_space
 from hss_gym.hss import HSS
 from hss_gym.metrics import RunMetrics, compute_metrics
@@ -99,8 +105,9 @@ _ENV_KEYS = {"workload", "n_requests", "window", "backend", "paths", "backend_op
              "reward_n", "reward_x", "penalty", "reward_ref_us", "migration", "render_mode"}
 
 
-class HSSParallelEnv(ParallelEnv):
-    """See the module docstring."""
+class HSSParallelEnv(ReplayCopy, ParallelEnv):
+    """See the module docstring. ``copy.deepcopy`` and ``pickle`` work by replay
+    (:class:`hss_gym.envs._contract.ReplayCopy`; not with ``backend="uring"``)."""
 
     # render_fps: the playback rate of a recorded episode (one frame per request), not a real time
     metadata = {"name": "hss_harmonia_v0", "render_modes": list(RENDER_MODES), "render_fps": 30,
@@ -121,15 +128,17 @@ class HSSParallelEnv(ParallelEnv):
             raise ValueError("backend='uring' needs paths=[fast_path, ..., home_path] (files or block devices)")
         self.backend, self._real = backend, None
         check_render_mode(render_mode)
-        for name, v in (("reward_n", reward_n), ("reward_x", reward_x)):
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v}")
+        reward_n, reward_x = check_int("reward_n", reward_n, 1), check_int("reward_x", reward_x, 1)
         if n_requests is not None:
             n_requests = check_count(n_requests)
-        if penalty < 0:
-            raise ValueError(f"penalty must be >= 0, got {penalty}")
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        penalty = check_real("penalty", penalty, 0.0)
+        if reward_ref_us is not None:
+            reward_ref_us = check_real("reward_ref_us", reward_ref_us, 0.0, low_open=True)
+        if max_steps is not None:
+            max_steps = check_int("max_steps", max_steps, 1)
+        window = check_window(window)
+        if features not in ("harmonia", "sibyl"):
+            raise ValueError(f"features must be 'harmonia' or 'sibyl', got {features!r}")
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
@@ -151,11 +160,14 @@ class HSSParallelEnv(ParallelEnv):
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
         self._mask = np.ones(n, dtype=np.int8)  # template: every infos dict gets its own copy
-        self.reward_ref_us = float(reward_ref_us) if reward_ref_us else self._default_ref()
+        self.reward_ref_us = reward_ref_us if reward_ref_us is not None else self._default_ref()
         self._workload_spec = workload
         self._trace: Trace | None = None
         self._hss: HSS | None = None
         self._seed = 0
+        self._started = False  # reset() has run (step() before it raises)
+        self._act_log = array("q")  # fast_step's (place, move) pairs since reset(): replayed by deepcopy/pickle
+        self._log_act = self._act_log.append
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -184,13 +196,14 @@ class HSSParallelEnv(ParallelEnv):
             tr = get_trace(spec, n=self.n_requests, seed=seed)
         if self.window is not None:
             start, stop = self.window
-            if not 0 <= start < stop <= len(tr):
-                shown = tuple(v.item() if isinstance(v, np.generic) else v for v in (start, stop))
-                raise ValueError(f"window {shown} is outside the trace's {len(tr)} requests")
+            if stop > len(tr):
+                raise ValueError(f"window ({start}, {stop}) is outside the trace's {len(tr)} requests "
+                                 f"(stop must be <= {len(tr)})")
             tr = tr.slice(start, stop)
         return tr.validate()
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._replay_reset(seed=seed, options=options)
         options = dict(options or {})
         unknown = set(options) - {"workload", "window"}
         if unknown:  # PettingZoo's API test passes arbitrary options: warn, do not fail
@@ -199,7 +212,7 @@ class HSSParallelEnv(ParallelEnv):
         if seed is not None:
             self._seed = check_seed(seed)
         if "window" in options:
-            self.window = options["window"]
+            self.window = check_window(options["window"], "reset option window")
         if "workload" in options or "window" in options or self._trace is None or seed is not None:
             spec = options.get("workload", self._workload_spec)
             self._workload_spec = spec
@@ -225,6 +238,9 @@ class HSSParallelEnv(ParallelEnv):
         self._ran: list[int] = []  # decision steps of the moves executed (or dropped) this step
         self._move_delay = 0.0
         self.agents = list(AGENTS)
+        self._started = True
+        self._act_log = array("q")
+        self._log_act = self._act_log.append
         self._obs = self._new_obs()
         self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self._sibyl,
                                                      self.migration_enabled, self._latencies)
@@ -254,29 +270,25 @@ class HSSParallelEnv(ParallelEnv):
         return int(v) if self.raw_bins else int(v * self._dev_scale + 0.5)
 
     def _action(self, actions: dict[str, Any], agent: str) -> int:
-        a = actions[agent]
-        if isinstance(a, np.ndarray) and a.shape == ():
-            a = a.item()
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"action for {agent!r} must be an int in [0, {self._act_space.n}), got {a!r}")
-        if not 0 <= a < self._act_space.n:
-            raise ValueError(f"action for {agent!r} must be in [0, {self._act_space.n}), got {a}")
-        return int(a)
+        return check_discrete_action(actions[agent], self._act_space.n, f"action for {agent!r}")
 
     def step(self, actions: dict[str, Any]):
         if not self.agents:
-            raise RuntimeError("step() called on a finished episode (or before reset()); call reset()")
+            raise episode_over("hss/Harmonia-v0") if self._started else not_reset("hss/Harmonia-v0")
         if len(actions) != 2 or "placement" not in actions or "migration" not in actions:
-            raise KeyError(f"actions must have exactly the keys {AGENTS}; got {sorted(actions)}")
-        n, place, move = self._act_space.n, 0, -1
-        if self._needs:  # fast path for a plain in-range int; _action checks anything else
-            place = actions["placement"]
-            if type(place) is not int or not 0 <= place < n:
-                place = self._action(actions, "placement")
-        if self._cand is not None:
-            move = actions["migration"]
-            if type(move) is not int or not 0 <= move < n:
-                move = self._action(actions, "migration")
+            check_agent_keys(actions, AGENTS)
+        # Both agents' actions are checked (also one that is not acting, whose action is ignored);
+        # fast path for a plain in-range int, check_discrete_action for anything else.
+        n = self._act_space.n
+        place, move = actions["placement"], actions["migration"]
+        if type(place) is not int or not 0 <= place < n:
+            place = self._action(actions, "placement")
+        if type(move) is not int or not 0 <= move < n:
+            move = self._action(actions, "migration")
+        if not self._needs:
+            place = 0
+        if self._cand is None:
+            move = -1
         obs_p, obs_m, r_place, r_migr, latency, evicted, credit, _, _, done, needs, page, dev = self.fast_step(place, move)
         infos = self._infos(latency, credit, evicted, needs, page, dev)
         if done:
@@ -297,6 +309,9 @@ class HSSParallelEnv(ParallelEnv):
         migration candidate (``page``) and its ``device`` (-1, -1: none); the step index is
         :attr:`step_index`. The lists are fresh; the observations too, as :meth:`step`'s."""
         i = self._i
+        log = self._log_act  # what a copy replays (ReplayCopy)
+        log(place)
+        log(move)
         needs_before = self._needs
         self._i = nxt = i + 1
         done = nxt >= self._end
@@ -480,3 +495,45 @@ class HSSParallelEnv(ParallelEnv):
             self._real = None
         self._hss = None
         self.agents = []
+
+    # ------------------------------------------------------------------ copies (ReplayCopy)
+    def _replay_snapshot(self) -> dict[str, Any]:
+        # What reset() starts from; a Trace is never modified, so it is shared, not copied.
+        return {"_seed": self._seed, "window": self.window, "_workload_spec": self._workload_spec}
+
+    def _replay_tail(self) -> list[tuple[str, tuple, dict[str, Any]]]:
+        return [("_replay_fast_steps", (self._act_log.tobytes(),), {})] if self._started and self._act_log else []
+
+    def _replay_fast_steps(self, packed: bytes) -> None:
+        """Replay :meth:`fast_step` calls recorded as (place, move) int64 pairs."""
+        acts = array("q")
+        acts.frombytes(packed)
+        step = self.fast_step
+        for k in range(0, len(acts), 2):
+            step(acts[k], acts[k + 1])
+
+    def _replay_check(self) -> None:
+        if self.backend != "sim":
+            raise TypeError(f"hss/Harmonia-v0 with backend={self.backend!r} drives real devices and cannot be "
+                            f"copied or pickled; use backend='sim'")
+
+    def _replay_fingerprint(self) -> Any:
+        if self._hss is None:
+            return None
+        return (self._i, len(self.agents), repr(sorted(self._hss.counters().items())))
+
+
+def check_window(window: Any, name: str = "window") -> tuple[int, int] | None:
+    """``window`` as ``(start, stop)`` ints with ``0 <= start < stop`` (a slice of the trace), or
+    None; a reversed or empty window is reported as such."""
+    if window is None:
+        return None
+    if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
+        raise ValueError(f"{name} must be None or (start, stop), a slice of the trace, got {window!r}")
+    start = check_int(f"{name} start", window[0], 0)
+    stop = check_int(f"{name} stop", window[1], 0)
+    if stop < start:
+        raise ValueError(f"{name} ({start}, {stop}) is reversed: start must be < stop; did you mean ({stop}, {start})?")
+    if stop == start:
+        raise ValueError(f"{name} ({start}, {stop}) is empty: start must be < stop")
+    return start, stop

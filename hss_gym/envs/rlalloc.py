@@ -101,6 +101,8 @@ import numpy as np
 
 from hss_gym import render
 from hss_gym.render import RENDER_MODES, check_render_mode
+from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_multidiscrete_action,
+                                    check_real, check_reals, episode_over, not_reset)
 from hss_gym.workloads.msr_streams import STREAMS, stream_trace
 from hss_gym.workloads.trace import WRITE
 
@@ -151,8 +153,12 @@ def encode_flat(dst: int, donor: int, n_streams: int) -> int:
     return 1 + dst * (n_streams - 1) + (donor if donor < dst else donor - 1)
 
 
-class RLAllocEnv(gym.Env):
-    """See the module docstring."""
+class RLAllocEnv(ReplayCopy, gym.Env):
+    """See the module docstring. ``copy.deepcopy`` and ``pickle`` work by replay
+    (:class:`hss_gym.envs._contract.ReplayCopy`)."""
+
+    _replay_pre = ("_np_random", "_np_random_seed")
+    _replay_extra = ("spec",)
 
     # render_fps: playback rate of a recorded episode (one frame per allocation period)
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
@@ -167,7 +173,9 @@ class RLAllocEnv(gym.Env):
         if streams is not None and n_streams is not None:
             raise ValueError("give streams (a list) or n_streams (copies of sweep_stream), not both")
         if streams is None:
-            streams = list(STREAMS) if n_streams is None else [sweep_stream] * int(n_streams)
+            if n_streams is not None:
+                n_streams = check_int("n_streams", n_streams, 2)
+            streams = list(STREAMS) if n_streams is None else [sweep_stream] * n_streams
         self.streams = [str(s) for s in streams]
         self.n_streams = len(self.streams)
         for name in self.streams:
@@ -180,13 +188,15 @@ class RLAllocEnv(gym.Env):
                               ("initial", initial, INITIAL)):
             if val not in ok:
                 raise ValueError(f"{name}={val!r}; valid: {', '.join(ok)}")
-        for name, val in (("period_us", period_us), ("episode_periods", episode_periods),
-                          ("lat_ref_us", lat_ref_us), ("queue_depth", queue_depth), ("scale", scale),
-                          ("intensity", intensity), ("demand_periods", int(demand_periods))):
-            if not val > 0:
-                raise ValueError(f"{name} must be > 0, got {val!r}")
-        if len(reward_weights) != 2:
-            raise ValueError(f"reward_weights must be 2 numbers (IOPS, tail latency), got {reward_weights!r}")
+        for name, val in (("period_us", period_us), ("lat_ref_us", lat_ref_us), ("intensity", intensity)):
+            check_real(name, val, 0.0, low_open=True)
+        scale = check_real("scale", scale, 0.0, 1.0, low_open=True)
+        for name, val in (("episode_periods", episode_periods), ("queue_depth", queue_depth),
+                          ("demand_periods", demand_periods)):
+            check_int(name, val, 1)
+        if precondition is not None:
+            precondition = check_real("precondition", precondition, 0.0, 1.0, high_open=True)
+        reward_weights = check_reals("reward_weights (IOPS, tail latency)", reward_weights, 2)
         check_render_mode(render_mode)
         flash = _flash()
         if isinstance(profile, flash.FlashProfile):
@@ -225,6 +235,18 @@ class RLAllocEnv(gym.Env):
 
     def set_allocation(self, allocation: Sequence[Sequence[int]]) -> None:
         """Allocate units to every stream at once (allocation-rule baselines); units may be shared."""
+        if self._ssd is None:
+            raise not_reset("hss/RLAlloc-v0")
+        new = self._checked_allocation(allocation)
+        self._replay_log("set_allocation", [u.tolist() for u in new])
+        self._assign(new)
+
+    def _assign(self, new: list[np.ndarray]) -> None:
+        for s, u in enumerate(new):
+            if not np.array_equal(u, self._alloc[s]):
+                self._set_units(s, u)
+
+    def _checked_allocation(self, allocation: Sequence[Sequence[int]]) -> list[np.ndarray]:
         if len(allocation) != self.n_streams:
             raise ValueError(f"allocation: {len(allocation)} entries for {self.n_streams} streams")
         new = []
@@ -234,9 +256,7 @@ class RLAllocEnv(gym.Env):
                 raise ValueError(f"allocation[{s}]: need >= 1 unit id in 0..{self.n_units - 1}, "
                                  f"got {list(units)}")
             new.append(u)
-        for s, u in enumerate(new):
-            if not np.array_equal(u, self._alloc[s]):
-                self._set_units(s, u)
+        return new
 
     def unit_busy(self) -> np.ndarray:
         """Each unit's active-time fraction in the last period (a copy)."""
@@ -287,9 +307,10 @@ class RLAllocEnv(gym.Env):
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
         if options:
             raise ValueError(f"options: RLAlloc-v0 takes no reset options, got {sorted(options)}")
+        self._replay_reset(seed=seed, options=options)
+        super().reset(seed=seed)
         ep_seed = int(self.np_random.integers(0, 2**31 - 1))
         if self._ssd is not None:
             self._ssd.close()
@@ -312,7 +333,8 @@ class RLAllocEnv(gym.Env):
         self._provenance = [p.source for p in parts]
         self._alloc = [np.arange(self.n_units, dtype=np.int32) for _ in range(self.n_streams)]
         if self.initial == "static":
-            self.set_allocation(static_allocation(self.n_streams, self.n_channels, self.chips_per_channel))
+            self._assign(self._checked_allocation(static_allocation(self.n_streams, self.n_channels,
+                                                                     self.chips_per_channel)))
         self._period, self._next_req = 0, 0
         self._demand_hist = np.zeros((self.demand_periods, 2, self.n_streams))
         self._unit_busy = np.zeros(self.n_units)
@@ -325,12 +347,14 @@ class RLAllocEnv(gym.Env):
 
     def step(self, action: Any):
         if self._ssd is None:
-            raise RuntimeError("call reset() before step()")
+            raise not_reset("hss/RLAlloc-v0")
         if self._period >= self.episode_periods:
-            raise RuntimeError("episode is over: call reset()")
-        act = np.asarray(action) if self.action_mode == "factored" else int(action)
-        if not self.action_space.contains(act):
-            raise ValueError(f"action {action!r} is outside {self.action_space}")
+            raise episode_over("hss/RLAlloc-v0")
+        if self.action_mode == "factored":
+            action = tuple(check_multidiscrete_action(action, self.action_space.nvec).tolist())
+        else:
+            action = check_discrete_action(action, self.action_space.n)
+        self._replay_log("step", action)
         valid = self._apply(action)
         lo, hi = self._next_req, int(self._bounds[self._period])
         if hi > lo:
@@ -458,6 +482,11 @@ class RLAllocEnv(gym.Env):
         if self._ssd is not None:
             self._ssd.close()
             self._ssd = None
+
+    def _replay_fingerprint(self) -> Any:
+        if self._ssd is None:
+            return None
+        return (self._period, self._next_req, [a.tolist() for a in self._alloc], repr(self.metrics()))
 
 
 def rlalloc_env(**kwargs: Any) -> RLAllocEnv:

@@ -27,15 +27,25 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
+from hss_gym.envs._contract import episode_over, not_reset
 from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
 from hss_gym.render import RENDER_MODES
 
 Policy = Callable[[np.ndarray, dict[str, Any]], int]
 
 
-def fixed_device(device: int) -> Policy:
-    """A policy that always answers ``device`` (e.g. 0 = fast until full, then LRU eviction)."""
-    return lambda obs, info: device
+class fixed_device:
+    """A policy that always answers ``device`` (e.g. 0 = fast until full, then LRU eviction).
+    A class rather than a closure so that the envs using it can be pickled."""
+
+    def __init__(self, device: int) -> None:
+        self.device = device
+
+    def __call__(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        return self.device
+
+    def __repr__(self) -> str:
+        return f"fixed_device({self.device})"
 
 
 def stay(obs: np.ndarray, info: dict[str, Any]) -> int:
@@ -45,7 +55,10 @@ def stay(obs: np.ndarray, info: dict[str, Any]) -> int:
 
 
 class SingleAgentEnv(gym.Env):
-    """One agent of the parallel env as a Gymnasium env; see the module docstring."""
+    """One agent of the parallel env as a Gymnasium env; see the module docstring.
+
+    ``copy.deepcopy`` and ``pickle`` work when ``other_policy`` can be copied/pickled (the
+    built-in ones can): the wrapped env is copied by replay."""
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": HSSParallelEnv.metadata["render_fps"]}
 
@@ -96,9 +109,9 @@ class SingleAgentEnv(gym.Env):
 
     def step(self, action: Any):
         if self._obs is None:
-            raise RuntimeError("step() called before reset()")
+            raise not_reset(f"hss/{self.agent.capitalize()}-v0")
         if not self.env.agents:
-            raise RuntimeError("step() called on a finished episode; call reset()")
+            raise episode_over(f"hss/{self.agent.capitalize()}-v0")
         self._credit = []
         acts = {self.agent: action, self.other: self._other_action()}
         self._obs, rew, _, trunc, self._infos = self.env.step(acts)
