@@ -228,6 +228,7 @@ POLICIES: dict[str, str] = {
     "harmonia": "hss_gym.agents.harmonia:Harmonia",
     "harmonia_fit": "hss_gym.agents.harmonia:harmonia_fit",
     "oracle": "hss_gym.agents.oracle:Oracle",
+    "oracle_paid": "hss_gym.agents.oracle:PaidOracle",
 }
 
 

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hss_gym.agents.base import Infos, Obs, Policy
+from hss_gym.agents.base import Infos, Obs, Policy, stay_action
 from hss_gym.backends.sim import timing_params
 from hss_gym.envs.parallel import HSSParallelEnv
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
@@ -136,3 +136,99 @@ class Oracle(Policy):
                 self.heaps[d] = [(-nu[p], p) for p, dev in where.items() if dev == d]
                 heapq.heapify(self.heaps[d])
         return {"placement": d}
+
+
+class PaidOracle(Policy):
+    """The clairvoyant policy that pays for its moves: the honest headroom of a real policy.
+
+    The :class:`Oracle` migrates for free and places every page where its request completes
+    first, so "% of Oracle" overstates what any policy could reach. This one knows the same
+    future (each page's next use, from the trace) but acts as a policy must: through the
+    environment's placements and its migration queue, every move a real read and write in the
+    device model, and only on pages it has seen (a page is placed at its first access, never
+    before). For two or more devices it manages device 0 (the fast one) against the home device:
+
+    * **placement** (writes and first touches): the fast device when the request fits in its
+      free space and its pages are used again sooner than the fast resident used furthest in the
+      future (Belady), else the home device; so it never evicts on the critical path;
+    * **promotion**: a request (read, or write it did not place fast) whose pages sit on a slower
+      device and are used again sooner than
+      that resident is moved to the fast device through the migration queue (idle-time moves),
+      after the Belady victims' demotions, queued first so the promotion finds a free slot;
+      only while the queue has room for both (a full queue would run moves at once).
+
+    It is a bound of what clairvoyant *decisions* gain with this device model's costs, not an
+    optimum (the Belady choice ignores the move costs and the queue's limits).
+    """
+
+    name = "oracle_paid"
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        hss = env.hss
+        self.hss, self.core = hss, hss.core
+        offsets, next_use = next_uses(env.trace)
+        self.offsets, self.next_use = offsets.tolist(), next_use.tolist()
+        self.home = hss.n_devices - 1
+        self.cap0, self.qcap = hss.capacities[0], hss.config.queue_size
+        self.nu: dict[int, int] = {}
+        self.heap: list[tuple[int, int]] = []  # (-next use, page) of pages placed or queued to device 0
+        self.promotions = 0
+
+    def _dev(self, page: int) -> int:
+        m = self.core.page(page)
+        return -1 if m is None else m["device"]
+
+    def _victims(self, k: int, before: int, exclude: range) -> list[int] | None:
+        """``k`` fast residents used later than ``before`` (furthest first), or None."""
+        heap, nu, out, keep = self.heap, self.nu, [], []
+        while heap and len(out) < k:
+            neg, p = heapq.heappop(heap)
+            if nu.get(p) != -neg or p in exclude or self._dev(p) != 0:
+                continue  # stale: used or moved since
+            if -neg <= before:
+                keep.append((neg, p))
+                break
+            out.append(p)
+            keep.append((neg, p))
+        for item in keep:
+            heapq.heappush(heap, item)
+        return out if len(out) == k else None
+
+    def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
+        env, core = self.env, self.core
+        i = env.step_index
+        lo, hi = self.offsets[i], self.offsets[i + 1]
+        _, op, offset, size = env.request
+        first = offset // PAGE_SIZE
+        pages = range(first, first + hi - lo)
+        nexts = self.next_use[lo:hi]
+        soon = min(nexts)
+        k = hi - lo
+        used = core.counters()["used_pages"][0] if infos["placement"]["acting"] else 0
+        place = self.home
+        if infos["placement"]["acting"] and soon != NEVER and k <= self.cap0:
+            if used + k <= self.cap0 and (used + k <= self.cap0 - k or self._victims(1, soon, pages) is not None
+                                          or not self.heap):
+                place = 0
+        if place != 0 and soon != NEVER and k <= self.qcap // 2 and core.queue_length + 2 * k <= self.qcap:
+            devs = [self._dev(p) for p in pages]
+            if all(d > 0 for d in devs):
+                victims = self._victims(k, soon, pages)
+                if victims is not None:
+                    for v in victims:
+                        core.enqueue(v, self.home)
+                    for p in pages:
+                        core.enqueue(p, 0)
+                    self.promotions += 1
+                    place = 0
+        self.nu.update(zip(pages, nexts))
+        if place == 0:
+            push = heapq.heappush
+            for p, nxt in zip(pages, nexts):
+                push(self.heap, (-nxt, p))
+            if len(self.heap) > 4 * self.cap0 + 4096:  # drop stale entries
+                self.heap = [(-self.nu[p], p) for p in {p for _, p in self.heap} if self._dev(p) == 0]
+                heapq.heapify(self.heap)
+        return {"placement": 0 if infos["placement"]["acting"] and place == 0 else self.home,
+                "migration": stay_action(infos)}

@@ -422,3 +422,19 @@ def test_learned_baselines_20k_requests(name):
     r, _, _ = episode(name, "perf_opt", "resnet50", n=20_000)
     check_metrics(r, 20_000)
     assert r.wall_s < 60
+
+
+def test_paid_oracle_pays_for_its_moves_and_is_bounded_by_the_free_oracle():
+    """oracle_paid knows the future but moves pages through the migration queue (device time) and
+    never evicts on the critical path: no better than the free-migration Oracle, better than
+    Slow-Only and hps where there is reuse, and its moves are real migrations."""
+    from hss_gym.agents.base import make_env, make_policy, run_episode
+    lat = {}
+    for name in ("slow_only", "hps", "oracle", "oracle_paid"):
+        p = make_policy(name)
+        m = run_episode(p, make_env(p, "perf_opt", "learn-hot-scan", n_requests=6000), seed=0).metrics
+        lat[name] = m.mean_latency_us
+        if name == "oracle_paid":
+            paid = m
+    assert lat["oracle"] < lat["oracle_paid"] < min(lat["slow_only"], lat["hps"]), lat
+    assert paid.evictions == 0  # no critical-path eviction, no free remap either
