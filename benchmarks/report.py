@@ -6,14 +6,21 @@ HSS problem normalises latency to Fast-Only), which policies are references, and
 claims to evaluate. For every (suite, track):
 
 * the **leaderboard**: each policy's mean of every metric over the track's (workload,
-  configuration, seed) cells with its 95% confidence interval over seeds (:mod:`.stats`); a
-  ranked policy whose primary metric does not differ significantly from the leader's (paired by
-  seed) is marked ``≈``. References (idealised or clairvoyant policies) are listed apart, below
-  the ranking;
-* the primary metric per workload (mean ± CI over seeds; ``*`` the best, ``≈`` not significantly
-  different from it);
-* learning curves when runs record them (``curves``), and the problem's own figures;
-* the papers' claims beside ours with an agree/disagree mark, and a line saying how many hold.
+  configuration, seed) cells with its 95% confidence interval over seeds of the per-seed mean
+  (workloads pooled within a seed: :mod:`.stats`); the leader's followers that the paired test
+  does not separate from it, down to the first it does, are marked ``≈``
+  (:func:`.stats.tied_with_leader`). References (idealised or clairvoyant policies) are listed
+  apart, below the ranking, without the metrics relative to a reference (``Metric.relative_to``);
+* the primary metric per workload (mean ± CI over that workload's seeds; ``*`` the best, ``≈``
+  tied with it by the same rule);
+* learning curves when runs record them (``curves``; x in the problem's unit, ``curve_axes``),
+  and the problem's own figures;
+* the papers' claims beside ours, each with the rule it is judged by (the published magnitude
+  within a tolerance, or the direction only when no number was published) and an agree/disagree
+  mark, and a line saying how many hold.
+
+Every mark a table uses is explained under it (:func:`summary_legend`, :func:`detail_legend`,
+:data:`CLAIMS_LEGEND`).
 
 The HTML page embeds everything (CSS inline, matplotlib figures as base64 PNG).
 """
@@ -29,9 +36,11 @@ from typing import Any, Iterable
 
 from hss_gym.benchmarks.problems import Problem, get_problem
 from hss_gym.benchmarks.results import latest_by_key
-from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant
+from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant, tied_with_leader
 
 NA = "n/a"
+#: a metric that means nothing for a reference (e.g. Fast-Only's "% of Oracle")
+NOT_SHOWN = "—"
 Cell = tuple[str, str, int]  # (workload, config, seed)
 
 
@@ -106,9 +115,15 @@ class PolicyStats:
     error: str | None
     #: metric -> seed -> mean over that seed's cells
     per_seed: dict[str, dict[int, float]]
+    #: metric -> its value over all the cells, for a metric relative to a reference
+    #: (``Metric.relative_to``: a ratio of means, not the mean of the per-seed ratios)
+    point: dict[str, float] = field(default_factory=dict)
 
     def estimate(self, key: str) -> Estimate:
-        return mean_ci(list(self.per_seed.get(key, {}).values()))
+        e = mean_ci(list(self.per_seed.get(key, {}).values()))
+        if key in self.point and e.mean is not None:
+            return Estimate(self.point[key], e.half_width, e.n)
+        return e
 
     def mean(self, key: str) -> float | None:
         return self.estimate(key).mean
@@ -123,9 +138,14 @@ def _finite(v: Any) -> bool:
 
 
 def policy_stats(td: TrackData, policy: str, cells: list[Cell] | None = None) -> PolicyStats:
-    """``policy``'s numbers over ``cells`` (default: all of the track's)."""
+    """``policy``'s numbers over ``cells`` (default: all of the track's). A metric relative to a
+    reference (``Metric.relative_to = (ref, key)``) is ``100 * mean(ref's key) / mean(key)`` over
+    the cells both have, per seed (for the interval) and over all of them (the value shown): it
+    follows a ranking on ``key``. A reference has none."""
     cells = td.cells() if cells is None else cells
+    relative = [m for m in td.problem.metrics if m.relative_to]
     by_seed: dict[str, dict[int, list[float]]] = {}
+    sums: dict[str, dict[int, list[float]]] = {}  # relative metric -> seed -> [sum ref, sum own]
     runs = 0
     for c in cells:
         v = td.values(policy, c)
@@ -135,9 +155,24 @@ def policy_stats(td: TrackData, policy: str, cells: list[Cell] | None = None) ->
         for k, x in v.items():
             if _finite(x):
                 by_seed.setdefault(k, {}).setdefault(c[2], []).append(float(x))
+        for m in relative:
+            ref, key = m.relative_to  # type: ignore[misc]
+            a, b = (td.values(ref, c) or {}).get(key), v.get(key)
+            if policy not in td.problem.references and _finite(a) and _finite(b):
+                acc = sums.setdefault(m.key, {}).setdefault(c[2], [0.0, 0.0])
+                acc[0] += float(a)
+                acc[1] += float(b)
     fails = [td.failed[(*c, policy)] for c in cells if (*c, policy) in td.failed and (*c, policy) not in td.ok]
     per_seed = {k: {s: sum(xs) / len(xs) for s, xs in d.items()} for k, d in by_seed.items()}
-    return PolicyStats(policy, runs, len(fails), fails[0].get("error") if fails else None, per_seed)
+    point: dict[str, float] = {}
+    for m in relative:
+        per_seed.pop(m.key, None)
+        by = {s: 100.0 * a / b for s, (a, b) in sums.get(m.key, {}).items() if b}
+        total = [sum(x) for x in zip(*sums.get(m.key, {}).values())]
+        if by and total and total[1]:
+            per_seed[m.key] = by
+            point[m.key] = 100.0 * total[0] / total[1]
+    return PolicyStats(policy, runs, len(fails), fails[0].get("error") if fails else None, per_seed, point)
 
 
 def _order(td: TrackData, stats: list[PolicyStats]) -> list[PolicyStats]:
@@ -175,30 +210,41 @@ def summary_head(td: TrackData) -> list[str]:
     return ["#", "policy"] + [m.label for m in td.problem.metrics] + ["runs"]
 
 
+def tied(ordered: list[PolicyStats], key: str) -> set[str]:
+    """The policies of ``ordered`` (ranked, best first) tied with the first on ``key``: its
+    followers the paired test does not separate from it, down to the first it does
+    (:func:`.stats.tied_with_leader`)."""
+    if not ordered or ordered[0].mean(key) is None:
+        return set()
+    best, rest = ordered[0], ordered[1:]
+    flags = tied_with_leader([None if s.mean(key) is None else s.differs(best, key) for s in rest])
+    return {s.policy for s, t in zip(rest, flags) if t}
+
+
 def summary_rows(td: TrackData) -> list[list[str]]:
-    """The ranking (with ``≈`` for a policy not significantly different from #1), then the
-    references (rank ``ref``)."""
+    """The ranking (``≈`` after the rank of a policy tied with #1: :func:`tied`), then the
+    references (rank ``ref``; a metric relative to a reference is ``—`` for them)."""
     key = td.problem.primary.key
     board = leaderboard(td)
-    best = board[0] if board and board[0].mean(key) is not None else None
+    ties = tied(board, key)
     rows = []
 
     def row(rank: str, s: PolicyStats) -> list[str]:
         runs = f"{s.runs}" + (f" ({s.failed} failed)" if s.failed else "")
-        return [rank, s.policy] + [fmt_est(s.estimate(m.key), m.digits, m.pct) for m in td.problem.metrics] + [runs]
+        ref = s.policy in td.problem.references
+        return [rank, s.policy] + [NOT_SHOWN if ref and m.relative_to else fmt_est(s.estimate(m.key), m.digits, m.pct)
+                                   for m in td.problem.metrics] + [runs]
 
     for i, s in enumerate(board, 1):
         rank = "-" if s.mean(key) is None else str(i)
-        if best is not None and s is not best and s.mean(key) is not None and s.differs(best, key) is False:
-            rank += " ≈"
-        rows.append(row(rank, s))
+        rows.append(row(rank + (" ≈" if s.policy in ties else ""), s))
     rows += [row("ref", s) for s in reference_stats(td)]
     return rows
 
 
 def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
-    """The primary metric per policy (rows) and workload/config (columns): mean ± CI over seeds,
-    ``*`` the best ranked policy of the column, ``≈`` not significantly different from it."""
+    """The primary metric per policy (rows) and workload/config (columns): mean ± CI over that
+    column's seeds, ``*`` the best ranked policy of the column, ``≈`` tied with it (:func:`tied`)."""
     m = td.problem.primary
     cells = td.cells()
     cols = [(w, c) for w in td.workloads for c in td.configs if any(x[:2] == (w, c) for x in cells)]
@@ -215,9 +261,8 @@ def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
         ranked = _order(td, [grid[(p, col)] for p in td.ranked])
         if ranked and ranked[0].mean(m.key) is not None:
             marks[(ranked[0].policy, col)] = " *"
-            for s in ranked[1:]:
-                if s.mean(m.key) is not None and s.differs(ranked[0], m.key) is False:
-                    marks[(s.policy, col)] = " ≈"
+            for p in tied(ranked, m.key):
+                marks[(p, col)] = " ≈"
     rows = []
     for p in order:
         row = [p + (" (ref)" if p in td.references else "")]
@@ -240,9 +285,24 @@ def curve_table(td: TrackData, points: int = 8) -> tuple[list[str], list[list[st
     name, by_policy = next(iter(curves.items()))
     n = max(len(v) for v in by_policy.values())
     idx = sorted({round(i * (n - 1) / max(1, points - 1)) for i in range(points)}) if n > 1 else [0]
-    head = [f"policy ({name}, window)"] + [str(i + 1) for i in idx]
+    xs = curve_x(td, name, n)
+    head = [f"{name}; columns: {curve_axis_label(td, name)}"] + [_fmt_x(xs[i]) for i in idx]
     rows = [[p] + [fmt(v[i]) if i < len(v) else NA for i in idx] for p, v in by_policy.items()]
     return head, rows
+
+
+def curve_x(td: TrackData, name: str, n: int) -> list[float]:
+    """The x of the ``n`` points of curve ``name``, in the problem's unit (``curve_axes``)."""
+    _, start, step = td.problem.curve_axis(name)
+    return [start + i * step for i in range(n)]
+
+
+def curve_axis_label(td: TrackData, name: str) -> str:
+    return td.problem.curve_axis(name)[0]
+
+
+def _fmt_x(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:g}"
 
 
 def _mean_curves(td: TrackData) -> dict[str, dict[str, list[float]]]:
@@ -295,30 +355,128 @@ def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 AGREE = {True: "agrees", False: "disagrees", None: "n/a"}
+#: what a claim row says when its problem did not state the rule it judges by
+RULE_NOT_STATED = "rule not stated"
+DIRECTION_ONLY = "direction only"
 
 
 def claims_rows(claims: list[dict[str, Any]]) -> list[list[str]]:
-    return [[c["claim"], str(c.get("paper", NA)), str(c.get("ours", NA)), AGREE[c.get("agree")],
-             str(c.get("where", ""))] for c in claims]
+    """One row per claim: the claim, the paper's number, ours, the rule it is judged by
+    (``rule``: a magnitude within a tolerance, a bound, or "direction only ..."), the verdict and
+    where (suite / track)."""
+    return [[c["claim"], str(c.get("paper", NA)), str(c.get("ours", NA)), str(c.get("rule") or RULE_NOT_STATED),
+             AGREE[c.get("agree")], str(c.get("where", ""))] for c in claims]
+
+
+def direction_only(c: dict[str, Any]) -> bool:
+    return str(c.get("rule") or "").startswith(DIRECTION_ONLY)
 
 
 def claims_verdict(claims: list[dict[str, Any]]) -> str:
+    """How many of the claims the results can judge agree, split by what they were judged on."""
     judged = [c for c in claims if c.get("agree") is not None]
     held = sum(bool(c["agree"]) for c in judged)
+    mag = [c for c in judged if not direction_only(c)]
+    dirs = [c for c in judged if direction_only(c)]
     missing = len(claims) - len(judged)
-    return (f"Reproduced: {held} of {len(judged)} claims that these results can judge agree in direction "
-            f"(or, for values, within a factor of 1.5)"
+    return (f"Reproduced: {held} of {len(judged)} claims that these results can judge agree, each by the rule "
+            f"in its row: {sum(bool(c['agree']) for c in mag)} of {len(mag)} judged on the published number "
+            f"(a magnitude within its tolerance, a value or a bound), {sum(bool(c['agree']) for c in dirs)} of "
+            f"{len(dirs)} on direction only"
             + (f"; {missing} not judged (their runs are missing)." if missing else "."))
 
 
-CLAIMS_HEAD = ["claim", "paper", "hss-gym", "agreement", "where"]
+CLAIMS_HEAD = ["claim", "paper", "hss-gym", "judged on", "agreement", "where"]
+
+CLAIMS_LEGEND = [
+    ("judged on", "the rule a claim is judged by: a published gap (\"A beats B by x%\") agrees when ours "
+                  "lies within the stated tolerance of it (e.g. 0.5-2x: half to double the paper's gap) and "
+                  "the difference is significant; a published value within its stated factor; a bound as "
+                  "stated; \"direction only\" when the paper published no number (or only a direction): "
+                  "then any size with the paper's sign agrees"),
+    ("agrees / disagrees", "ours meets / does not meet the row's rule"),
+    ("n/a", "not judged: the runs it needs are missing"),
+    ("(not significant)", "the two policies' difference is not significant (95%, paired by seed): a gap "
+                          "claim then disagrees, whatever its sign"),
+]
 
 
 def _intro(td: TrackData) -> str:
+    return td.problem.description.strip()
+
+
+def ci_phrase(td: TrackData) -> str:
+    """What a ``±`` of the leaderboard pools."""
+    n, w, c = len(td.seeds()), len(td.workloads), len(td.configs)
+    if n < 2:
+        return "none: one seed (run 3 or more seeds for intervals and ties)"
+    pooled = f"{w} workload{'s' if w != 1 else ''}" + (f" and {c} configurations" if c > 1 else "")
+    return (f"95% confidence interval (Student's t) over the {n} seeds of the per-seed mean over the "
+            f"track's {pooled}: the mean pools workloads and seeds; the interval is the seed-to-seed "
+            "spread only (the workloads are a fixed set, not a sample; their spread is in the "
+            "per-workload table)")
+
+
+def summary_legend(td: TrackData) -> list[tuple[str, str]]:
+    """(mark, meaning) of every mark the leaderboard table can show."""
+    m = td.problem.primary
     n = len(td.seeds())
-    ci = ("± = 95% confidence interval over seeds; ≈ = not significantly different from #1 "
-          "(paired by seed)." if n > 1 else "One seed: no confidence intervals (run ≥ 3 seeds for them).")
-    return f"{td.problem.description} {ci}".strip()
+    out = [("#", f"rank by {m.label} ({'higher' if m.higher_is_better else 'lower'} is better), best first"),
+           ("±", ci_phrase(td))]
+    if n > 1:
+        out.append(("≈", "after a rank: tied with #1. The paired t-test over seeds (95%) does not separate "
+                         "this policy from #1, nor any policy ranked between them; the ties end at the first "
+                         "policy the test separates, so no policy below an unmarked one is marked"))
+    else:
+        out.append(("≈", "not shown: one seed, no test"))
+    out += [("-", "in the rank column: no value of the ranked metric (its runs failed or the run it is "
+                  "normalised to is missing)"),
+            ("n/a", "no value (runs failed or missing, or the reference it is normalised to did not run)"),
+            ("(k failed)", "in the runs column: k runs of this policy failed (see Failed runs)")]
+    if td.problem.references:
+        out.append(("ref", f"a reference ({', '.join(td.problem.references)}): idealised or clairvoyant, "
+                           "not ranked"))
+    for x in td.problem.metrics:
+        if x.relative_to:
+            ref, key = x.relative_to
+            label = next((y.label for y in td.problem.metrics if y.key == key), key)
+            out.append((x.label, f"100 x {ref}'s mean of {label} / the policy's, both over the same runs of "
+                                 f"the track (a ratio of the means: it follows a ranking on {label})"))
+            out.append((NOT_SHOWN, f"in the references' rows: {x.label} means nothing for a reference "
+                                   f"({ref} is 100% by definition; an idealised device above it is no score)"))
+    return out
+
+
+def detail_legend(td: TrackData) -> list[tuple[str, str]]:
+    """(mark, meaning) of every mark the per-workload table can show."""
+    n = len(td.seeds())
+    return [("±", f"95% confidence interval over the {n} seeds of that workload alone" if n > 1
+             else "none: one seed"),
+            ("*", "the best ranked policy of the column (references are not marked)"),
+            ("≈", "tied with the column's * by the ranking's rule (paired by seed; the ties end at the first "
+                  "policy the test separates)" if n > 1 else "not shown: one seed"),
+            ("(ref)", "a reference, not ranked"),
+            ("failed", "every run of this policy in the column failed"),
+            ("n/a", "no value (runs missing, or the reference it is normalised to did not run)")]
+
+
+def curve_legend(td: TrackData) -> str:
+    curves = _mean_curves(td)
+    if not curves:
+        return ""
+    name = next(iter(curves))
+    return (f"Columns: {curve_axis_label(td, name)} (sampled); values: {name}, mean over the track's "
+            "workloads and seeds at that point (truncated to the shortest run).")
+
+
+def md_legend(items: list[tuple[str, str]], head: str = "Marks") -> str:
+    return f"{head}: " + "; ".join(f"`{k}` {v}" for k, v in items) + "."
+
+
+def html_legend(items: list[tuple[str, str]], head: str = "Marks") -> str:
+    e = html.escape
+    return (f'<p class="legend">{e(head)}:</p><ul class="legend">'
+            + "".join(f"<li><b>{e(k)}</b> {e(v)}</li>" for k, v in items) + "</ul>")
 
 
 def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard",
@@ -336,17 +494,18 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
         out += ["", f"## {td.suite} / {td.track}", "",
                 f"{td.problem.title}: configurations {', '.join(td.configs)}; {len(td.workloads)} workloads "
                 f"({wl}); seeds {', '.join(map(str, td.seeds()))}.", "", _intro(td), "",
-                md_table(summary_head(td), summary_rows(td)), ""]
+                md_table(summary_head(td), summary_rows(td)), "", md_legend(summary_legend(td)), ""]
         head, rows = detail_table(td)
         out += [f"<details><summary>{td.problem.primary.label} per workload</summary>", "",
-                md_table(head, rows), "", "</details>"]
+                md_table(head, rows), "", md_legend(detail_legend(td)), "", "</details>"]
         ct = curve_table(td)
         if ct is not None:
-            out += ["", "<details><summary>Learning curves</summary>", "", md_table(*ct), "", "</details>"]
+            out += ["", "<details><summary>Learning curves</summary>", "", md_table(*ct), "", curve_legend(td), "",
+                    "</details>"]
     claims = evaluate_claims(records)
     if claims:
         out += ["", "## Published numbers beside ours", "", md_table(CLAIMS_HEAD, claims_rows(claims)), "",
-                claims_verdict(claims)]
+                md_legend(CLAIMS_LEGEND, "Columns and marks"), "", claims_verdict(claims)]
     fails = [r for td in tracks for k, r in td.failed.items() if k not in td.ok]
     if fails:
         out += ["", "## Failed runs", ""] + [f"* {e}" for e in failure_lines(fails)]
@@ -406,9 +565,11 @@ def figures(tracks: list[TrackData]) -> list[tuple[tuple[str, str], str, str]]:
         ax.set_yticks(list(ys), [s.policy + (" (ref)" if r else "") for s, r in zip(stats, refs)])
         ax.invert_yaxis()
         ax.set_xlabel(m.label + (" (higher is better)" if m.higher_is_better else " (lower is better)"))
+        ax.set_ylabel("policy")
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(f"{td.suite} / {td.track}", fontsize=10)
-        out.append((key, f"{td.track}: {m.label}, mean and 95% CI over seeds; references in grey", png(fig)))
+        out.append((key, f"{td.track}: {m.label}, mean over the track's workloads and seeds; error bars: "
+                    f"{ci_phrase(td)}; references in grey", png(fig)))
         # learning curves: the five best policies and the references
         curves = _mean_curves(td)
         if curves:
@@ -418,16 +579,17 @@ def figures(tracks: list[TrackData]) -> list[tuple[tuple[str, str], str, str]]:
             for i, p in enumerate(q for q in show if q in by_policy):
                 ref = p in td.references
                 j = td.references.index(p) if ref else i
-                ax.plot(range(1, len(by_policy[p]) + 1), by_policy[p], label=p + (" (ref)" if ref else ""),
+                ax.plot(curve_x(td, name, len(by_policy[p])), by_policy[p], label=p + (" (ref)" if ref else ""),
                         lw=1.1 if ref else 1.6,
                         ls=[":", (0, (2, 2))][j % 2] if ref else ["-", "--", "-.", (0, (5, 1)), (0, (1, 1))][i % 5],
                         color=["0.15", "0.55"][j % 2] if ref else plt.get_cmap("tab10")(i))
-            ax.set_xlabel("window")
+            ax.set_xlabel(curve_axis_label(td, name))
             ax.set_ylabel(name)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
             ax.set_title(f"{td.suite} / {td.track}: learning curves (mean over workloads and seeds)", fontsize=10)
-            out.append((key, f"{td.track}: learning curves ({name} per window; top 5 + references)", png(fig)))
+            out.append((key, f"{td.track}: learning curves ({name} against {curve_axis_label(td, name)}; "
+                        "mean over workloads and seeds; top 5 + references)", png(fig)))
     for prob in dict.fromkeys(td.problem for td in tracks):
         if prob.figures is not None:
             out += prob.figures([td for td in tracks if td.problem is prob])
@@ -440,7 +602,8 @@ color:#222;padding:0 1em}table{border-collapse:collapse;margin:.6em 0 1.2em;font
 th,td{border:1px solid #ccc;padding:.25em .55em;text-align:right}th{background:#f0f0f0}
 td:nth-child(2),th:nth-child(2),td:first-child{text-align:left}figure{margin:1em 0}
 img{max-width:100%}figcaption{font-size:.85em;color:#555}code{background:#f4f4f4;padding:0 .2em}
-.na{color:#999}details{margin-bottom:1em}"""
+.na{color:#999}details{margin-bottom:1em}
+p.legend{font-size:.82em;color:#444;margin:.2em 0}ul.legend{font-size:.82em;color:#444;margin:.2em 0 1em}"""
 
 
 def html_table(head: list[str], rows: list[list[str]]) -> str:
@@ -473,9 +636,14 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
                      f"{len(td.workloads)} workloads: {e(', '.join(short_name(w) for w in td.workloads))}; "
                      f"seeds {e(', '.join(map(str, td.seeds())))}.</p><p>{e(_intro(td))}</p>")
         parts.append(html_table(summary_head(td), summary_rows(td)))
+        parts.append(html_legend(summary_legend(td)))
         head, rows = detail_table(td)
         parts.append(f"<details><summary>{e(td.problem.primary.label)} per workload</summary>"
-                     + html_table(head, rows) + "</details>")
+                     + html_table(head, rows) + html_legend(detail_legend(td)) + "</details>")
+        ct = curve_table(td)
+        if ct is not None:
+            parts.append("<details><summary>Learning curves</summary>" + html_table(*ct)
+                         + f"<p>{e(curve_legend(td))}</p></details>")
         for key, cap, uri in figs:
             if key == (td.suite, td.track):
                 parts.append(f'<figure><img alt="{e(cap)}" src="{uri}"><figcaption>{e(cap)}</figcaption></figure>')
@@ -483,6 +651,7 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
     if claims:
         parts.append("<h2>Published numbers beside ours</h2>")
         parts.append(html_table(CLAIMS_HEAD, claims_rows(claims)))
+        parts.append(html_legend(CLAIMS_LEGEND, "Columns and marks"))
         parts.append(f"<p>{e(claims_verdict(claims))}</p>")
     fails = [r for td in tracks for k, r in td.failed.items() if k not in td.ok]
     if fails:

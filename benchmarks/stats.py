@@ -2,11 +2,20 @@
 differences are significant.
 
 A track's runs form a grid of cells (workload, configuration, seed). Each policy's number for the
-track is the mean over its cells. Seeds are the independent replications (every seed draws a new
-synthetic trace and a new learner), so the interval is computed over *per-seed* values: the mean
-over the track's workloads and configurations for that seed. Two policies are compared *paired*
-by seed (same traces): the difference is significant when the 95% t-interval of the per-seed
-differences excludes zero. With one seed there is no interval (``None``), and nothing is marked.
+track is the mean over its cells: it *pools* the track's workloads, configurations and seeds.
+Seeds are the independent replications (every seed draws a new synthetic trace and a new
+learner); the workloads are a fixed set, not a sample. So the interval is computed over
+*per-seed* values (the mean over the track's workloads and configurations for that seed): it is
+the seed-to-seed spread of the pooled mean, not the spread between workloads (which
+:func:`hss_gym.benchmarks.report.detail_table` shows workload by workload, each with an interval
+over seeds alone). Two policies are compared *paired* by seed (same traces): the difference is
+significant when the 95% t-interval of the per-seed differences excludes zero. With one seed
+there is no interval (``None``), and nothing is marked.
+
+*Tied with the leader* (``≈``, :func:`tied_with_leader`) follows the ranking: the leader's
+nearest followers that the paired test does not separate from it, down to the first that it does;
+below that no policy is marked, even one whose noisier runs the test cannot separate either (a
+rank-7 ``≈`` under an unmarked rank 5 would say the ranking puts it closer than it is).
 """
 
 from __future__ import annotations
@@ -74,3 +83,37 @@ def paired_significant(a: dict[int, float], b: dict[int, float]) -> bool | None:
     if d.half_width == 0.0:
         return d.mean != 0.0
     return abs(d.mean) > d.half_width
+
+
+def tied_with_leader(differs: Sequence[bool | None]) -> list[bool]:
+    """Which of the leader's followers (in rank order) are tied with it: ``differs[i]`` says
+    whether follower ``i`` differs significantly from the leader (``None``: cannot say, e.g. one
+    seed). The ties are a prefix of the ranking: follower ``i`` is tied when neither it nor any
+    follower ranked above it differs (and every one of them could be tested)."""
+    out, tied = [], True
+    for d in differs:
+        tied = tied and d is False
+        out.append(tied)
+    return out
+
+
+#: the default tolerance of a published gap ("A beats B by x%", "A cuts M by x%"): ours agrees
+#: from half to double the paper's gap (same sign); a published value (a % of Oracle, a write
+#: amplification) agrees within a factor of 1.5 either way
+GAP_TOLERANCE = (0.5, 2.0)
+VALUE_TOLERANCE = (2 / 3, 1.5)
+
+
+def within_tolerance(ours: float, paper: float, tolerance: Sequence[float]) -> bool:
+    """Whether ``ours / paper`` lies in ``[low, high]`` (a result of the other sign never does)."""
+    low, high = float(tolerance[0]), float(tolerance[1])
+    if paper == 0 or not (0 < low <= high):
+        raise ValueError(f"a tolerance is a ratio range 0 < low <= high around a nonzero number, "
+                         f"got {tolerance!r} around {paper!r}")
+    return low <= ours / paper <= high
+
+
+def tolerance_range(paper: float, tolerance: Sequence[float]) -> tuple[float, float]:
+    """The results that agree with ``paper`` under ``tolerance`` (ascending)."""
+    a, b = paper * float(tolerance[0]), paper * float(tolerance[1])
+    return (min(a, b), max(a, b))

@@ -32,6 +32,11 @@ class Metric:
     higher_is_better: bool
     digits: int = 3
     pct: bool = False  #: printed as a percentage (the value is already in percent)
+    #: ``(policy, key)``: the metric is not read from the runs but computed by the report from
+    #: the track's means, ``100 * mean(policy's key) / mean(this policy's key)`` over the same
+    #: cells (e.g. % of Oracle from the normalised mean latency, so it follows a ranking on
+    #: ``key``); it is not shown for the references (Fast-Only "% of Oracle" means nothing)
+    relative_to: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,17 @@ class Problem:
     precheck: Callable[[dict[str, Any]], str | None] | None = None
     check_options: Callable[[dict[str, Any], Sequence[str]], None] | None = None
     description: str = ""
+    #: ``(curve name, x-axis label with its unit, x of the first point, x between points)`` per
+    #: curve a run records (``curves``): e.g. ``(name, "requests served", 1000, 1000)`` for a
+    #: mean latency per 1,000-request window. Other curves are plotted against the point number.
+    curve_axes: tuple[tuple[str, str, float, float], ...] = ()
+
+    def curve_axis(self, name: str) -> tuple[str, float, float]:
+        """(x label, first x, x step) of the curve ``name``."""
+        for n, label, start, step in self.curve_axes:
+            if n == name:
+                return label, start, step
+        return "point of the curve (no unit recorded)", 1, 1
 
     @property
     def primary(self) -> Metric:

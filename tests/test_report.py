@@ -1,0 +1,244 @@
+"""A report that cannot mislead (issue 30, deliverable 5): claims judged on their published
+magnitude, ``≈`` a prefix of the ranking, every mark explained on the page, intervals that say
+what they pool, references without "% of Oracle", figure axes with units.
+
+Records are made up here (``_fake``): the report is arithmetic over records, no simulator runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hss_gym.benchmarks import report as rep
+from hss_gym.benchmarks.problems import get_problem
+from hss_gym.benchmarks.problems.hss import CURVE, claim_tolerance
+from hss_gym.benchmarks.results import SCHEMA
+from hss_gym.benchmarks.stats import (GAP_TOLERANCE, tied_with_leader, tolerance_range,
+                                      within_tolerance)
+
+
+def _fake(policy, workload, mean, seed=0, config="perf_opt", track="perf_opt", wa=1.0, curve=None):
+    m = dict(requests=10, mean_latency_us=mean, p99_latency_us=2 * mean, p9999_latency_us=3 * mean,
+             throughput_rps=1e6 / mean, makespan_us=1.0, write_amplification=wa, fast_hit_ratio=0.5,
+             evictions=0, migrations=0, migrated_pages_in=[0, 0], migrated_pages_out=[0, 0], migration_bytes=0)
+    r = {"schema": SCHEMA, "status": "ok", "suite": "s", "track": track, "workload": workload,
+         "config": config, "policy": policy, "seed": seed, "n_requests": 10, "metrics": m,
+         "provenance": {"hss_gym_version": "x"}}
+    if curve is not None:
+        r["curves"] = {CURVE: curve}
+    return r
+
+
+def _failed(policy, workload, seed=0, config="perf_opt", track="perf_opt"):
+    return {"schema": SCHEMA, "status": "failed", "suite": "s", "track": track, "workload": workload,
+            "config": config, "policy": policy, "seed": seed, "n_requests": 10, "metrics": None,
+            "error": "RuntimeError: boom", "provenance": {"hss_gym_version": "x"}}
+
+
+def _grid(norm: dict[str, list[float]], workloads=("ycsb-b", "lun2"), **kw):
+    """Records of every policy in ``norm`` (normalised mean latency per seed) on ``workloads``,
+    with Fast-Only at 10 us and the Oracle at 1.5x."""
+    recs = []
+    for seed in range(len(next(iter(norm.values())))):
+        for w in workloads:
+            recs += [_fake("fast_only", w, 10.0, seed=seed, **kw), _fake("oracle", w, 15.0, seed=seed, **kw)]
+            recs += [_fake(p, w, 10.0 * v[seed], seed=seed, **kw) for p, v in norm.items()]
+    return recs
+
+
+# ------------------------------------------------------------------------------------------ ≈
+def test_tied_with_leader_is_a_prefix_of_the_ranking():
+    assert tied_with_leader([False, False, True, False]) == [True, True, False, False]
+    assert tied_with_leader([True, False]) == [False, False]
+    assert tied_with_leader([None, False]) == [False, False]  # one seed: nothing can be said
+    assert tied_with_leader([]) == []
+
+
+def test_approx_mark_is_consistent_with_the_ranking():
+    """Ranks 2 and 3 differ significantly from the leader (small, steady gaps); rank 4 is noisy,
+    so the paired test cannot separate it from the leader. It must not be marked ≈ while the
+    policies ranked above it, closer to the leader, are not (the leaderboard once showed rank 7
+    ≈ under unmarked ranks 5 and 6)."""
+    recs = _grid({"lead": [2.0, 2.1, 2.0], "steady": [2.5, 2.6, 2.5], "steady2": [2.6, 2.7, 2.6],
+                  "noisy": [1.0, 2.2, 5.0], "close": [2.06, 2.06, 2.0]})
+    (td,) = rep.collect(recs)
+    rows = {r[1]: r[0] for r in rep.summary_rows(td)}
+    board = [s.policy for s in rep.leaderboard(td)]
+    assert board == ["lead", "close", "steady", "steady2", "noisy"]
+    lead = rep.policy_stats(td, "lead")
+    assert rep.policy_stats(td, "noisy").differs(lead, "norm_mean") is False  # the test cannot tell
+    assert rep.policy_stats(td, "steady").differs(lead, "norm_mean") is True
+    assert rows["close"] == "2 ≈"  # not separated, directly under the leader
+    assert rows["steady"] == "3" and rows["steady2"] == "4"
+    assert rows["noisy"] == "5", "a policy below an unmarked one is marked ≈"
+    # the per-workload table follows the same rule
+    head, detail = rep.detail_table(td)
+    by = {r[0]: r for r in detail}
+    for col in range(1, len(head)):
+        assert by["lead"][col].endswith(" *") and by["close"][col].endswith(" ≈")
+        assert not by["noisy"][col].endswith(" ≈")
+
+
+# ------------------------------------------------------------------------------------ claims
+def _claims(sibyl_over_cde: float, seeds=3):
+    noise = [0.0, 0.02, -0.01, 0.01][:seeds]
+    recs = _grid({"sibyl": [4.0 + n for n in noise], "cde": [4.0 * sibyl_over_cde + n for n in noise]})
+    return {c["id"]: c for c in rep.evaluate_claims(recs)}
+
+
+@pytest.mark.parametrize("gap, verdict", [(52.0, False), (20.0, True), (11.0, True), (8.0, False),
+                                          (45.0, False), (-10.0, False)])
+def test_a_claim_with_a_published_magnitude_is_judged_on_it(gap, verdict):
+    """"Sibyl beats CDE by 20.7%" agrees from half to double the gap (10.35-41.4%), not at 52%."""
+    c = _claims(1 + gap / 100)["sibyl-vs-cde-perf"]
+    assert c["value"] == pytest.approx(gap, abs=0.5)
+    assert c["agree"] is verdict, c
+    assert c["rule"].startswith("magnitude: 0.5-2x the paper's gap") and "significant" in c["rule"]
+
+
+def test_direction_only_claims_say_so_in_their_row_and_in_the_verdict():
+    recs = _grid({"sibyl": [4.0, 4.1, 4.0], "sibyl+k_svm": [5.0, 5.2, 5.1], "cde": [8.0, 8.1, 8.0]})
+    claims = rep.evaluate_claims(recs)
+    by = {c["id"]: c for c in claims}
+    d = by["sibyl-vs-sibylksvm-perf"]
+    assert d["agree"] is True and d["rule"].startswith("direction only") and d["paper"] == "n/a"
+    row = next(r for r in rep.claims_rows(claims) if r[0] == d["claim"])
+    assert row[rep.CLAIMS_HEAD.index("judged on")].startswith("direction only")
+    assert by["sibyl-vs-cde-perf"]["agree"] is False  # 100% against 20.7%: the direction is not enough
+    verdict = rep.claims_verdict(claims)
+    assert "1 of 1 on direction only" in verdict and "judged on the published number" in verdict
+
+
+def test_claim_tolerances_come_from_the_published_file_with_defaults():
+    assert claim_tolerance({}, {"kind": "faster_pct"}) == GAP_TOLERANCE
+    assert claim_tolerance({"tolerance": {"faster_pct": [0.8, 1.25]}}, {"kind": "faster_pct"}) == (0.8, 1.25)
+    assert claim_tolerance({"tolerance": {"faster_pct": [0.8, 1.25]}},
+                           {"kind": "faster_pct", "tolerance": [0.9, 1.1]}) == (0.9, 1.1)
+    with pytest.raises(ValueError, match="tolerance"):
+        claim_tolerance({}, {"id": "x", "kind": "faster_pct", "tolerance": [2, 1]})
+    assert within_tolerance(20.0, 20.7, (0.5, 2.0)) and not within_tolerance(52.0, 20.7, (0.5, 2.0))
+    assert not within_tolerance(-20.0, 20.7, (0.5, 2.0))
+    assert tolerance_range(-59.2, (0.5, 2.0)) == pytest.approx((-118.4, -29.6))
+    import json
+    from hss_gym.benchmarks.problems.hss import PUBLISHED
+    pub = json.loads(PUBLISHED.read_text())
+    assert set(pub["tolerance"]) == {c["kind"] for c in pub["claims"]}
+    assert "tolerance" in pub["definitions"]
+
+
+def test_every_claim_of_every_problem_states_its_rule():
+    from hss_gym.benchmarks.problems import fleetio, lqoco, rlalloc  # noqa: F401
+    recs = [dict(suite="t", problem="rlalloc", track="t", workload="table1", config="rlalloc", seed=0,
+                 policy=p, metrics=m) for p, m in (("static", {"iops": 100.0, "gc_runs": 10.0}),
+                                                    ("rlalloc_dqn", {"iops": 180.0, "gc_runs": 4.0}))]
+    rl = {c["claim"]: c for c in rlalloc.evaluate_claims(recs)}
+    assert all(c.get("rule") for c in rl.values())
+    assert rl["RLAlloc IOPS vs Static (Table I mix)"]["agree"] is False  # +80% against +25.1%: too big
+    fl = fleetio.claims([dict(problem="fleetio", track="t", workload="m", seed=0, policy=p,
+                              metrics={"utilization": u, "bw_intensive_MBps": 1.0, "p99_ls_us": 1.0})
+                         for p, u in (("fleetio_ppo", 1.05), ("hardware_isolation", 1.0))])
+    assert fl and all(c.get("rule") for c in fl)
+    util = next(c for c in fl if c["claim"].startswith("FleetIO utilisation vs"))
+    assert util["agree"] is False and "1.15-1.60x" in util["rule"]  # 1.05x against 1.30x
+
+
+# --------------------------------------------------------------------------- marks and refs
+def _page_records():
+    recs = _grid({"lead": [2.0, 2.1, 2.0], "close": [2.06, 2.06, 2.0], "steady": [2.5, 2.6, 2.5],
+                  "sibyl": [4.0, 4.1, 4.0], "cde": [5.0, 5.1, 5.0]},
+                 workloads=("ycsb-b", "lun2", "mix3"))
+    recs = [r for r in recs if not (r["policy"] == "steady" and r["workload"] == "mix3")]
+    recs += [_failed("steady", "mix3", seed=s) for s in range(3)]
+    for r in recs:
+        if r["status"] == "ok":
+            r["curves"] = {CURVE: [r["metrics"]["mean_latency_us"]] * 3}
+    return recs
+
+
+MARKS = {
+    "≈": lambda c: "≈" in c, "*": lambda c: c.endswith(" *"), "±": lambda c: "±" in c,
+    rep.NOT_SHOWN: lambda c: c == rep.NOT_SHOWN, "n/a": lambda c: c == "n/a",
+    "failed": lambda c: c == "failed", "ref": lambda c: c == "ref", "(ref)": lambda c: c.endswith("(ref)"),
+    "-": lambda c: c == "-", "(k failed)": lambda c: bool(re.search(r"\(\d+ failed\)", c)),
+    "(not significant)": lambda c: "(not significant)" in c,
+    "agrees / disagrees": lambda c: c in ("agrees", "disagrees"),
+}
+
+
+def test_every_mark_in_the_report_is_explained_on_the_page():
+    page = rep.html_report(_page_records(), with_figures=False)
+    explained = set(re.findall(r"<li><b>(.*?)</b>", page))
+    cells = [c for c in re.findall(r"<td[^>]*>(.*?)</td>", page)]
+    used = {m for m, found in MARKS.items() if any(found(c.replace("&lt;", "<").replace("&gt;", ">")) for c in cells)}
+    assert {"≈", "*", "±", rep.NOT_SHOWN, "failed", "ref", "(ref)", "(k failed)", "agrees / disagrees"} <= used
+    assert used <= {m.replace("&amp;", "&") for m in explained} | {"n/a"} and "n/a" in explained, used - explained
+    for head in re.findall(r"<th>(.*?)</th>", page):  # the claims' rule column is explained too
+        if head == "judged on":
+            assert "judged on" in explained
+    md = rep.markdown_report(_page_records())
+    for mark in used:
+        assert f"`{mark}`" in md, mark
+
+
+def test_intervals_say_what_they_pool():
+    (td,) = rep.collect(_page_records())
+    legend = dict(rep.summary_legend(td))
+    assert "pools workloads and seeds" in legend["±"] and "seed-to-seed" in legend["±"]
+    assert "3 seeds" in legend["±"] and "3 workloads" in legend["±"]
+    assert "that workload alone" in dict(rep.detail_legend(td))["±"]
+    (one,) = rep.collect([r for r in _page_records() if r["seed"] == 0])
+    assert "one seed" in dict(rep.summary_legend(one))["±"]
+    assert "95% confidence interval over seeds;" not in rep.markdown_report(_page_records())
+
+
+def test_references_have_no_percent_of_oracle_and_it_follows_the_ranking():
+    """Mean-of-ratios gave Fast-Only "10056.7% of Oracle" and a % of Oracle out of rank order
+    when workloads differ in scale. It is now a ratio of the track's means, and "—" for the
+    references."""
+    recs = []
+    for seed in range(3):
+        for w, (a, b, o) in (("w-big", (100.0, 60.0, 50.0)), ("w-small", (2.0, 6.0, 1.5))):
+            recs += [_fake("fast_only", w, 10.0, seed=seed), _fake("oracle", w, 10 * o, seed=seed),
+                     _fake("a", w, 10 * a * (1 + seed / 100), seed=seed), _fake("b", w, 10 * b, seed=seed)]
+    (td,) = rep.collect(recs)
+    board = rep.leaderboard(td)
+    assert [s.policy for s in board] == ["b", "a"]
+    pct = [s.mean("pct_oracle") for s in board]
+    assert pct[0] > pct[1], pct  # the mean of the per-run ratios ranked them the other way round
+    assert pct[0] == pytest.approx(100 * (50 + 1.5) / (60 + 6))
+    col = rep.summary_head(td).index("% of Oracle")
+    rows = {r[1]: r for r in rep.summary_rows(td)}
+    assert rows["fast_only"][col] == rep.NOT_SHOWN and rows["oracle"][col] == rep.NOT_SHOWN
+    assert rows["b"][col].startswith(f"{pct[0]:.1f}")
+
+
+# ------------------------------------------------------------------------------------- axes
+def test_learning_curves_are_plotted_against_requests():
+    prob = get_problem("hss")
+    assert prob.curve_axis(CURVE) == ("requests served", 1000, 1000)
+    (td,) = rep.collect(_page_records())
+    head, _ = rep.curve_table(td)
+    assert "requests served" in head[0] and head[1:] == ["1,000", "2,000", "3,000"]
+    assert rep.curve_x(td, CURVE, 3) == [1000, 2000, 3000]
+    assert get_problem("lqoco").curve_axis("watermark")[0].startswith("control periods")
+    assert "no unit" in prob.curve_axis("something else")[0]
+
+
+def test_every_figure_axis_is_labelled_with_its_unit(monkeypatch):
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    from matplotlib.axes import Axes
+    labels: list[tuple[str, str]] = []
+    orig_x, orig_y = Axes.set_xlabel, Axes.set_ylabel
+    monkeypatch.setattr(Axes, "set_xlabel", lambda self, s, *a, **k: (labels.append(("x", s)), orig_x(self, s, *a, **k))[1])
+    monkeypatch.setattr(Axes, "set_ylabel", lambda self, s, *a, **k: (labels.append(("y", s)), orig_y(self, s, *a, **k))[1])
+    figs = rep.figures(rep.collect(_page_records()))
+    assert len(figs) >= 2
+    xs = [s for a, s in labels if a == "x"]
+    assert "requests served" in xs and "window" not in xs
+    assert any("µs" in s for a, s in labels if a == "y")  # the learning curve's latency
+    assert all(s.strip() for a, s in labels)
+    caps = " ".join(c for _, c, _ in figs)
+    assert "requests served" in caps and "seed-to-seed" in caps
