@@ -242,3 +242,33 @@ def test_every_figure_axis_is_labelled_with_its_unit(monkeypatch):
     assert all(s.strip() for a, s in labels)
     caps = " ".join(c for _, c, _ in figs)
     assert "requests served" in caps and "seed-to-seed" in caps
+
+
+def test_ahead_after_is_where_a_curve_stays_below_the_reference():
+    from hss_gym.benchmarks.problems.hss import ahead_after
+    assert ahead_after([5, 4, 3], [4, 4, 4]) == 1000      # ahead (<=) from the second window
+    assert ahead_after([3, 5, 3, 3], [4, 4, 4, 4]) == 2000  # behind in window 2: from window 3
+    assert ahead_after([1, 1], [2, 2]) == 0
+    assert ahead_after([1, 5], [2, 2]) is None             # behind at the end
+    assert ahead_after([], [1]) is None
+
+
+def test_report_shows_learning_curves_against_slow_only_per_real_trace(tmp_path):
+    """A real-trace track: the HTML report carries one learning-curve figure per (trace,
+    configuration), whose caption says when each learner stays ahead of Slow-Only."""
+    import shutil
+    from pathlib import Path
+    from hss_gym import cli
+    src = Path(__file__).resolve().parents[2] / "shared" / "traces" / "msr-excerpt-rw20.trace"
+    if not src.exists():
+        pytest.skip(f"{src} is absent (the shared traces are not in a user's clone)")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    shutil.copy(src, traces / src.name)
+    out = tmp_path / "r"
+    assert cli.main(["bench", "--suite", "real", "--traces", str(traces), "--configs", "perf_opt",
+                     "--policies", "harmonia,slow_only", "--seeds", "0", "--n", "3000", "--no-oracle",
+                     "--out", str(out), "--jobs", "1", "--quiet"]) == 0
+    html = (out / "report.html").read_text()
+    assert "msr-excerpt-rw20.trace / perf_opt: learning curves against Slow-Only" in html
+    assert re.search(r"harmonia (ahead from [0-9,]+|behind at the end)", html)

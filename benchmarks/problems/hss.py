@@ -364,6 +364,72 @@ def figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
     return out
 
 
+def ahead_after(curve: Sequence[float], ref: Sequence[float], window: int = CURVE_WINDOW) -> int | None:
+    """The requests after which ``curve`` stays ahead of ``ref`` (mean latency per window, lower
+    is better): the start of the first window from which every later window is at most ``ref``'s
+    (0: ahead from the start), or None when the last window is behind (or there is no window)."""
+    n = min(len(curve), len(ref))
+    if n == 0 or curve[n - 1] > ref[n - 1]:
+        return None
+    w = n - 1
+    while w > 0 and curve[w - 1] <= ref[w - 1]:
+        w -= 1
+    return w * window
+
+
+def real_trace_curves(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
+    """Per real trace (a track workload that is a file), each learned policy's learning curve as a
+    ratio to Slow-Only's (mean over seeds, per 1,000 requests), with the requests after which it
+    stays ahead of Slow-Only (:func:`ahead_after`) in the legend and the caption."""
+    from hss_gym.benchmarks.report import png, short_name
+    import matplotlib.pyplot as plt
+    out = []
+    for td in tracks:
+        learned = [p for p in td.policies if p in td.problem.learned and p not in td.problem.references]
+        for w in td.workloads:
+            if not os.path.isfile(w):
+                continue  # a registered generator, not a real trace
+            for config in td.configs:
+                def mean_curve(p: str) -> list[float]:
+                    runs = [r.get("curves", {}).get(CURVE) or [] for (ww, c, _, pp), r in td.ok.items()
+                            if ww == w and c == config and pp == p]
+                    runs = [r for r in runs if r]
+                    n = min((len(r) for r in runs), default=0)
+                    return [sum(r[i] for r in runs) / len(runs) for i in range(n)]
+                ref = mean_curve("slow_only")
+                if not ref:
+                    continue
+                fig, ax = plt.subplots(figsize=(6.0, 3.0))
+                notes = []
+                for p in learned:
+                    cur = mean_curve(p)
+                    if not cur:
+                        continue
+                    n = min(len(cur), len(ref))
+                    x = [(i + 1) * CURVE_WINDOW for i in range(n)]
+                    after = ahead_after(cur, ref)
+                    tag = "behind at the end" if after is None else f"ahead from {after:,}"
+                    notes.append(f"{p} {tag}")
+                    ax.plot(x, [cur[i] / ref[i] for i in range(n)], lw=1.2, label=f"{p} ({tag})")
+                if not notes:
+                    plt.close(fig)
+                    continue
+                ax.axhline(1.0, color="0.3", ls=":", lw=1)
+                ax.set_xlabel("requests served")
+                ax.set_ylabel("mean latency / Slow-Only\n(per 1,000 requests)")
+                ax.set_title(f"{short_name(w)} / {config}", fontsize=9)
+                ax.grid(alpha=0.3)
+                ax.legend(fontsize=7, loc="best")
+                out.append(((td.suite, td.track), f"{short_name(w)} / {config}: learning curves against "
+                            f"Slow-Only (mean over seeds; below 1 is ahead): " + "; ".join(notes), png(fig)))
+    return out
+
+
+def all_figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
+    """The latency CDFs, then the learning curves on real traces."""
+    return figures(tracks) + real_trace_curves(tracks)
+
+
 PROBLEM = Problem(
     name="hss",
     title="HSS data placement and migration (Harmonia, Sibyl)",
@@ -377,7 +443,7 @@ PROBLEM = Problem(
     check_config=check_config,
     derive=derive,
     claims=claims,
-    figures=figures,
+    figures=all_figures,
     precheck=precheck,
     check_options=check_options,
     description=("Mean latency normalised to Fast-Only (an HSS whose fast device holds everything) on "
