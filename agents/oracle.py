@@ -205,7 +205,7 @@ class PaidOracle(Policy):
         nexts = self.next_use[lo:hi]
         soon = min(nexts)
         k = hi - lo
-        used = core.counters()["used_pages"][0] if infos["placement"]["acting"] else 0
+        used = self.hss.used_pages[0] if infos["placement"]["acting"] else 0
         place = self.home
         if infos["placement"]["acting"] and soon != NEVER and k <= self.cap0:
             if used + k <= self.cap0 and (used + k <= self.cap0 - k or self._victims(1, soon, pages) is not None
