@@ -149,15 +149,29 @@ def append_record(fd: int, rec: dict[str, Any]) -> None:
     os.fsync(fd)
 
 
+def _open_results(p: Path) -> Any:
+    """A results file for reading as bytes: plain, or compressed by zstd (``.zst``) or gzip
+    (``.gz``), as committed leaderboards keep theirs."""
+    if p.suffix == ".zst":
+        import io
+
+        import zstandard
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(p.open("rb"), closefd=True))
+    if p.suffix == ".gz":
+        import gzip
+        return gzip.open(p, "rb")
+    return p.open("rb")
+
+
 def read_results(path: str | os.PathLike[str], warn: bool = True) -> list[dict[str, Any]]:
-    """Every well-formed record of a results file, in file order (partial/corrupt lines skipped
-    with a warning)."""
+    """Every well-formed record of a results file (plain, ``.zst`` or ``.gz``), in file order
+    (partial/corrupt lines skipped with a warning)."""
     p = Path(path)
     if not p.exists():
         return []
     out: list[dict[str, Any]] = []
     bad = 0
-    with p.open("rb") as f:
+    with _open_results(p) as f:
         for line in f:
             if not line.strip():
                 continue
@@ -221,9 +235,17 @@ def latency_quantiles(latencies: np.ndarray) -> dict[str, list[float]]:
 
 
 def results_path(out: str | os.PathLike[str]) -> Path:
-    """``OUT/results.jsonl`` for an output directory (or the file itself if given)."""
+    """``OUT/results.jsonl`` for an output directory (or the file itself if given); a directory
+    holding only a compressed ``results.jsonl.zst`` / ``.gz`` (a committed leaderboard) gives that."""
     p = Path(out)
-    return p if p.suffix == ".jsonl" else p / "results.jsonl"
+    if p.suffix in (".jsonl", ".zst", ".gz"):
+        return p
+    plain = p / "results.jsonl"
+    if not plain.exists():
+        for packed in (p / "results.jsonl.zst", p / "results.jsonl.gz"):
+            if packed.exists():
+                return packed
+    return plain
 
 
 # ------------------------------------------------------------------------------- one writer

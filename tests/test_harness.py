@@ -519,3 +519,26 @@ def test_trace_hash_depends_on_every_column():
         t2 = type(t)(*(a if c == col else getattr(t, c) for c in ("time_us", "op", "offset", "size", "stream")))
         assert trace_sha256(t2) != h, col
     assert np.isfinite(t.time_us).all()
+
+
+def test_results_are_read_from_a_zstd_or_gzip_file_and_a_directory_holding_one(tmp_path):
+    """Committed leaderboards keep their results compressed: read_results and results_path take
+    results.jsonl.zst / .gz as they take the plain file."""
+    import gzip
+    import json as _json
+
+    import zstandard
+
+    from hss_gym.benchmarks.results import SCHEMA, read_results, results_path
+    recs = [{"schema": SCHEMA, "policy": "p", "seed": s} for s in range(3)]
+    text = "".join(_json.dumps(r) + "\n" for r in recs).encode()
+    zdir, gdir = tmp_path / "z", tmp_path / "g"
+    zdir.mkdir()
+    gdir.mkdir()
+    (zdir / "results.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
+    with gzip.open(gdir / "results.jsonl.gz", "wb") as f:
+        f.write(text)
+    for d in (zdir, gdir):
+        assert results_path(d).name.startswith("results.jsonl.")
+        assert read_results(results_path(d)) == recs
+    assert results_path(tmp_path / "empty") == tmp_path / "empty" / "results.jsonl"
