@@ -102,8 +102,9 @@ path, else 1 + the free fraction in sevenths), ``render_mode`` ("ansi" or "rgb_a
 
 ## Version History
 * v0 (hss-gym 0.4.0): the environment described here: Harmonia's features and rewards (eq. 2-3),
-  Sibyl's features as an option, the migration queue run in idle time. Earlier documents called it
-  ``hss/Harmonia-v0``, never a Gymnasium id (PettingZoo envs are not in Gymnasium's registry).
+  Sibyl's features as an option, the migration queue run in idle time. Also named ``hss/Harmonia-v0``
+  (in error messages and documents), never a Gymnasium id (PettingZoo envs are not in
+  Gymnasium's registry).
   A change that alters episodes becomes ``hss_v1``; this module stays.
 """
 
