@@ -1,11 +1,13 @@
 """hss-gym: reinforcement-learning environments for data placement and migration in hybrid
 storage systems.
 
-* ``hss_gym.parallel_env(...)`` — the two-agent PettingZoo env (placement + migration; PettingZoo
-  envs are not in Gymnasium's registry, so it has no ``gymnasium.make`` id);
+* ``hss_gym.hss_v0`` — the two-agent PettingZoo env (placement + migration): ``hss_v0.parallel_env()``
+  (also ``hss_gym.parallel_env()``), ``hss_v0.env()`` (AEC); PettingZoo envs are not in Gymnasium's
+  registry, so it has no ``gymnasium.make`` id;
 * ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs (without a
   prior ``import hss_gym``: ``gymnasium.make("hss_gym:hss/Placement-v0")``);
-* ``gymnasium.make("hss/RLAlloc-v0")`` (``hss_gym.rlalloc_v0``) — flash-chip allocation for the
+* ``hss_gym.fleetio_v0.parallel_env()`` — vSSD bandwidth harvesting (FleetIO), one agent per vSSD;
+* ``gymnasium.make("hss/RLAlloc-v0")`` / ``hss_gym.rlalloc_v0.env()`` — flash-chip allocation for the
   streams of a multi-streamed SSD;
 * ``gymnasium.make("hss/LQoCo-v0")`` / ``hss_gym.lqoco_v0.env()`` — cache-overload control (L-QoCo);
 * ``hss_gym.HSS`` — the simulated hybrid storage system itself;
@@ -24,10 +26,10 @@ __all__ = ["HSS", "parallel_env", "__version__"]
 
 
 def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: str = "sim", **options: Any):
-    """The two-agent (placement + migration) PettingZoo environment of Harmonia (see
-    :mod:`hss_gym.envs.parallel`)."""
-    from hss_gym.envs.parallel import HSSParallelEnv
-    return HSSParallelEnv(config, workload, backend=backend, **options)
+    """The two-agent (placement + migration) PettingZoo environment of Harmonia: the same as
+    ``hss_gym.hss_v0.parallel_env`` (see :mod:`hss_gym.hss_v0`)."""
+    from hss_gym import hss_v0
+    return hss_v0.parallel_env(config, workload, backend=backend, **options)
 
 
 def _register() -> None:

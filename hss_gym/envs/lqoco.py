@@ -1,70 +1,8 @@
-"""``hss/LQoCo-v0``: learning cache-overload control (L-QoCo, Zhang et al., DAC'22).
+"""The L-QoCo environment (Gymnasium, ``hss/LQoCo-v0``) of :mod:`hss_gym.lqoco_v0`.
 
-## Description
-
-A caching tier (DRAM or SSD, capacity C) sits in front of a storage tier (``n`` SSDs or HDDs of an
-hss-gym device profile). Writes enter the cache through a token bucket at the admitted bandwidth
-I_t that the agent controls; dirty data is destaged to the storage tier at the flush bandwidth O_t,
-which varies for real reasons: read misses and bypassed writes take the tier's time first, SSD
-garbage collection runs in bursts, an HDD flushes faster the more dirty data its elevator can
-sort. The watermark ``W_t = max(0, W_{t-1} + (I_t - O_t)/C)`` (eq. 1) rises when the cache admits
-more than the tier absorbs; past the threshold W̄ the cache is overloaded (Definition 1): writes
-only enter as blocks are destaged synchronously, so the admitted bandwidth collapses and latency
-soars. Too low an I_t leaves writes waiting in the host queue (or, with ``bypass_us``, sends them
-to the storage tier). Requests (Table 4 mixes or a real trace) are simulated in aggregated batches
-(see :mod:`hss_gym.envs.lqoco_model`); throughput, mean and p99.9 latency, throughput jitter
-(eq. 4) and cache-full time are measured from them (:meth:`LQoCoEnv.metrics`).
-
-## Action Space
-
-``Discrete(5)``: SlowDecrease, FastDecrease, Keep, SlowIncrease, FastIncrease, i.e.
-``I_{t+1} = (1 + a) I_t`` with ``a`` in ``magnitudes`` (default -1%, -3%, 0, +1%, +3%). I_t is kept
-within ``rate_bounds`` x the tier's nominal flush bandwidth. Controllers that set the rate directly
-(CoTo's eq. 9-10, fine tuning, "no control") call :meth:`LQoCoEnv.step_rate` (MB/s; ``inf`` = no
-limit) instead of ``step``.
-
-## Observation Space
-
-``observation="discrete"`` (default): ``Discrete(36)``, index ``(Ŵ*3 + P̂)*3 + B̂`` of the paper's
-discretised state: Ŵ in {ExtremelyLow, Low, Mid, High} (cut at ``w_bins``), P̂ in {Low, Mid, High}
-for ``P_t = (I_t - O_t)/O_t`` (Mid within ±``p_tol``), B̂ in {Overuse, Fulluse, Underuse} for
-``I_t / BtlBw`` against ``b_band``, BtlBw being the BBR bottleneck estimate (max of O_t over
-``bdp_window`` periods). ``observation="raw"``: ``Box(3)`` float32 ``(W_t, P_t, I_t/BtlBw)``
-(P and the ratio clipped to [-1, 10] and [0, 10]).
-
-## Rewards
-
-Eq. 8 over Table 2's values v (Ŵ: 0, 0, 1, -1; P̂: -1, 0, -1; B̂: -1, 1, 0 for Overuse, Fulluse,
-Underuse) with weights ``weights = (f_W, f_P, f_B)`` summing to 1. ``reward="signed"`` (default):
-``R = f_W v_W + f_P v_P + f_B v_B`` (Better states earn the most, Worse states -1). ``reward="eq8"``:
-the printed formula ``Σ f (v²/(n-1)² - 1)``, which squares away the sign, so High scores like Mid
-and Mid like nothing: kept for reference, see docs/lqoco.md.
-
-## Starting State
-
-Empty cache (W = 0), I_0 = ``init_rate`` x the nominal flush bandwidth of the first workload
-phase, idle tier, seeded arrival process.
-
-## Episode End
-
-Never terminates; truncated after ``periods`` control periods (default 1500, the paper's window).
-
-## Arguments
-
-``gymnasium.make("hss/LQoCo-v0", config="oceanstor", workload="S-13", periods=1500, ...)``:
-``config`` ("oceanstor": DRAM cache + 8 TLC SSDs with GC; "linux": Optane-class SSD cache + 8
-HDDs), ``workload`` (a Table-4 name S-1..S-19 / R-A..R-E, ``"adapt"`` = the §4.3 sequence, a list
-of names or (name, periods) pairs, a trace file path or ``Trace``), ``period_s`` (1.0),
-``substeps`` (4 batches per period), ``observation``, ``reward``, ``weights``, ``magnitudes``,
-``bypass_us`` (None = host queue; a number = bypass writes whose wait would exceed it),
-``bucket_s``, ``init_rate``, ``rate_bounds``, ``load`` (scales the offered load), ``burst``
-(dict of :class:`~hss_gym.envs.lqoco_workloads.Burst` fields), ``cache``/``tier`` (dicts of
-:class:`~hss_gym.envs.lqoco_model.CacheSpec` / ``TierSpec`` fields overriding the config),
-``w_bins``, ``p_tol``, ``b_band``, ``bdp_window``, ``trace_speedup`` ("auto" or a factor),
-``render_mode`` ("ansi" or "rgb_array").
-
-Paper: Ji Zhang et al., "L-QoCo: Learning to Optimize Cache Capacity Overloading in Storage
-Systems", DAC 2022.
+Documented there (Description, Action Space, Observation Space, Rewards, Starting State, Episode
+End, Arguments, Version History); get it with ``lqoco_v0.env(...)`` or
+``gymnasium.make("hss/LQoCo-v0", ...)``.
 """
 
 from __future__ import annotations
@@ -131,7 +69,7 @@ def _override(spec: Any, opts: dict[str, Any] | None, what: str) -> Any:
 
 
 class LQoCoEnv(ReplayCopy, gym.Env):
-    """Cache-overload control; see the module docstring. ``copy.deepcopy`` and ``pickle`` work by
+    """Cache-overload control, ``lqoco_v0.raw_env``; see :mod:`hss_gym.lqoco_v0`. ``copy.deepcopy`` and ``pickle`` work by
     replay (:class:`hss_gym.envs._contract.ReplayCopy`)."""
 
     _replay_pre = ("_np_random", "_np_random_seed")

@@ -1,81 +1,8 @@
-"""``hss/Harmonia-v0``: the two-agent hybrid-storage environment (PettingZoo ``ParallelEnv``).
+"""The two-agent hybrid-storage environment (PettingZoo ``ParallelEnv``) of :mod:`hss_gym.hss_v0`.
 
-## Description
-A hybrid storage system (fast and slow block devices behind one address space) replays a block
-I/O trace. **One step = one host request**, in arrival order. Two agents act on it:
-
-* ``placement`` decides which device receives a write, or a page touched for the first time;
-* ``migration`` judges one *candidate page* per step, chosen by the environment's scanner among
-  previously placed pages (Harmonia section 4.3: long access/migration intervals first, recently
-  moved pages skipped). Its action is the page's target device; its current device means "stay".
-  Moves go to a migration queue (``queue_size``, default 10) that runs in device idle time; when
-  the queue is full the oldest move runs at once, competing with host I/O.
-
-## Agents
-``possible_agents == agents == ["placement", "migration"]`` for the whole episode. An agent with
-no decision this step has ``infos[agent]["acting"] == False``; its action is still checked against
-the action space (an int or NumPy integer in range; ``"0"``, ``1.5`` or ``True`` raise), then
-ignored. ``step`` before ``reset`` or after truncation raises; see :mod:`hss_gym.envs._contract`
-for the contract shared by every env, and for ``copy.deepcopy``/``pickle`` (by replay).
-
-## Action space
-``Discrete(N)`` for both agents, N = number of devices, device 0 the fastest.
-
-## Observation space
-``Box(0, 1, (7 + max(0, N - 2),), float32)`` per agent: the Table-1 features of
-:mod:`hss_gym.envs.features` (``raw_bins=True``: ``MultiDiscrete`` bin indices).
-
-## Rewards
-* placement (immediate, Harmonia eq. 2): ``L_ref / L_t`` for the request it placed, where
-  ``L_t`` is that request's latency and ``L_ref`` the fast device's 4 KiB read service time
-  (``reward_ref_us``; 10.9 µs on perf_opt), so a request served at fast-device speed earns ~1;
-  0 on steps where it did not act.
-* migration (delayed, Harmonia eq. 3): once ``x`` (=10) of its moves have been executed, the next
-  ``n`` (=50) host requests' latencies give ``L_ref * n / sum(L_i) - P``, with
-  ``P = penalty * mean(1 / acc_intr + 1 / migr_intr)`` over the moves it pays for (intervals in
-  requests at decision time; discourages ping-pong). Returned on the step it becomes known, with
-  ``infos["migration"]["credit"]`` = the step indices of the actions it pays for; 0 otherwise.
-  A window pays for every move executed since the previous window began (at least ``x``): when
-  moves execute faster than windows close, none is left unmeasured and none is paid late.
-
-## Episode end
-Truncation after the last request of the trace (or ``max_steps``); no termination.
-
-## Infos
-Every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device; a fresh array
-every call), ``step``.
-Placement: ``latency_us`` of the request just served and ``evicted`` (pages its placement evicted
-on the critical path; Sibyl's reward penalises them). Migration: ``credit`` (list, possibly empty),
-``executed`` (the decision steps of the moves executed, or dropped as stale, during this step, in
-FIFO order; a fresh list) and ``move_delay_us`` (what those moves delayed host I/O, summed, in µs:
-how long past the next host request's arrival they kept their source or target device busy; a
-queued move starts in idle time but is not pre-empted, and one run at once because the queue was
-full is charged from that arrival; measured only, it changes no timing; 0.0 when none ran),
-``page`` (the candidate now observed, or -1) and ``device`` (its current device, or -1). On the final step both carry ``metrics`` (the
-run's :class:`hss_gym.metrics.RunMetrics` as a dict); :meth:`metrics` gives them at any time.
-
-## Options (constructor keywords; ``reset(options=...)`` may change ``workload``/``window``;
-other reset options are ignored with a ``UserWarning`` naming them, as PettingZoo's
-``parallel_api_test`` passes ``options={"options": 1}``)
-``config`` (name, device list or HSSConfig), ``workload`` (name or trace path), ``n_requests``,
-``window`` ((start, stop) slice of the trace), ``backend`` ("sim", or "uring" with ``paths=[fast, ..., home]`` files/block devices and
-``backend_options`` of :mod:`hss_gym.backends.real`: measured latencies), ``max_steps``, ``raw_bins``,
-``features`` ("harmonia" or "sibyl"), ``reward_n`` (50), ``reward_x`` (10), ``penalty`` (0.01),
-``reward_ref_us``, ``migration`` (False disables the migration agent's decisions),
-``room_feature`` ("fraction": the free-space features ``fast_cap``/``free_d`` are
-``floor(8 x free fraction)`` as published; "fits": bin 0 when the request does not fit in the
-device's free space, i.e. placing it there evicts on the critical path, else 1 + the free
-fraction in sevenths), plus any
-:class:`hss_gym.config.HSSConfig` field (``queue_size``, ``fast_fraction``, ``queue_depth``, ...).
-
-## Example
->>> import hss_gym
->>> env = hss_gym.parallel_env(config="perf_opt", workload="ycsb-b", n_requests=10_000)
->>> obs, infos = env.reset(seed=0)
->>> while env.agents:
-...     actions = {a: env.action_space(a).sample() for a in env.agents}
-...     obs, rewards, terms, truncs, infos = env.step(actions)
->>> infos["placement"]["metrics"]["mean_latency_us"]
+Documented there (Description, Action Space, Observation Space, Rewards, Starting State, Episode
+End, Arguments, Version History); get it with ``hss_v0.parallel_env(...)`` (or
+``hss_gym.parallel_env(...)``, the same factory).
 """
 
 from __future__ import annotations
@@ -106,11 +33,11 @@ _ENV_KEYS = {"workload", "n_requests", "window", "backend", "paths", "backend_op
 
 
 class HSSParallelEnv(ReplayCopy, ParallelEnv):
-    """See the module docstring. ``copy.deepcopy`` and ``pickle`` work by replay
+    """``hss_v0.parallel_env``; see :mod:`hss_gym.hss_v0`. ``copy.deepcopy`` and ``pickle`` work by replay
     (:class:`hss_gym.envs._contract.ReplayCopy`; not with ``backend="uring"``)."""
 
     # render_fps: the playback rate of a recorded episode (one frame per request), not a real time
-    metadata = {"name": "hss_harmonia_v0", "render_modes": list(RENDER_MODES), "render_fps": 30,
+    metadata = {"name": "hss_v0", "render_modes": list(RENDER_MODES), "render_fps": 30,
                 "is_parallelizable": True}
 
     def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: "str | Trace" = "ycsb-b",
