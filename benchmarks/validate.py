@@ -116,8 +116,12 @@ def precheck(rec: dict[str, Any]) -> str | None:
 
 
 def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0,
-                     rtol: float = 0.0, progress: Callable[[Check], None] | None = None) -> ValidationReport:
-    """Re-run ``sample`` randomly chosen ``ok`` runs (all if ``None``) and compare their metrics.
+                     rtol: float = 0.0, progress: Callable[[Check], None] | None = None,
+                     per_cell: bool = False) -> ValidationReport:
+    """Re-run ``sample`` randomly chosen ``ok`` runs (all if ``None``) and compare their metrics;
+    ``per_cell``: one randomly chosen run of every (policy, workload, configuration) cell instead,
+    so no cell of a leaderboard goes unchecked (``hss-gym validate``'s default). ``seed`` draws
+    the choice.
 
     A file with any record from another hss-gym version is refused as a whole.
     """
@@ -134,7 +138,14 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
     if not ok:
         rep.refused_file = "the results file has no successful runs to validate"
         return rep
-    chosen = ok if sample is None or sample >= len(ok) else random.Random(seed).sample(ok, sample)
+    rng = random.Random(seed)
+    if per_cell:
+        cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in ok:
+            cells.setdefault((r.get("policy"), r.get("workload"), r.get("config")), []).append(r)
+        chosen = [rng.choice(runs) for runs in cells.values()]
+    else:
+        chosen = ok if sample is None or sample >= len(ok) else rng.sample(ok, sample)
     for rec in chosen:
         why = precheck(rec)
         if why is not None:

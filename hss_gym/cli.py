@@ -217,18 +217,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from hss_gym.benchmarks.validate import validate_results
+    import secrets
     records, _ = _gather([args.results])
     sample = None if args.all else args.sample
-    n = len([r for r in records if r.get("status") == "ok"])
-    bar = tqdm(total=min(n, sample) if sample is not None else n, desc="validate", unit="run",
-               disable=args.quiet, file=sys.stderr)
+    per_cell = not args.all and args.sample is None
+    seed = secrets.randbelow(MAX_SEED) if args.seed is None else args.seed
+    if not args.all:  # a fresh draw each time (a fixed one would always check the same runs)
+        print(f"validate: sample seed {seed} (repeat this choice with --seed {seed})")
+    ok = [r for r in records if r.get("status") == "ok"]
+    n = len(ok)
+    total = (len({(r.get("policy"), r.get("workload"), r.get("config")) for r in ok}) if per_cell
+             else min(n, sample) if sample is not None else n)
+    bar = tqdm(total=total, desc="validate", unit="run", disable=args.quiet, file=sys.stderr)
 
     def progress(chk: Any) -> None:
         bar.update(1)
         if chk.status != "ok" or args.verbose:
             bar.write(chk.describe())
 
-    rep = validate_results(records, sample=sample, seed=args.seed, rtol=args.rtol, progress=progress)
+    rep = validate_results(records, sample=sample, seed=seed, rtol=args.rtol, progress=progress,
+                           per_cell=per_cell)
     bar.close()
     print(rep.summary())
     return 0 if rep.passed else 1
@@ -481,7 +489,7 @@ first steps:
   hss-gym bench --suite quick --policies mypkg.mymod:make_policy
                                             your policy against Fast-Only (and Oracle) on the quick suite
   hss-gym report results/quick              rebuild report.md / report.html from the results
-  hss-gym validate results/quick            re-run 5 random runs and check they reproduce exactly
+  hss-gym validate results/quick            re-run one random run of every cell, check they reproduce exactly
 """
 
 BENCH_EPILOG = """\
@@ -559,17 +567,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="re-run a sample of a results file's runs and check the metrics",
                        description="Re-run a random sample of the successful runs of a results file and "
-                                   "compare every metric with the recorded one. The simulator is "
+                                   "compare every metric with the recorded one: by default one run of "
+                                   "every (policy, workload, configuration) cell, drawn with a fresh seed "
+                                   "that is printed (--seed repeats a draw). The simulator is "
                                    "deterministic, so by default they must match exactly. Results from "
                                    "another hss-gym version, or whose trace or configuration hash differs "
                                    "from this installation's, are refused with the reason. Exit status 0 = "
                                    "passed.")
     v.add_argument("results", help="a results.jsonl file or a bench output directory")
-    v.add_argument("--sample", type=int_arg(1), default=5, metavar="K", help="runs to re-run, >= 1 (default 5)")
+    v.add_argument("--sample", type=int_arg(1), default=None, metavar="K",
+                   help="re-run K random runs, >= 1 (default: one run of every cell)")
     v.add_argument("--all", action="store_true", help="re-run every run")
     v.add_argument("--rtol", type=real_arg(0.0), default=0.0,
                    help="relative tolerance, >= 0 (default 0: exact match, the simulator is deterministic)")
-    v.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=0, help="seed of the sample choice (>= 0)")
+    v.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=None,
+                   help="seed of the sample choice (>= 0; default: a fresh one, printed)")
     v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
     v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)

@@ -171,3 +171,25 @@ def test_convert(tmp_path, capsys):
     save_cache(make_trace("lun1", n=300, seed=0), src)
     assert cli.main(["convert", str(src), str(tmp_path / "u.hsst")]) == 0
     assert len(load_trace(tmp_path / "u.hsst")) == 300
+
+
+def test_validate_checks_every_cell_with_a_fresh_printed_seed(bench_dir, capsys):
+    """By default validate re-runs one run of every (policy, workload, configuration) cell, drawn
+    with a fresh seed it prints; --seed repeats a draw. A file edited in any cell fails."""
+    import re as _re
+
+    from hss_gym.benchmarks.validate import validate_results
+    recs = [json.loads(x) for x in (bench_dir / "results.jsonl").read_text().splitlines()]
+    cells = {(r["policy"], r["workload"], r["config"]) for r in recs if r["status"] == "ok"}
+    seeds = set()
+    for _ in range(2):
+        assert cli.main(["validate", str(bench_dir / "results.jsonl"), "--quiet"]) == 0
+        out = capsys.readouterr().out
+        seeds.add(int(_re.search(r"sample seed (\d+)", out).group(1)))
+        assert f"PASSED: {len(cells)} of " in out
+    assert len(seeds) == 2  # fresh each time
+    rep = validate_results(recs, seed=7, per_cell=True)
+    assert len(rep.checks) == len(cells)
+    assert {(c.record["policy"], c.record["workload"], c.record["config"]) for c in rep.checks} == cells
+    again = validate_results(recs, seed=7, per_cell=True)
+    assert [c.record["seed"] for c in rep.checks] == [c.record["seed"] for c in again.checks]
