@@ -74,6 +74,12 @@ class TrackData:
         return self._derived[cell].get(policy)
 
     @property
+    def metrics(self) -> tuple[Any, ...]:
+        """The problem's metrics this track can show: one relative to a reference that did not
+        run in it (e.g. "% of paid Oracle" in a suite without ``oracle_paid``) is left out."""
+        return tuple(m for m in self.problem.metrics if not m.relative_to or m.relative_to[0] in self.policies)
+
+    @property
     def ranked(self) -> list[str]:
         return [p for p in self.policies if p not in self.problem.references]
 
@@ -143,7 +149,7 @@ def policy_stats(td: TrackData, policy: str, cells: list[Cell] | None = None) ->
     the cells both have, per seed (for the interval) and over all of them (the value shown): it
     follows a ranking on ``key``. A reference has none."""
     cells = td.cells() if cells is None else cells
-    relative = [m for m in td.problem.metrics if m.relative_to]
+    relative = [m for m in td.metrics if m.relative_to]
     by_seed: dict[str, dict[int, list[float]]] = {}
     sums: dict[str, dict[int, list[float]]] = {}  # relative metric -> seed -> [sum ref, sum own]
     runs = 0
@@ -207,7 +213,7 @@ def fmt_est(e: Estimate, digits: int = 2, pct: bool = False) -> str:
 
 
 def summary_head(td: TrackData) -> list[str]:
-    return ["#", "policy"] + [m.label for m in td.problem.metrics] + ["runs"]
+    return ["#", "policy"] + [m.label for m in td.metrics] + ["runs"]
 
 
 def tied(ordered: list[PolicyStats], key: str) -> set[str]:
@@ -233,7 +239,7 @@ def summary_rows(td: TrackData) -> list[list[str]]:
         runs = f"{s.runs}" + (f" ({s.failed} failed)" if s.failed else "")
         ref = s.policy in td.problem.references
         return [rank, s.policy] + [NOT_SHOWN if ref and m.relative_to else fmt_est(s.estimate(m.key), m.digits, m.pct)
-                                   for m in td.problem.metrics] + [runs]
+                                   for m in td.metrics] + [runs]
 
     for i, s in enumerate(board, 1):
         rank = "-" if s.mean(key) is None else str(i)
@@ -436,7 +442,7 @@ def summary_legend(td: TrackData) -> list[tuple[str, str]]:
     if td.problem.references:
         out.append(("ref", f"a reference ({', '.join(td.problem.references)}): idealised or clairvoyant, "
                            "not ranked"))
-    for x in td.problem.metrics:
+    for x in td.metrics:
         if x.relative_to:
             ref, key = x.relative_to
             label = next((y.label for y in td.problem.metrics if y.key == key), key)

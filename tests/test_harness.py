@@ -310,7 +310,7 @@ def test_report_without_reference_shows_na(tiny_results):
     recs = [r for r in read_results(tiny_results) if r["policy"] != "fast_only"]
     text = rep.markdown_report(recs)
     row = next(line for line in text.splitlines() if line.startswith("| - | random"))
-    assert row.count("n/a") >= 5
+    assert row.count("n/a") >= 4  # the normalised metrics (no % of Oracle column: no Oracle ran)
     html = rep.html_report(recs, with_figures=True)
     assert "</html>" in html
 

@@ -272,3 +272,19 @@ def test_report_shows_learning_curves_against_slow_only_per_real_trace(tmp_path)
     html = (out / "report.html").read_text()
     assert "msr-excerpt-rw20.trace / perf_opt: learning curves against Slow-Only" in html
     assert re.search(r"harmonia (ahead from [0-9,]+|behind at the end)", html)
+
+
+def test_a_column_relative_to_a_reference_that_did_not_run_is_left_out(tmp_path):
+    """'% of paid Oracle' appears only in tracks where oracle_paid ran (no column of n/a)."""
+    from hss_gym import cli
+    out = tmp_path / "r"
+    assert cli.main(["bench", "--suite", "quick", "--policies", "hps", "--workloads", "ycsb-b",
+                     "--configs", "perf_opt", "--seeds", "0", "--n", "1500", "--out", str(out),
+                     "--no-figures", "--quiet", "--jobs", "1"]) == 0
+    head = next(x for x in (out / "report.md").read_text().splitlines() if x.startswith("| # | policy"))
+    assert "% of Oracle" in head and "% of paid Oracle" in head  # --policies adds both references
+    assert cli.main(["bench", "--suite", "quick", "--policies", "hps", "--no-oracle", "--workloads",
+                     "ycsb-b", "--configs", "perf_opt", "--seeds", "0", "--n", "1500", "--out",
+                     str(tmp_path / "s"), "--no-figures", "--quiet", "--jobs", "1"]) == 0
+    head = next(x for x in (tmp_path / "s" / "report.md").read_text().splitlines() if x.startswith("| # | policy"))
+    assert "% of Oracle" not in head and "% of paid Oracle" not in head
