@@ -33,7 +33,38 @@ static void pt_free(hss_pagetable *pt)
     memset(pt, 0, sizeof *pt);
 }
 
-static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint64_t key, uint32_t idx)
+/* Bytes a heap block of `req` bytes takes (glibc: an 8-byte header, 16-byte granules). */
+static uint64_t heap_bytes(uint64_t req)
+{
+    uint64_t b = (req + 8 + 15) & ~(uint64_t)15;
+    return b < 32 ? 32 : b;
+}
+
+static size_t leaf_size(uint32_t cap)
+{
+    return sizeof(hss_leaf) + (size_t)cap * (sizeof(hss_page) + sizeof(uint16_t));
+}
+
+static hss_page *leaf_rec(hss_leaf *l)
+{
+    return (hss_page *)(void *)(l + 1);
+}
+
+static uint16_t *leaf_perm(hss_leaf *l)
+{
+    return (uint16_t *)(void *)(leaf_rec(l) + l->cap);
+}
+
+static hss_page *leaf_get(hss_leaf *l, unsigned off)
+{
+    unsigned w = off >> 6;
+    uint64_t b = l->bits[w], m = (uint64_t)1 << (off & 63);
+    if (!(b & m))
+        return NULL;
+    return &leaf_rec(l)[leaf_perm(l)[l->cum[w] + (unsigned)__builtin_popcountll(b & (m - 1))]];
+}
+
+static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint32_t key, uint32_t idx)
 {
     uint64_t i = mix64(key) & (cap - 1);
     while (dir[i].idx)
@@ -42,58 +73,137 @@ static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint64_t key, uint32_t i
     dir[i].idx = idx;
 }
 
-static hss_page *pt_chunk(hss_pagetable *pt, uint64_t key, int create)
+static void pt_cache(hss_pagetable *pt, uint64_t key, uint32_t idx)
 {
-    if (key == pt->cached_key)
-        return pt->cached;
+    pt->cached_key = key;
+    pt->cached_idx = idx;
+    pt->cached = pt->chunks[idx];
+    pt->cached_dense = (pt->chunk_keys[idx] & HSS_DENSE_BIT) != 0;
+}
+
+/* Find (or create, as an empty leaf) the chunk `key` and make it the cached one; 0 if absent. */
+static int pt_chunk(hss_pagetable *pt, uint64_t key, int create)
+{
+    if (key >= HSS_DENSE_BIT)
+        return 0;
     uint64_t i = mix64(key) & (pt->dir_cap - 1);
     while (pt->dir[i].idx) {
         if (pt->dir[i].key == key) {
-            pt->cached_key = key;
-            return pt->cached = pt->chunks[pt->dir[i].idx - 1];
+            pt_cache(pt, key, pt->dir[i].idx - 1);
+            return 1;
         }
         i = (i + 1) & (pt->dir_cap - 1);
     }
     if (!create)
-        return NULL;
+        return 0;
     if ((uint64_t)(pt->nchunks + 1) * 2 > pt->dir_cap) { /* keep load <= 1/2 */
         uint64_t ncap = pt->dir_cap * 2;
         hss_dir_slot *nd = calloc(ncap, sizeof *nd);
         if (!nd)
-            return NULL;
+            return 0;
         for (uint32_t c = 0; c < pt->nchunks; c++)
-            dir_insert(nd, ncap, pt->chunk_keys[c], c + 1);
+            dir_insert(nd, ncap, pt->chunk_keys[c] & ~HSS_DENSE_BIT, c + 1);
         free(pt->dir);
         pt->dir = nd;
         pt->dir_cap = ncap;
     }
     if (pt->nchunks == pt->chunks_cap) {
         uint32_t ncap = pt->chunks_cap ? pt->chunks_cap * 2 : 64;
-        hss_page **nc = realloc(pt->chunks, ncap * sizeof *nc);
+        void **nc = realloc(pt->chunks, ncap * sizeof *nc);
         if (!nc)
-            return NULL;
+            return 0;
         pt->chunks = nc;
-        uint64_t *nk = realloc(pt->chunk_keys, ncap * sizeof *nk);
+        uint32_t *nk = realloc(pt->chunk_keys, ncap * sizeof *nk);
         if (!nk)
-            return NULL;
+            return 0;
         pt->chunk_keys = nk;
         pt->chunks_cap = ncap;
     }
-    hss_page *chunk = calloc(HSS_CHUNK, sizeof *chunk);
-    if (!chunk)
-        return NULL;
-    pt->chunks[pt->nchunks] = chunk;
-    pt->chunk_keys[pt->nchunks] = key;
+    hss_leaf *l = calloc(1, leaf_size(0));
+    if (!l)
+        return 0;
+    pt->leaf_bytes += heap_bytes(leaf_size(0));
+    pt->chunks[pt->nchunks] = l;
+    pt->chunk_keys[pt->nchunks] = (uint32_t)key;
     pt->nchunks++;
-    dir_insert(pt->dir, pt->dir_cap, key, pt->nchunks);
-    pt->cached_key = key;
-    return pt->cached = chunk;
+    dir_insert(pt->dir, pt->dir_cap, (uint32_t)key, pt->nchunks);
+    pt_cache(pt, key, pt->nchunks - 1);
+    return 1;
 }
 
+/* Replace the cached leaf by a dense chunk with the same records. */
+static hss_page *leaf_densify(hss_pagetable *pt)
+{
+    hss_leaf *l = pt->cached;
+    hss_page *d = calloc(HSS_CHUNK, sizeof *d);
+    if (!d)
+        return NULL;
+    const hss_page *rec = leaf_rec(l);
+    const uint16_t *perm = leaf_perm(l);
+    unsigned r = 0;
+    for (unsigned w = 0; w < HSS_CHUNK / 64; w++)
+        for (uint64_t b = l->bits[w]; b; b &= b - 1)
+            d[w * 64 + (unsigned)__builtin_ctzll(b)] = rec[perm[r++]];
+    pt->leaf_bytes -= heap_bytes(leaf_size(l->cap));
+    free(l);
+    pt->ndense++;
+    pt->chunks[pt->cached_idx] = d;
+    pt->chunk_keys[pt->cached_idx] |= HSS_DENSE_BIT;
+    pt->cached = d;
+    pt->cached_dense = 1;
+    return d;
+}
+
+/* Add page `off` (absent) to the cached leaf: a zeroed record. */
+static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
+{
+    hss_leaf *l = pt->cached;
+    if (l->n == HSS_LEAF_MAX) {
+        hss_page *d = leaf_densify(pt);
+        return d ? &d[off] : NULL;
+    }
+    if (l->n == l->cap) {
+        uint32_t ocap = l->cap, ncap = ocap + ocap / 8 + 2;
+        if (ncap > HSS_LEAF_MAX)
+            ncap = HSS_LEAF_MAX;
+        hss_leaf *nl = realloc(l, leaf_size(ncap));
+        if (!nl)
+            return NULL;
+        l = nl;
+        l->cap = (uint16_t)ncap;
+        /* the ranks followed the old capacity's records */
+        memmove(leaf_perm(l), (uint16_t *)(void *)(leaf_rec(l) + ocap), l->n * sizeof(uint16_t));
+        pt->leaf_bytes += heap_bytes(leaf_size(ncap)) - heap_bytes(leaf_size(ocap));
+        pt->chunks[pt->cached_idx] = l;
+        pt->cached = l;
+    }
+    unsigned w = off >> 6;
+    uint64_t m = (uint64_t)1 << (off & 63);
+    unsigned r = l->cum[w] + (unsigned)__builtin_popcountll(l->bits[w] & (m - 1));
+    uint16_t *perm = leaf_perm(l);
+    memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
+    perm[r] = l->n;
+    hss_page *pg = &leaf_rec(l)[l->n];
+    memset(pg, 0, sizeof *pg);
+    l->bits[w] |= m;
+    for (unsigned v = w + 1; v < HSS_CHUNK / 64; v++)
+        l->cum[v]++;
+    l->n++;
+    return pg;
+}
+
+/* The record of `page`; with create, a zeroed one if it has none (which may move other records
+ * of its chunk). NULL if absent (or out of memory). */
 static hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
 {
-    hss_page *c = pt_chunk(pt, page >> HSS_CHUNK_BITS, create);
-    return c ? &c[page & (HSS_CHUNK - 1)] : NULL;
+    uint64_t key = page >> HSS_CHUNK_BITS;
+    if (key != pt->cached_key && !pt_chunk(pt, key, create))
+        return NULL;
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
+    if (pt->cached_dense)
+        return &((hss_page *)pt->cached)[off];
+    hss_page *pg = leaf_get(pt->cached, off);
+    return pg || !create ? pg : leaf_insert(pt, off);
 }
 
 hss_page *hss_lookup(hss *h, uint64_t page)
@@ -525,8 +635,34 @@ int hss_candidate(hss *h, uint64_t *page)
             h->scan_chunk = 0;
             h->scan_off = 0;
         }
-        hss_page *pg = &pt->chunks[h->scan_chunk][h->scan_off];
-        uint64_t pno = (pt->chunk_keys[h->scan_chunk] << HSS_CHUNK_BITS) | h->scan_off;
+        uint32_t ck = pt->chunk_keys[h->scan_chunk];
+        hss_page *pg;
+        if (ck & HSS_DENSE_BIT) {
+            pg = &((hss_page *)pt->chunks[h->scan_chunk])[h->scan_off];
+        } else {
+            /* A leaf: skip its absent pages at once, each counted as examined (as a dense
+             * chunk's never-placed records are), so the scan is the same whatever the form. */
+            hss_leaf *l = pt->chunks[h->scan_chunk];
+            unsigned off = h->scan_off, w = off >> 6;
+            uint64_t b = l->bits[w] & (~(uint64_t)0 << (off & 63));
+            while (!b && ++w < HSS_CHUNK / 64)
+                b = l->bits[w];
+            unsigned next = b ? w * 64 + (unsigned)__builtin_ctzll(b) : HSS_CHUNK;
+            uint32_t skip = next - off;
+            if (skip) {
+                if (skip > budget - examined)
+                    skip = budget - examined;
+                examined += skip;
+                h->scan_off += skip;
+                if (h->scan_off == HSS_CHUNK) {
+                    h->scan_off = 0;
+                    h->scan_chunk++;
+                }
+                continue;
+            }
+            pg = leaf_get(l, off);
+        }
+        uint64_t pno = ((uint64_t)(ck & ~HSS_DENSE_BIT) << HSS_CHUNK_BITS) | h->scan_off;
         if (++h->scan_off == HSS_CHUNK) {
             h->scan_off = 0;
             h->scan_chunk++;
@@ -798,9 +934,10 @@ int hss_reset(hss *h, uint64_t seed)
 
 size_t hss_memory_bytes(const hss *h)
 {
-    size_t b = (size_t)h->pt.nchunks * HSS_CHUNK * sizeof(hss_page)
-             + h->pt.dir_cap * sizeof(hss_dir_slot)
-             + (size_t)h->pt.chunks_cap * (sizeof(hss_page *) + sizeof(uint64_t));
+    const hss_pagetable *pt = &h->pt;
+    size_t b = (size_t)(pt->ndense * heap_bytes(HSS_CHUNK * sizeof(hss_page)) + pt->leaf_bytes)
+             + pt->dir_cap * sizeof(hss_dir_slot)
+             + (size_t)pt->chunks_cap * (sizeof(void *) + sizeof(uint32_t));
     for (int d = 0; d < h->ndev; d++)
         b += h->lru[d].cap * sizeof(hss_lru_ent) + (size_t)h->alloc[d].cap_free * sizeof(uint32_t);
     return b;
