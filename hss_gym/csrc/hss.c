@@ -40,6 +40,15 @@ static uint64_t heap_bytes(uint64_t req)
     return b < 32 ? 32 : b;
 }
 
+/* Set bits of x, inline (without -mpopcnt, __builtin_popcountll is a libgcc call). */
+static inline unsigned popcount64(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+}
+
 static size_t leaf_size(uint32_t cap)
 {
     return sizeof(hss_leaf) + (size_t)cap * (sizeof(hss_page) + sizeof(uint16_t));
@@ -55,13 +64,13 @@ static uint16_t *leaf_perm(hss_leaf *l)
     return (uint16_t *)(void *)(leaf_rec(l) + l->cap);
 }
 
-static hss_page *leaf_get(hss_leaf *l, unsigned off)
+static inline hss_page *leaf_get(hss_leaf *l, unsigned off)
 {
     unsigned w = off >> 6;
     uint64_t b = l->bits[w], m = (uint64_t)1 << (off & 63);
     if (!(b & m))
         return NULL;
-    return &leaf_rec(l)[leaf_perm(l)[l->cum[w] + (unsigned)__builtin_popcountll(b & (m - 1))]];
+    return &leaf_rec(l)[leaf_perm(l)[l->cum[w] + popcount64(b & (m - 1))]];
 }
 
 static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint32_t key, uint32_t idx)
@@ -163,7 +172,7 @@ static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
         return d ? &d[off] : NULL;
     }
     if (l->n == l->cap) {
-        uint32_t ocap = l->cap, ncap = ocap + ocap / 8 + 2;
+        uint32_t ocap = l->cap, ncap = ocap + ocap / 4 + 2;
         if (ncap > HSS_LEAF_MAX)
             ncap = HSS_LEAF_MAX;
         hss_leaf *nl = realloc(l, leaf_size(ncap));
@@ -179,7 +188,7 @@ static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
     }
     unsigned w = off >> 6;
     uint64_t m = (uint64_t)1 << (off & 63);
-    unsigned r = l->cum[w] + (unsigned)__builtin_popcountll(l->bits[w] & (m - 1));
+    unsigned r = l->cum[w] + popcount64(l->bits[w] & (m - 1));
     uint16_t *perm = leaf_perm(l);
     memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
     perm[r] = l->n;
@@ -194,7 +203,7 @@ static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
 
 /* The record of `page`; with create, a zeroed one if it has none (which may move other records
  * of its chunk). NULL if absent (or out of memory). */
-static hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
+static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
 {
     uint64_t key = page >> HSS_CHUNK_BITS;
     if (key != pt->cached_key && !pt_chunk(pt, key, create))
