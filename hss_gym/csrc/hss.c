@@ -40,9 +40,21 @@ static uint64_t heap_bytes(uint64_t req)
     return b < 32 ? 32 : b;
 }
 
-/* Set bits of x, inline (without -mpopcnt, __builtin_popcountll is a libgcc call). */
+/* Set bits of x, inline (without -mpopcnt, __builtin_popcountll is a libgcc call). On x86-64,
+ * the POPCNT instruction when the CPU has it (hss_init checks; the build assumes no -mpopcnt). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HSS_NO_POPCNT_ASM)
+#define HSS_HAVE_POPCNT_ASM 1
+static int have_popcnt;
+#endif
 static inline unsigned popcount64(uint64_t x)
 {
+#ifdef HSS_HAVE_POPCNT_ASM
+    if (have_popcnt) {
+        uint64_t r;
+        __asm__("popcntq %1, %0" : "=r"(r) : "r"(x) : "cc");
+        return (unsigned)r;
+    }
+#endif
     x -= (x >> 1) & 0x5555555555555555ULL;
     x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
     x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
@@ -163,40 +175,75 @@ static hss_page *leaf_densify(hss_pagetable *pt)
     return d;
 }
 
+/* Make room for one more record in the cached leaf (full): grow it, or make it dense if it holds
+ * HSS_LEAF_MAX pages. Returns the dense chunk, the leaf, or NULL when out of memory; *dense says
+ * which. Out of line: the common insertion does not pay for its calls. */
+static __attribute__((noinline)) void *leaf_grow(hss_pagetable *pt, int *dense)
+{
+    hss_leaf *l = pt->cached;
+    if (l->n == HSS_LEAF_MAX) {
+        *dense = 1;
+        return leaf_densify(pt);
+    }
+    uint32_t ocap = l->cap, ncap = ocap + (ocap < 64 ? ocap / 4 : ocap / 2) + 2;
+    if (ncap > HSS_LEAF_MAX)
+        ncap = HSS_LEAF_MAX;
+    hss_leaf *nl = realloc(l, leaf_size(ncap));
+    if (!nl)
+        return NULL;
+    l = nl;
+    l->cap = (uint16_t)ncap;
+    /* the ranks followed the old capacity's records */
+    memmove(leaf_perm(l), (uint16_t *)(void *)(leaf_rec(l) + ocap), l->n * sizeof(uint16_t));
+    pt->leaf_bytes += heap_bytes(leaf_size(ncap)) - heap_bytes(leaf_size(ocap));
+    pt->chunks[pt->cached_idx] = l;
+    pt->cached = l;
+    *dense = 0;
+    return l;
+}
+
+/* cum[] as two little-endian words of four 16-bit counts: what adding a page in word w adds to them (one to
+ * each count of a later word; the counts stay <= 512, so no carry crosses a lane). */
+static const uint64_t cum_inc[HSS_CHUNK / 64][2] = {
+    {0x0001000100010000ULL, 0x0001000100010001ULL}, {0x0001000100000000ULL, 0x0001000100010001ULL},
+    {0x0001000000000000ULL, 0x0001000100010001ULL}, {0, 0x0001000100010001ULL},
+    {0, 0x0001000100010000ULL}, {0, 0x0001000100000000ULL}, {0, 0x0001000000000000ULL}, {0, 0}};
+
 /* Add page `off` (absent) to the cached leaf: a zeroed record. */
 static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
 {
     hss_leaf *l = pt->cached;
-    if (l->n == HSS_LEAF_MAX) {
-        hss_page *d = leaf_densify(pt);
-        return d ? &d[off] : NULL;
-    }
     if (l->n == l->cap) {
-        uint32_t ocap = l->cap, ncap = ocap + ocap / 4 + 2;
-        if (ncap > HSS_LEAF_MAX)
-            ncap = HSS_LEAF_MAX;
-        hss_leaf *nl = realloc(l, leaf_size(ncap));
-        if (!nl)
-            return NULL;
-        l = nl;
-        l->cap = (uint16_t)ncap;
-        /* the ranks followed the old capacity's records */
-        memmove(leaf_perm(l), (uint16_t *)(void *)(leaf_rec(l) + ocap), l->n * sizeof(uint16_t));
-        pt->leaf_bytes += heap_bytes(leaf_size(ncap)) - heap_bytes(leaf_size(ocap));
-        pt->chunks[pt->cached_idx] = l;
-        pt->cached = l;
+        int dense;
+        void *c = leaf_grow(pt, &dense);
+        if (!c || dense)
+            return c ? &((hss_page *)c)[off] : NULL;
+        l = c;
     }
     unsigned w = off >> 6;
     uint64_t m = (uint64_t)1 << (off & 63);
     unsigned r = l->cum[w] + popcount64(l->bits[w] & (m - 1));
     uint16_t *perm = leaf_perm(l);
-    memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
+    if (l->n - r > 16) { /* usually none or few: pages mostly arrive in ascending order */
+        memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
+    } else {
+        for (unsigned i = l->n; i > r; i--)
+            perm[i] = perm[i - 1];
+    }
     perm[r] = l->n;
     hss_page *pg = &leaf_rec(l)[l->n];
     memset(pg, 0, sizeof *pg);
     l->bits[w] |= m;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t cw[2];
+    memcpy(cw, l->cum, sizeof cw);
+    cw[0] += cum_inc[w][0];
+    cw[1] += cum_inc[w][1];
+    memcpy(l->cum, cw, sizeof cw);
+#else
     for (unsigned v = w + 1; v < HSS_CHUNK / 64; v++)
         l->cum[v]++;
+#endif
     l->n++;
     return pg;
 }
@@ -220,27 +267,40 @@ hss_page *hss_lookup(hss *h, uint64_t page)
     return pt_get(&h->pt, page, 0);
 }
 
-int hss_dev_of(const hss_page *pg)
+/* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
+ * interposed), and the replay calls it several times a page. */
+static inline int dev_of(const hss_page *pg)
 {
     return pg && pg->dev ? pg->dev - 1 : -1;
 }
 
+int hss_dev_of(const hss_page *pg)
+{
+    return dev_of(pg);
+}
+
 /* ------------------------------------------------------------------ LRU (lazy queue) */
 
-static int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
+/* Double a full queue's ring (out of line: pushes are on every access). */
+static __attribute__((noinline)) int lru_grow(hss_lru *q)
 {
-    if (q->len == q->cap) {
-        uint64_t ncap = q->cap ? q->cap * 2 : 1024;
-        hss_lru_ent *nb = malloc(ncap * sizeof *nb);
-        if (!nb)
-            return HSS_ENOMEM;
-        for (uint64_t i = 0; i < q->len; i++)
-            nb[i] = q->buf[(q->head + i) % q->cap];
-        free(q->buf);
-        q->buf = nb;
-        q->head = 0;
-        q->cap = ncap;
-    }
+    uint64_t ncap = q->cap ? q->cap * 2 : 1024;
+    hss_lru_ent *nb = malloc(ncap * sizeof *nb);
+    if (!nb)
+        return HSS_ENOMEM;
+    for (uint64_t i = 0; i < q->len; i++)
+        nb[i] = q->buf[(q->head + i) % q->cap];
+    free(q->buf);
+    q->buf = nb;
+    q->head = 0;
+    q->cap = ncap;
+    return HSS_OK;
+}
+
+static inline int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
+{
+    if (q->len == q->cap && lru_grow(q) != HSS_OK)
+        return HSS_ENOMEM;
     q->buf[(q->head + q->len) % q->cap] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
     q->len++;
     return HSS_OK;
@@ -292,7 +352,7 @@ static int lru_pop(hss *h, int d, uint64_t *page)
     return 0;
 }
 
-static int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
+static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
 {
     if (d == h->home)
         return HSS_OK;
@@ -339,7 +399,7 @@ static uint64_t dev_slot(const hss *h, int d, uint64_t page, const hss_page *pg)
 
 uint64_t hss_slot_of(const hss *h, uint64_t page, const hss_page *pg)
 {
-    return dev_slot(h, hss_dev_of(pg), page, pg);
+    return dev_slot(h, dev_of(pg), page, pg);
 }
 
 /* ------------------------------------------------------------------ I/O log (real backend) */
@@ -373,7 +433,7 @@ uint64_t hss_used(const hss *h, int d)
 /* Detach a page from its device (slot freed, occupancy decremented). */
 static int detach(hss *h, hss_page *pg)
 {
-    int d = hss_dev_of(pg);
+    int d = dev_of(pg);
     if (d < 0)
         return HSS_OK;
     h->dev[d].used_pages--;
@@ -414,7 +474,7 @@ static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
  * its access stamp, so its LRU position on the target reflects its last real access. */
 static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, double *done)
 {
-    int src = hss_dev_of(pg);
+    int src = dev_of(pg);
     double rdone = simdev_io(&h->dev[src], SIMDEV_READ, dev_slot(h, src, page, pg), 1, t, 1);
     int rc = h->log.on ? log_push(h, HSS_LOG_CREAD, src, dev_slot(h, src, page, pg), page, 1) : HSS_OK;
     if (rc == HSS_OK)
@@ -519,7 +579,7 @@ int hss_move(hss *h, uint64_t page, int target, double t, double *done)
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
     *done = t;
-    if (hss_dev_of(pg) == target)
+    if (dev_of(pg) == target)
         return HSS_OK;
     h->c.migrations++;
     return move_page(h, page, pg, target, t, done);
@@ -533,7 +593,7 @@ int hss_remap(hss *h, uint64_t page, int target)
     hss_page *pg = pt_get(&h->pt, page, 0);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
-    int src = hss_dev_of(pg);
+    int src = dev_of(pg);
     if (src == target)
         return HSS_OK;
     if (target != h->home && h->dev[target].used_pages >= h->cap[target])
@@ -570,7 +630,7 @@ int hss_run_idle(hss *h, double t)
     while (h->mq_len) {
         hss_mq_ent *e = &h->mq[h->mq_head];
         hss_page *pg = pt_get(&h->pt, e->page, 0);
-        int src = hss_dev_of(pg);
+        int src = dev_of(pg);
         if (src < 0 || src == e->target) { /* rewritten elsewhere meanwhile: stale */
             if (pg)
                 pg->flags &= (uint8_t)~HSS_F_QUEUED;
@@ -600,7 +660,7 @@ int hss_run_idle(hss *h, double t)
 int hss_enqueue(hss *h, uint64_t page, int target)
 {
     hss_page *pg = pt_get(&h->pt, page, 0);
-    if (!pg || !pg->dev || target < 0 || target >= h->ndev || hss_dev_of(pg) == target
+    if (!pg || !pg->dev || target < 0 || target >= h->ndev || dev_of(pg) == target
         || (pg->flags & HSS_F_QUEUED) || h->mq_cap == 0)
         return 0;
     if (h->mq_len == h->mq_cap) {
@@ -609,7 +669,7 @@ int hss_enqueue(hss *h, uint64_t page, int target)
         hss_page *old = pt_get(&h->pt, e->page, 0);
         old->flags &= (uint8_t)~HSS_F_QUEUED;
         double done;
-        int src = hss_dev_of(old), rc = HSS_OK;
+        int src = dev_of(old), rc = HSS_OK;
         if (src >= 0 && src != e->target) {
             double f0 = busy_until(h, src, e->target);
             rc = hss_move(h, e->page, e->target, h->cur.t, &done);
@@ -747,7 +807,7 @@ static int fill_copies(hss *h, double done)
         if (!(pg->flags & HSS_F_FILL))
             continue;
         pg->flags &= (uint8_t)~HSS_F_FILL;
-        int d = hss_dev_of(pg);
+        int d = dev_of(pg);
         simdev_io(&h->dev[d], SIMDEV_WRITE, pg->slot, 1, done, 1);
         h->c.fill_pages++;
         int rc = HSS_OK;
@@ -785,7 +845,7 @@ int hss_finish(hss *h, int place, double *latency)
             uint64_t need = 0;
             for (uint64_t p = r->p0; p <= r->p1; p++) {
                 hss_page *pg = pt_get(&h->pt, p, 0);
-                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && hss_dev_of(pg) != place))
+                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && dev_of(pg) != place))
                     need++;
             }
             uint64_t free_pages = h->cap[place] > h->dev[place].used_pages ? h->cap[place] - h->dev[place].used_pages : 0;
@@ -808,7 +868,7 @@ int hss_finish(hss *h, int place, double *latency)
                     pg->flags |= HSS_F_FILL;
                     fills++;
                 }
-            } else if (r->op == SIMDEV_READ || hss_dev_of(pg) == place) {
+            } else if (r->op == SIMDEV_READ || dev_of(pg) == place) {
                 continue;
             }
             if ((rc = detach(h, pg)) != HSS_OK)
@@ -825,7 +885,7 @@ int hss_finish(hss *h, int place, double *latency)
     uint32_t run_len = 0;
     for (uint64_t p = r->p0; p <= r->p1; p++) {
         hss_page *pg = pt_get(&h->pt, p, 0);
-        int d = pg->flags & HSS_F_FILL ? h->home : hss_dev_of(pg);
+        int d = pg->flags & HSS_F_FILL ? h->home : dev_of(pg);
         uint64_t s = dev_slot(h, d, p, pg);
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
             run_len++;
@@ -843,7 +903,7 @@ int hss_finish(hss *h, int place, double *latency)
         pg->last_access = h->now;
         if (d == 0)
             h->c.fast_pages++;
-        if ((rc = lru_touch(h, hss_dev_of(pg), p, h->now)) != HSS_OK)
+        if ((rc = lru_touch(h, dev_of(pg), p, h->now)) != HSS_OK)
             return rc;
     }
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
@@ -879,6 +939,12 @@ int hss_init(hss *h, int ndev, simdev *dev, const uint64_t *cap, int mq_cap,
              uint32_t min_interval, uint32_t scan_window, int queue_depth)
 {
     memset(h, 0, sizeof *h);
+#ifdef HSS_HAVE_POPCNT_ASM
+    if (!have_popcnt) {
+        __builtin_cpu_init();
+        have_popcnt = __builtin_cpu_supports("popcnt") ? 1 : 0;
+    }
+#endif
     if (ndev < 1 || ndev > HSS_MAX_DEV || mq_cap < 0 || scan_window < 1 || queue_depth < 1)
         return HSS_EINVAL;
     h->qd = queue_depth;

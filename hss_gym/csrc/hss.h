@@ -52,9 +52,10 @@ typedef struct hss_page {
  * either dense (512 records, 8 KiB) or, while it holds at most HSS_LEAF_MAX touched pages, a
  * sparse leaf holding only those. A leaf finds a page by its offset's bit in a 512-bit map and
  * its rank among the set bits; records stay in insertion order (perm maps rank -> record), so an
- * insertion moves 2-byte ranks, not records. The leaf grows by ~1/8 and becomes a dense chunk
- * when one more page would exceed HSS_LEAF_MAX (then 8 KiB / 321 pages = 25.5 B a page), so a
- * chunk costs <= ~26 bytes per touched page plus its share of the directory (~52 bytes a chunk).
+ * insertion moves 2-byte ranks, not records. The leaf grows by ~1/4 (~1/2 past 64 records: fewer
+ * reallocations, <= 28.7 B a page) and becomes a dense chunk when one more page would exceed
+ * HSS_LEAF_MAX (then 8 KiB / 321 pages = 25.5 B a page), so a chunk of 64+ pages costs <= ~29
+ * bytes per touched page plus its share of the directory (~52 bytes a chunk).
  * Creating a page may move records of its chunk (leaf growth or densification): a pointer from
  * pt_get()/hss_lookup() is valid until the next page creation (in hss_finish) only. */
 #define HSS_LEAF_MAX 320
