@@ -1,12 +1,14 @@
-"""Memory of the HSS core per touched page at 10 M distinct pages (goal: <= 16 bytes).
+"""Memory of the HSS core per touched page at 10 M distinct pages (goals: dense <= 16.2 B, any spread <= 32 B).
 
 Three address-space shapes, each replayed on perf_opt with LRU eviction (fast device = 10% of the
 footprint) and with everything on the home device (page table only):
 * dense: pages 0..N-1 (a volume filled from the start);
 * clustered: 4 MiB extents scattered over a 1 TiB volume (typical file-system allocation);
-* random: pages uniformly random over a 1 TiB volume (the page table's worst case).
-Bytes are the core's own accounting (page-table chunks, hash directory, LRU queues, free lists);
-the process's peak RSS growth is printed as a cross-check.
+* random: pages uniformly random over a 1 TiB volume (~19 touched pages per 2 MiB chunk: sparse
+  leaves; 436 bytes/page when every touched chunk was a dense 8 KiB array).
+Bytes are the core's own accounting (dense chunks, sparse leaves with their heap-block overhead,
+hash directory, LRU queues, free lists); the process's peak RSS growth is printed as a
+cross-check.
 
 Usage: python benchmarks/perf/bench_memory.py [--pages 10000000]
 """
@@ -41,7 +43,7 @@ def main() -> int:
     rng = np.random.default_rng(0)
     print(f"page metadata record: {PAGE_META_BYTES} bytes; {args.pages:,} distinct pages per run")
     print(f"{'shape':10s} {'placement':22s} {'bytes/page':>10s} {'MiB':>8s}")
-    dense_table = 0.0
+    dense_table, worst = 0.0, 0.0
     for name, pages in shapes(args.pages, rng).items():
         pages = rng.permutation(pages)
         n = len(pages)
@@ -54,14 +56,14 @@ def main() -> int:
             per = b / h.counters()["touched_pages"]
             if name == "dense" and place == 1:
                 dense_table = per
+            worst = max(worst, per)
             print(f"{name:10s} {label:22s} {per:10.2f} {b / 2**20:8.1f}")
             del h
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS of this process: {rss:.0f} MiB")
-    ok = dense_table <= 16.5  # 16-byte records + the chunk directory's share
-    print(f"goal <= 16 bytes of metadata per touched page (dense page table: {dense_table:.2f}): "
-          f"{'PASS' if ok else 'FAIL'}; uniformly random pages over 1 TiB are the radix "
-          "table's worst case (see the random rows)")
+    ok = dense_table <= 16.2 and worst <= 32.0
+    print(f"goal: dense page table <= 16.2 bytes per touched page ({dense_table:.2f}), every row "
+          f"<= 32 ({worst:.2f}): {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 

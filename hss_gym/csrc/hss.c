@@ -33,7 +33,59 @@ static void pt_free(hss_pagetable *pt)
     memset(pt, 0, sizeof *pt);
 }
 
-static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint64_t key, uint32_t idx)
+/* Bytes a heap block of `req` bytes takes (glibc: an 8-byte header, 16-byte granules). */
+static uint64_t heap_bytes(uint64_t req)
+{
+    uint64_t b = (req + 8 + 15) & ~(uint64_t)15;
+    return b < 32 ? 32 : b;
+}
+
+/* Set bits of x, inline (without -mpopcnt, __builtin_popcountll is a libgcc call). On x86-64,
+ * the POPCNT instruction when the CPU has it (hss_init checks; the build assumes no -mpopcnt). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HSS_NO_POPCNT_ASM)
+#define HSS_HAVE_POPCNT_ASM 1
+static int have_popcnt;
+#endif
+static inline unsigned popcount64(uint64_t x)
+{
+#ifdef HSS_HAVE_POPCNT_ASM
+    if (have_popcnt) {
+        uint64_t r;
+        __asm__("popcntq %1, %0" : "=r"(r) : "r"(x) : "cc");
+        return (unsigned)r;
+    }
+#endif
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+}
+
+static size_t leaf_size(uint32_t cap)
+{
+    return sizeof(hss_leaf) + (size_t)cap * (sizeof(hss_page) + sizeof(uint16_t));
+}
+
+static hss_page *leaf_rec(hss_leaf *l)
+{
+    return (hss_page *)(void *)(l + 1);
+}
+
+static uint16_t *leaf_perm(hss_leaf *l)
+{
+    return (uint16_t *)(void *)(leaf_rec(l) + l->cap);
+}
+
+static inline hss_page *leaf_get(hss_leaf *l, unsigned off)
+{
+    unsigned w = off >> 6;
+    uint64_t b = l->bits[w], m = (uint64_t)1 << (off & 63);
+    if (!(b & m))
+        return NULL;
+    return &leaf_rec(l)[leaf_perm(l)[l->cum[w] + popcount64(b & (m - 1))]];
+}
+
+static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint32_t key, uint32_t idx)
 {
     uint64_t i = mix64(key) & (cap - 1);
     while (dir[i].idx)
@@ -42,58 +94,172 @@ static void dir_insert(hss_dir_slot *dir, uint64_t cap, uint64_t key, uint32_t i
     dir[i].idx = idx;
 }
 
-static hss_page *pt_chunk(hss_pagetable *pt, uint64_t key, int create)
+static void pt_cache(hss_pagetable *pt, uint64_t key, uint32_t idx)
 {
-    if (key == pt->cached_key)
-        return pt->cached;
+    pt->cached_key = key;
+    pt->cached_idx = idx;
+    pt->cached = pt->chunks[idx];
+    pt->cached_dense = (pt->chunk_keys[idx] & HSS_DENSE_BIT) != 0;
+}
+
+/* Find (or create, as an empty leaf) the chunk `key` and make it the cached one; 0 if absent. */
+static int pt_chunk(hss_pagetable *pt, uint64_t key, int create)
+{
+    if (key >= HSS_DENSE_BIT)
+        return 0;
     uint64_t i = mix64(key) & (pt->dir_cap - 1);
     while (pt->dir[i].idx) {
         if (pt->dir[i].key == key) {
-            pt->cached_key = key;
-            return pt->cached = pt->chunks[pt->dir[i].idx - 1];
+            pt_cache(pt, key, pt->dir[i].idx - 1);
+            return 1;
         }
         i = (i + 1) & (pt->dir_cap - 1);
     }
     if (!create)
-        return NULL;
+        return 0;
     if ((uint64_t)(pt->nchunks + 1) * 2 > pt->dir_cap) { /* keep load <= 1/2 */
         uint64_t ncap = pt->dir_cap * 2;
         hss_dir_slot *nd = calloc(ncap, sizeof *nd);
         if (!nd)
-            return NULL;
+            return 0;
         for (uint32_t c = 0; c < pt->nchunks; c++)
-            dir_insert(nd, ncap, pt->chunk_keys[c], c + 1);
+            dir_insert(nd, ncap, pt->chunk_keys[c] & ~HSS_DENSE_BIT, c + 1);
         free(pt->dir);
         pt->dir = nd;
         pt->dir_cap = ncap;
     }
     if (pt->nchunks == pt->chunks_cap) {
         uint32_t ncap = pt->chunks_cap ? pt->chunks_cap * 2 : 64;
-        hss_page **nc = realloc(pt->chunks, ncap * sizeof *nc);
+        void **nc = realloc(pt->chunks, ncap * sizeof *nc);
         if (!nc)
-            return NULL;
+            return 0;
         pt->chunks = nc;
-        uint64_t *nk = realloc(pt->chunk_keys, ncap * sizeof *nk);
+        uint32_t *nk = realloc(pt->chunk_keys, ncap * sizeof *nk);
         if (!nk)
-            return NULL;
+            return 0;
         pt->chunk_keys = nk;
         pt->chunks_cap = ncap;
     }
-    hss_page *chunk = calloc(HSS_CHUNK, sizeof *chunk);
-    if (!chunk)
-        return NULL;
-    pt->chunks[pt->nchunks] = chunk;
-    pt->chunk_keys[pt->nchunks] = key;
+    hss_leaf *l = calloc(1, leaf_size(0));
+    if (!l)
+        return 0;
+    pt->leaf_bytes += heap_bytes(leaf_size(0));
+    pt->chunks[pt->nchunks] = l;
+    pt->chunk_keys[pt->nchunks] = (uint32_t)key;
     pt->nchunks++;
-    dir_insert(pt->dir, pt->dir_cap, key, pt->nchunks);
-    pt->cached_key = key;
-    return pt->cached = chunk;
+    dir_insert(pt->dir, pt->dir_cap, (uint32_t)key, pt->nchunks);
+    pt_cache(pt, key, pt->nchunks - 1);
+    return 1;
 }
 
-static hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
+/* Replace the cached leaf by a dense chunk with the same records. */
+static hss_page *leaf_densify(hss_pagetable *pt)
 {
-    hss_page *c = pt_chunk(pt, page >> HSS_CHUNK_BITS, create);
-    return c ? &c[page & (HSS_CHUNK - 1)] : NULL;
+    hss_leaf *l = pt->cached;
+    hss_page *d = calloc(HSS_CHUNK, sizeof *d);
+    if (!d)
+        return NULL;
+    const hss_page *rec = leaf_rec(l);
+    const uint16_t *perm = leaf_perm(l);
+    unsigned r = 0;
+    for (unsigned w = 0; w < HSS_CHUNK / 64; w++)
+        for (uint64_t b = l->bits[w]; b; b &= b - 1)
+            d[w * 64 + (unsigned)__builtin_ctzll(b)] = rec[perm[r++]];
+    pt->leaf_bytes -= heap_bytes(leaf_size(l->cap));
+    free(l);
+    pt->ndense++;
+    pt->chunks[pt->cached_idx] = d;
+    pt->chunk_keys[pt->cached_idx] |= HSS_DENSE_BIT;
+    pt->cached = d;
+    pt->cached_dense = 1;
+    return d;
+}
+
+/* Make room for one more record in the cached leaf (full): grow it, or make it dense if it holds
+ * HSS_LEAF_MAX pages. Returns the dense chunk, the leaf, or NULL when out of memory; *dense says
+ * which. Out of line: the common insertion does not pay for its calls. */
+static __attribute__((noinline)) void *leaf_grow(hss_pagetable *pt, int *dense)
+{
+    hss_leaf *l = pt->cached;
+    if (l->n == HSS_LEAF_MAX) {
+        *dense = 1;
+        return leaf_densify(pt);
+    }
+    uint32_t ocap = l->cap, ncap = ocap + (ocap < 64 ? ocap / 4 : ocap / 2) + 2;
+    if (ncap > HSS_LEAF_MAX)
+        ncap = HSS_LEAF_MAX;
+    hss_leaf *nl = realloc(l, leaf_size(ncap));
+    if (!nl)
+        return NULL;
+    l = nl;
+    l->cap = (uint16_t)ncap;
+    /* the ranks followed the old capacity's records */
+    memmove(leaf_perm(l), (uint16_t *)(void *)(leaf_rec(l) + ocap), l->n * sizeof(uint16_t));
+    pt->leaf_bytes += heap_bytes(leaf_size(ncap)) - heap_bytes(leaf_size(ocap));
+    pt->chunks[pt->cached_idx] = l;
+    pt->cached = l;
+    *dense = 0;
+    return l;
+}
+
+/* cum[] as two little-endian words of four 16-bit counts: what adding a page in word w adds to them (one to
+ * each count of a later word; the counts stay <= 512, so no carry crosses a lane). */
+static const uint64_t cum_inc[HSS_CHUNK / 64][2] = {
+    {0x0001000100010000ULL, 0x0001000100010001ULL}, {0x0001000100000000ULL, 0x0001000100010001ULL},
+    {0x0001000000000000ULL, 0x0001000100010001ULL}, {0, 0x0001000100010001ULL},
+    {0, 0x0001000100010000ULL}, {0, 0x0001000100000000ULL}, {0, 0x0001000000000000ULL}, {0, 0}};
+
+/* Add page `off` (absent) to the cached leaf: a zeroed record. */
+static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
+{
+    hss_leaf *l = pt->cached;
+    if (l->n == l->cap) {
+        int dense;
+        void *c = leaf_grow(pt, &dense);
+        if (!c || dense)
+            return c ? &((hss_page *)c)[off] : NULL;
+        l = c;
+    }
+    unsigned w = off >> 6;
+    uint64_t m = (uint64_t)1 << (off & 63);
+    unsigned r = l->cum[w] + popcount64(l->bits[w] & (m - 1));
+    uint16_t *perm = leaf_perm(l);
+    if (l->n - r > 16) { /* usually none or few: pages mostly arrive in ascending order */
+        memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
+    } else {
+        for (unsigned i = l->n; i > r; i--)
+            perm[i] = perm[i - 1];
+    }
+    perm[r] = l->n;
+    hss_page *pg = &leaf_rec(l)[l->n];
+    memset(pg, 0, sizeof *pg);
+    l->bits[w] |= m;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t cw[2];
+    memcpy(cw, l->cum, sizeof cw);
+    cw[0] += cum_inc[w][0];
+    cw[1] += cum_inc[w][1];
+    memcpy(l->cum, cw, sizeof cw);
+#else
+    for (unsigned v = w + 1; v < HSS_CHUNK / 64; v++)
+        l->cum[v]++;
+#endif
+    l->n++;
+    return pg;
+}
+
+/* The record of `page`; with create, a zeroed one if it has none (which may move other records
+ * of its chunk). NULL if absent (or out of memory). */
+static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
+{
+    uint64_t key = page >> HSS_CHUNK_BITS;
+    if (key != pt->cached_key && !pt_chunk(pt, key, create))
+        return NULL;
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
+    if (pt->cached_dense)
+        return &((hss_page *)pt->cached)[off];
+    hss_page *pg = leaf_get(pt->cached, off);
+    return pg || !create ? pg : leaf_insert(pt, off);
 }
 
 hss_page *hss_lookup(hss *h, uint64_t page)
@@ -101,27 +267,40 @@ hss_page *hss_lookup(hss *h, uint64_t page)
     return pt_get(&h->pt, page, 0);
 }
 
-int hss_dev_of(const hss_page *pg)
+/* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
+ * interposed), and the replay calls it several times a page. */
+static inline int dev_of(const hss_page *pg)
 {
     return pg && pg->dev ? pg->dev - 1 : -1;
 }
 
+int hss_dev_of(const hss_page *pg)
+{
+    return dev_of(pg);
+}
+
 /* ------------------------------------------------------------------ LRU (lazy queue) */
 
-static int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
+/* Double a full queue's ring (out of line: pushes are on every access). */
+static __attribute__((noinline)) int lru_grow(hss_lru *q)
 {
-    if (q->len == q->cap) {
-        uint64_t ncap = q->cap ? q->cap * 2 : 1024;
-        hss_lru_ent *nb = malloc(ncap * sizeof *nb);
-        if (!nb)
-            return HSS_ENOMEM;
-        for (uint64_t i = 0; i < q->len; i++)
-            nb[i] = q->buf[(q->head + i) % q->cap];
-        free(q->buf);
-        q->buf = nb;
-        q->head = 0;
-        q->cap = ncap;
-    }
+    uint64_t ncap = q->cap ? q->cap * 2 : 1024;
+    hss_lru_ent *nb = malloc(ncap * sizeof *nb);
+    if (!nb)
+        return HSS_ENOMEM;
+    for (uint64_t i = 0; i < q->len; i++)
+        nb[i] = q->buf[(q->head + i) % q->cap];
+    free(q->buf);
+    q->buf = nb;
+    q->head = 0;
+    q->cap = ncap;
+    return HSS_OK;
+}
+
+static inline int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
+{
+    if (q->len == q->cap && lru_grow(q) != HSS_OK)
+        return HSS_ENOMEM;
     q->buf[(q->head + q->len) % q->cap] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
     q->len++;
     return HSS_OK;
@@ -173,7 +352,7 @@ static int lru_pop(hss *h, int d, uint64_t *page)
     return 0;
 }
 
-static int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
+static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
 {
     if (d == h->home)
         return HSS_OK;
@@ -220,7 +399,7 @@ static uint64_t dev_slot(const hss *h, int d, uint64_t page, const hss_page *pg)
 
 uint64_t hss_slot_of(const hss *h, uint64_t page, const hss_page *pg)
 {
-    return dev_slot(h, hss_dev_of(pg), page, pg);
+    return dev_slot(h, dev_of(pg), page, pg);
 }
 
 /* ------------------------------------------------------------------ I/O log (real backend) */
@@ -254,7 +433,7 @@ uint64_t hss_used(const hss *h, int d)
 /* Detach a page from its device (slot freed, occupancy decremented). */
 static int detach(hss *h, hss_page *pg)
 {
-    int d = hss_dev_of(pg);
+    int d = dev_of(pg);
     if (d < 0)
         return HSS_OK;
     h->dev[d].used_pages--;
@@ -295,7 +474,7 @@ static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
  * its access stamp, so its LRU position on the target reflects its last real access. */
 static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, double *done)
 {
-    int src = hss_dev_of(pg);
+    int src = dev_of(pg);
     double rdone = simdev_io(&h->dev[src], SIMDEV_READ, dev_slot(h, src, page, pg), 1, t, 1);
     int rc = h->log.on ? log_push(h, HSS_LOG_CREAD, src, dev_slot(h, src, page, pg), page, 1) : HSS_OK;
     if (rc == HSS_OK)
@@ -400,7 +579,7 @@ int hss_move(hss *h, uint64_t page, int target, double t, double *done)
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
     *done = t;
-    if (hss_dev_of(pg) == target)
+    if (dev_of(pg) == target)
         return HSS_OK;
     h->c.migrations++;
     return move_page(h, page, pg, target, t, done);
@@ -414,7 +593,7 @@ int hss_remap(hss *h, uint64_t page, int target)
     hss_page *pg = pt_get(&h->pt, page, 0);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
-    int src = hss_dev_of(pg);
+    int src = dev_of(pg);
     if (src == target)
         return HSS_OK;
     if (target != h->home && h->dev[target].used_pages >= h->cap[target])
@@ -451,7 +630,7 @@ int hss_run_idle(hss *h, double t)
     while (h->mq_len) {
         hss_mq_ent *e = &h->mq[h->mq_head];
         hss_page *pg = pt_get(&h->pt, e->page, 0);
-        int src = hss_dev_of(pg);
+        int src = dev_of(pg);
         if (src < 0 || src == e->target) { /* rewritten elsewhere meanwhile: stale */
             if (pg)
                 pg->flags &= (uint8_t)~HSS_F_QUEUED;
@@ -481,7 +660,7 @@ int hss_run_idle(hss *h, double t)
 int hss_enqueue(hss *h, uint64_t page, int target)
 {
     hss_page *pg = pt_get(&h->pt, page, 0);
-    if (!pg || !pg->dev || target < 0 || target >= h->ndev || hss_dev_of(pg) == target
+    if (!pg || !pg->dev || target < 0 || target >= h->ndev || dev_of(pg) == target
         || (pg->flags & HSS_F_QUEUED) || h->mq_cap == 0)
         return 0;
     if (h->mq_len == h->mq_cap) {
@@ -490,7 +669,7 @@ int hss_enqueue(hss *h, uint64_t page, int target)
         hss_page *old = pt_get(&h->pt, e->page, 0);
         old->flags &= (uint8_t)~HSS_F_QUEUED;
         double done;
-        int src = hss_dev_of(old), rc = HSS_OK;
+        int src = dev_of(old), rc = HSS_OK;
         if (src >= 0 && src != e->target) {
             double f0 = busy_until(h, src, e->target);
             rc = hss_move(h, e->page, e->target, h->cur.t, &done);
@@ -525,8 +704,34 @@ int hss_candidate(hss *h, uint64_t *page)
             h->scan_chunk = 0;
             h->scan_off = 0;
         }
-        hss_page *pg = &pt->chunks[h->scan_chunk][h->scan_off];
-        uint64_t pno = (pt->chunk_keys[h->scan_chunk] << HSS_CHUNK_BITS) | h->scan_off;
+        uint32_t ck = pt->chunk_keys[h->scan_chunk];
+        hss_page *pg;
+        if (ck & HSS_DENSE_BIT) {
+            pg = &((hss_page *)pt->chunks[h->scan_chunk])[h->scan_off];
+        } else {
+            /* A leaf: skip its absent pages at once, each counted as examined (as a dense
+             * chunk's never-placed records are), so the scan is the same whatever the form. */
+            hss_leaf *l = pt->chunks[h->scan_chunk];
+            unsigned off = h->scan_off, w = off >> 6;
+            uint64_t b = l->bits[w] & (~(uint64_t)0 << (off & 63));
+            while (!b && ++w < HSS_CHUNK / 64)
+                b = l->bits[w];
+            unsigned next = b ? w * 64 + (unsigned)__builtin_ctzll(b) : HSS_CHUNK;
+            uint32_t skip = next - off;
+            if (skip) {
+                if (skip > budget - examined)
+                    skip = budget - examined;
+                examined += skip;
+                h->scan_off += skip;
+                if (h->scan_off == HSS_CHUNK) {
+                    h->scan_off = 0;
+                    h->scan_chunk++;
+                }
+                continue;
+            }
+            pg = leaf_get(l, off);
+        }
+        uint64_t pno = ((uint64_t)(ck & ~HSS_DENSE_BIT) << HSS_CHUNK_BITS) | h->scan_off;
         if (++h->scan_off == HSS_CHUNK) {
             h->scan_off = 0;
             h->scan_chunk++;
@@ -602,7 +807,7 @@ static int fill_copies(hss *h, double done)
         if (!(pg->flags & HSS_F_FILL))
             continue;
         pg->flags &= (uint8_t)~HSS_F_FILL;
-        int d = hss_dev_of(pg);
+        int d = dev_of(pg);
         simdev_io(&h->dev[d], SIMDEV_WRITE, pg->slot, 1, done, 1);
         h->c.fill_pages++;
         int rc = HSS_OK;
@@ -640,7 +845,7 @@ int hss_finish(hss *h, int place, double *latency)
             uint64_t need = 0;
             for (uint64_t p = r->p0; p <= r->p1; p++) {
                 hss_page *pg = pt_get(&h->pt, p, 0);
-                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && hss_dev_of(pg) != place))
+                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && dev_of(pg) != place))
                     need++;
             }
             uint64_t free_pages = h->cap[place] > h->dev[place].used_pages ? h->cap[place] - h->dev[place].used_pages : 0;
@@ -663,7 +868,7 @@ int hss_finish(hss *h, int place, double *latency)
                     pg->flags |= HSS_F_FILL;
                     fills++;
                 }
-            } else if (r->op == SIMDEV_READ || hss_dev_of(pg) == place) {
+            } else if (r->op == SIMDEV_READ || dev_of(pg) == place) {
                 continue;
             }
             if ((rc = detach(h, pg)) != HSS_OK)
@@ -680,7 +885,7 @@ int hss_finish(hss *h, int place, double *latency)
     uint32_t run_len = 0;
     for (uint64_t p = r->p0; p <= r->p1; p++) {
         hss_page *pg = pt_get(&h->pt, p, 0);
-        int d = pg->flags & HSS_F_FILL ? h->home : hss_dev_of(pg);
+        int d = pg->flags & HSS_F_FILL ? h->home : dev_of(pg);
         uint64_t s = dev_slot(h, d, p, pg);
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
             run_len++;
@@ -698,7 +903,7 @@ int hss_finish(hss *h, int place, double *latency)
         pg->last_access = h->now;
         if (d == 0)
             h->c.fast_pages++;
-        if ((rc = lru_touch(h, hss_dev_of(pg), p, h->now)) != HSS_OK)
+        if ((rc = lru_touch(h, dev_of(pg), p, h->now)) != HSS_OK)
             return rc;
     }
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
@@ -734,6 +939,12 @@ int hss_init(hss *h, int ndev, simdev *dev, const uint64_t *cap, int mq_cap,
              uint32_t min_interval, uint32_t scan_window, int queue_depth)
 {
     memset(h, 0, sizeof *h);
+#ifdef HSS_HAVE_POPCNT_ASM
+    if (!have_popcnt) {
+        __builtin_cpu_init();
+        have_popcnt = __builtin_cpu_supports("popcnt") ? 1 : 0;
+    }
+#endif
     if (ndev < 1 || ndev > HSS_MAX_DEV || mq_cap < 0 || scan_window < 1 || queue_depth < 1)
         return HSS_EINVAL;
     h->qd = queue_depth;
@@ -798,9 +1009,10 @@ int hss_reset(hss *h, uint64_t seed)
 
 size_t hss_memory_bytes(const hss *h)
 {
-    size_t b = (size_t)h->pt.nchunks * HSS_CHUNK * sizeof(hss_page)
-             + h->pt.dir_cap * sizeof(hss_dir_slot)
-             + (size_t)h->pt.chunks_cap * (sizeof(hss_page *) + sizeof(uint64_t));
+    const hss_pagetable *pt = &h->pt;
+    size_t b = (size_t)(pt->ndense * heap_bytes(HSS_CHUNK * sizeof(hss_page)) + pt->leaf_bytes)
+             + pt->dir_cap * sizeof(hss_dir_slot)
+             + (size_t)pt->chunks_cap * (sizeof(void *) + sizeof(uint32_t));
     for (int d = 0; d < h->ndev; d++)
         b += h->lru[d].cap * sizeof(hss_lru_ent) + (size_t)h->alloc[d].cap_free * sizeof(uint32_t);
     return b;

@@ -2,7 +2,8 @@
  *
  *  - page table: logical 4 KiB page -> 16-byte metadata (device, slot, access count, last access,
  *    last placement/migration), in a radix table of 512-page chunks allocated on first touch and
- *    found through a hash directory, so sparse 64-bit address spaces cost memory only where touched;
+ *    found through a hash directory; a chunk with few touched pages is a sparse leaf holding only
+ *    those, so a sparse address space costs memory only per touched page (see hss_leaf);
  *  - per-device slot allocators (bump + free list). The last device is the *home* device: it is
  *    large enough for everything and maps pages to their own logical address (identity), as the
  *    backing store of an HSS does, so its seek distances and sequentiality are the trace's own;
@@ -47,16 +48,40 @@ typedef struct hss_page {
     uint8_t flags;
 } hss_page;
 
-typedef struct hss_dir_slot { uint64_t key; uint32_t idx; } hss_dir_slot; /* idx = chunk + 1 */
+/* Page table: 512-page chunks (the unit of the candidate scanner's round-robin order), each
+ * either dense (512 records, 8 KiB) or, while it holds at most HSS_LEAF_MAX touched pages, a
+ * sparse leaf holding only those. A leaf finds a page by its offset's bit in a 512-bit map and
+ * its rank among the set bits; records stay in insertion order (perm maps rank -> record), so an
+ * insertion moves 2-byte ranks, not records. The leaf grows by ~1/4 (~1/2 past 64 records: fewer
+ * reallocations, <= 28.7 B a page) and becomes a dense chunk when one more page would exceed
+ * HSS_LEAF_MAX (then 8 KiB / 321 pages = 25.5 B a page), so a chunk of 64+ pages costs <= ~29
+ * bytes per touched page plus its share of the directory (~52 bytes a chunk).
+ * Creating a page may move records of its chunk (leaf growth or densification): a pointer from
+ * pt_get()/hss_lookup() is valid until the next page creation (in hss_finish) only. */
+#define HSS_LEAF_MAX 320
+#define HSS_DENSE_BIT 0x80000000u  /* in chunk_keys: the chunk is dense */
+
+typedef struct hss_leaf {
+    uint64_t bits[HSS_CHUNK / 64];  /* offsets present */
+    uint16_t cum[HSS_CHUNK / 64];   /* set bits in the words before */
+    uint16_t n, cap;
+    /* followed by hss_page rec[cap] (insertion order), then uint16_t perm[cap] (rank -> rec) */
+} hss_leaf;
+
+typedef struct hss_dir_slot { uint32_t key; uint32_t idx; } hss_dir_slot; /* idx = chunk + 1 */
 
 typedef struct hss_pagetable {
     hss_dir_slot *dir;
     uint64_t dir_cap;          /* power of two */
-    hss_page **chunks;
-    uint64_t *chunk_keys;
+    void **chunks;             /* creation order: hss_page[HSS_CHUNK] or hss_leaf */
+    uint32_t *chunk_keys;      /* page >> HSS_CHUNK_BITS (< 2^31), | HSS_DENSE_BIT if dense */
     uint32_t nchunks, chunks_cap;
     uint64_t cached_key;
-    hss_page *cached;
+    void *cached;
+    uint32_t cached_idx;
+    int cached_dense;
+    uint64_t ndense;           /* dense chunks */
+    uint64_t leaf_bytes;       /* bytes allocated for leaves (with malloc's per-block overhead) */
     uint64_t touched;          /* distinct pages placed so far */
 } hss_pagetable;
 

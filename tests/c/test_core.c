@@ -49,7 +49,8 @@ static int check_invariants(hss *h)
     uint64_t held[HSS_MAX_DEV] = {0};
     for (uint32_t c = 0; c < h->pt.nchunks; c++)
         for (uint32_t i = 0; i < HSS_CHUNK; i++) {
-            int d = hss_dev_of(&h->pt.chunks[c][i]);
+            uint64_t key = h->pt.chunk_keys[c] & ~HSS_DENSE_BIT;
+            int d = hss_dev_of(hss_lookup(h, (key << HSS_CHUNK_BITS) | i));
             CHECK(d >= -1 && d < h->ndev, "page on device %d", d);
             if (d >= 0)
                 held[d]++;
@@ -128,6 +129,128 @@ static int test_device_model(void)
     return 0;
 }
 
+
+/* The candidate scan as it was with dense chunks only, over hss_lookup (an absent page is a
+ * never-placed record): the leaves must give the same candidates and cursor. */
+static int ref_candidate(hss *h, uint32_t *chunk, uint32_t *off, uint64_t *page)
+{
+    hss_pagetable *pt = &h->pt;
+    if (!pt->nchunks)
+        return 0;
+    uint32_t examined = 0, budget = h->scan_window * 16, seen = 0;
+    uint64_t best = 0;
+    int found = 0;
+    while (examined < budget && seen < h->scan_window) {
+        if (*chunk >= pt->nchunks)
+            *chunk = *off = 0;
+        uint64_t pno = ((uint64_t)(pt->chunk_keys[*chunk] & ~HSS_DENSE_BIT) << HSS_CHUNK_BITS) | *off;
+        hss_page *pg = hss_lookup(h, pno);
+        if (++*off == HSS_CHUNK) {
+            *off = 0;
+            ++*chunk;
+        }
+        examined++;
+        if (!pg || !pg->dev)
+            continue;
+        seen++;
+        uint64_t interval = h->now - pg->last_move;
+        if ((pg->flags & HSS_F_QUEUED) || interval < h->min_interval || pg->last_access == h->now)
+            continue;
+        if (!found || interval > best) {
+            best = interval;
+            *page = pno;
+            found = 1;
+        }
+    }
+    return found;
+}
+
+/* Sparse leaves and dense chunks: records survive leaf growth and densification, lookups of
+ * absent pages give NULL, the scan equals the dense-only scan, memory per touched page stays
+ * <= 32 bytes for any spread and ~16 for a dense space, reset frees everything (ASan). */
+static int test_sparse(const char *shape, uint64_t npages, uint32_t scan_window)
+{
+    simdev dev[2];
+    simdev_params ps[2] = {ssd(npages / 8 + 1), hdd(1u << 20)};
+    uint64_t cap[2];
+    for (int d = 0; d < 2; d++) {
+        simdev_init(&dev[d], &ps[d], (uint64_t)d);
+        cap[d] = ps[d].capacity_pages;
+    }
+    hss h;
+    CHECK(hss_init(&h, 2, dev, cap, 4, 16, scan_window, 1) == HSS_OK, "init");
+    uint64_t *pages = malloc(npages * sizeof *pages);
+    CHECK(pages != NULL, "malloc");
+    for (int round = 0; round < 2; round++) { /* the second round after a reset */
+        CHECK(hss_reset(&h, (uint64_t)round) == HSS_OK, "reset");
+        CHECK(h.pt.nchunks == 0 && h.pt.touched == 0 && h.pt.leaf_bytes == 0, "reset left pages");
+        for (uint64_t i = 0; i < npages; i++) {
+            uint64_t r = rnd();
+            switch (shape[0]) {
+            case 'd': pages[i] = i; break;                                  /* dense */
+            case 'r': pages[i] = r % (npages * 27); break;  /* bench_memory's density: 10 M pages in 1 TiB */
+            case 'e': pages[i] = (r % ((uint64_t)1 << 31)) << 9; break;     /* one per chunk */
+            case 'm': pages[i] = i % 3 ? r % (1u << 16) : r % ((uint64_t)1 << 39); break; /* mixed */
+            default: pages[i] = (i / 600) * 4096 + r % 512; break;          /* around the threshold */
+            }
+        }
+        for (uint64_t i = npages; i > 1; i--) { /* touch in random order */
+            uint64_t j = rnd() % i, tmp = pages[i - 1];
+            pages[i - 1] = pages[j];
+            pages[j] = tmp;
+        }
+        double t = 0, lat;
+        uint32_t rc_chunk = 0, rc_off = 0;
+        for (uint64_t i = 0; i < npages; i++) {
+            t += 5;
+            CHECK(hss_begin(&h, t, (int)(i & 1), pages[i] << 12, 4096) == HSS_OK, "begin");
+            CHECK(hss_finish(&h, (int)(rnd() % 2), &lat) == HSS_OK, "finish");
+            hss_page *pg = hss_lookup(&h, pages[i]);
+            CHECK(pg && pg->dev && pg->last_access == h.now, "page %llu lost", (unsigned long long)pages[i]);
+            CHECK(hss_lookup(&h, pages[i] ^ 1) == NULL || hss_lookup(&h, pages[i] ^ 1)->last_access <= h.now, "lookup");
+            if (i % 7 == 0) {
+                uint64_t a = 0, b = 0;
+                rc_chunk = h.scan_chunk;
+                rc_off = h.scan_off;
+                int fr = ref_candidate(&h, &rc_chunk, &rc_off, &b);
+                int fa = hss_candidate(&h, &a);
+                CHECK(fa == fr && (!fa || a == b) && rc_chunk == h.scan_chunk && rc_off == h.scan_off,
+                      "%s: scan differs: %d/%d page %llu/%llu cursor %u:%u / %u:%u", shape, fa, fr,
+                      (unsigned long long)a, (unsigned long long)b, h.scan_chunk, h.scan_off, rc_chunk, rc_off);
+                if (fa && i % 2)
+                    CHECK(hss_enqueue(&h, a, 1 - hss_dev_of(hss_lookup(&h, a))) >= 0, "enqueue");
+            }
+        }
+        /* every touched page is there with its last access; absent neighbours are NULL */
+        uint64_t absent = 0;
+        for (uint64_t i = 0; i < npages; i++) {
+            hss_page *pg = hss_lookup(&h, pages[i]);
+            CHECK(pg && pg->dev && pg->last_access >= 1 && pg->count >= 1, "page %llu", (unsigned long long)pages[i]);
+            uint64_t probe = pages[i] + 1 + rnd() % 1000;
+            hss_page *q = hss_lookup(&h, probe);
+            absent += q == NULL;
+        }
+        CHECK(hss_lookup(&h, (uint64_t)1 << 50) == NULL && hss_lookup(&h, UINT64_MAX) == NULL, "far lookup");
+        if (check_invariants(&h))
+            return 1;
+        size_t table = hss_memory_bytes(&h);
+        for (int d = 0; d < 2; d++)
+            table -= h.lru[d].cap * sizeof(hss_lru_ent) + (size_t)h.alloc[d].cap_free * sizeof(uint32_t);
+        double per = (double)table / (double)h.pt.touched;
+        printf("  %-10s %6llu pages, %6u chunks (%5llu dense): %6.2f bytes/page in the page table\n", shape,
+               (unsigned long long)h.pt.touched, h.pt.nchunks, (unsigned long long)h.pt.ndense, per);
+        CHECK(per <= (shape[0] == 'e' || shape[0] == 'm' ? 200 : 32), "%s: %.2f bytes/page", shape, per);
+        if (shape[0] == 'd')
+            CHECK(h.pt.ndense + 1 >= h.pt.nchunks && per <= 16.2 + 16384.0 / (double)npages, "dense: %.2f bytes/page", per);
+        if (shape[0] == 'r' || shape[0] == 'e')
+            CHECK(h.pt.ndense == 0 && absent > npages / 4, "sparse chunks densified");
+        (void)absent;
+    }
+    free(pages);
+    hss_free(&h);
+    return 0;
+}
+
 int main(void)
 {
     int tests = 0;
@@ -136,6 +259,11 @@ int main(void)
         tests++; run(ndev, 1, 10, 4096, 3000);
         tests++; run(ndev, 32, 3, 200, 3000);   /* tiny span: constant eviction and migration */
         tests++; run(ndev, 8, 0, 100000, 2000); /* no migration queue */
+    }
+    const char *shapes[] = {"dense", "random", "extreme", "mixed", "threshold"};
+    for (int i = 0; i < 5; i++) {
+        tests++; test_sparse(shapes[i], 20000, 64);
+        tests++; test_sparse(shapes[i], 3000, 1); /* a tiny scan window: cursor mid-chunk */
     }
     printf("%d passed, %d failed\n", tests - failures, failures);
     return failures != 0;
