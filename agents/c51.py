@@ -201,6 +201,11 @@ class C51Agent:
             self.infer.epsilon = cfg.epsilon + (1.0 - cfg.epsilon) * self._explore_left / cfg.explore_steps
         return self.infer.act(obs)
 
+    @property
+    def exploring(self) -> bool:
+        """Whether the exploration warm-up (``explore_steps``) is still on."""
+        return self._explore_left > 0
+
     def greedy(self, obs: np.ndarray) -> int:
         return self.infer.greedy(obs)
 

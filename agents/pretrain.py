@@ -4,14 +4,14 @@ Online learning from scratch stays the default of every agent; this is the other
 learns across a sequence of training episodes (one per training workload, in order), its weights are
 saved, and a copy loaded from them runs each held-out workload (still learning online, without the
 random warm-up) beside a fresh agent and Slow-Only. Shipped weights (package data,
-``hss_gym/agents/weights/harmonia-<config>.pt``) were made with::
+``hss_gym/agents/weights/harmonia_paper-<config>.pt``) were made with::
 
-    python -m hss_gym.agents.pretrain --policy harmonia --config perf_opt \\
-        --out agents/weights/harmonia-perf_opt.pt
-    python -m hss_gym.agents.pretrain --policy harmonia --config cost_opt \\
-        --out agents/weights/harmonia-cost_opt.pt
+    python -m hss_gym.agents.pretrain --policy harmonia_paper --config perf_opt \\
+        --out agents/weights/harmonia_paper-perf_opt.pt
+    python -m hss_gym.agents.pretrain --policy harmonia_paper --config cost_opt \\
+        --out agents/weights/harmonia_paper-cost_opt.pt
 
-and load with ``make_policy("harmonia", weights=shipped_weights("harmonia", "perf_opt"))``.
+and load with ``make_policy("harmonia_paper", weights=shipped_weights("harmonia_paper", "perf_opt"))``.
 """
 
 from __future__ import annotations

@@ -18,6 +18,11 @@ measured in docs/learning-diagnostics.md: learning rate 3e-3 (Sibyl: 1e-4), an e
 over the first 1000 decisions, a gradient step every 8 experiences, and per-page credit
 (:mod:`hss_gym.agents.credit`) with an idle horizon of 50 requests; the same as Harmonia's
 placement agent. The learner is :mod:`hss_gym.agents.c51`.
+
+Policies: ``sibyl_paper`` is :class:`Sibyl` as described above. ``sibyl``, the reference, is
+:func:`sibyl`: the same agent whose placements never evict on the critical path, with the
+:class:`~hss_gym.agents.harmonia.Cleaner` keeping room on the fast device in idle time and one
+exploratory choice per sequential run (as the reference Harmonia; docs/learning-diagnostics.md).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hss_gym.agents.c51 import C51Config
-from hss_gym.agents.harmonia import PlacementAgent
+from hss_gym.agents.harmonia import REFERENCE, PlacementAgent
 
 #: As Harmonia's placement agent (see PLACEMENT_DEFAULTS), with lr 3e-3 instead of Sibyl's 1e-4
 #: (docs/learning-diagnostics.md: at 1e-4 the loss went 3.94 -> 3.81 in 10k requests; 1e-3 left
@@ -45,8 +50,9 @@ class Sibyl(PlacementAgent):
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
-                 horizon: int = 2000, idle_horizon: int | None = 50) -> None:
-        super().__init__(config, seed, train, credit, horizon, idle_horizon)
+                 horizon: int = 2000, idle_horizon: int | None = 50, evict: bool = True,
+                 clean: float | None = None, seq_explore: bool = False) -> None:
+        super().__init__(config, seed, train, credit, horizon, idle_horizon, evict, clean, seq_explore)
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty
@@ -55,3 +61,17 @@ class Sibyl(PlacementAgent):
         if evicted:
             reward = max(0.0, reward - self.eviction_penalty * evicted)
         super()._learn(next_obs, reward, step, latency, evicted)
+
+
+def sibyl(seed: int = 0, **kwargs: Any) -> Sibyl:
+    """The reference Sibyl (policy ``sibyl``): placements that never evict on the critical path and
+    a cleaner keeping room on the fast device in idle time (:data:`hss_gym.agents.harmonia.REFERENCE`;
+    docs/learning-diagnostics.md). ``sibyl_paper`` is the agent as published."""
+    return Sibyl(seed=seed, **{**REFERENCE, **kwargs})
+
+
+def sibyl_paper(seed: int = 0, **kwargs: Any) -> Sibyl:
+    """Sibyl as published: LRU eviction on the critical path."""
+    s = Sibyl(seed=seed, **kwargs)
+    s.name = "sibyl_paper"
+    return s

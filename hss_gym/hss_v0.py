@@ -105,6 +105,10 @@ path, else 1 + the free fraction in sevenths), ``render_mode`` ("ansi" or "rgb_a
   Sibyl's features as an option, the migration queue run in idle time. Also named ``hss/Harmonia-v0``
   (in error messages and documents), never a Gymnasium id (PettingZoo envs are not in
   Gymnasium's registry).
+  hss-gym 0.5.0 added to the HSS (``env.hss``) a background cleaning a policy may ask for
+  (``HSS.clean``: a faster device's coldest pages moved down as one batch in idle time) and its
+  counters (``cleaned_pages``, ``clean_misses``); episodes of policies that do not use it are
+  unchanged, bit for bit.
   A change that alters episodes becomes ``hss_v1``; this module stays.
 """
 

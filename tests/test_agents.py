@@ -219,7 +219,20 @@ def test_harmonia_learns_online_and_is_deterministic():
     curves = p1.loss_curves()
     assert len(curves["placement"]) > 10 and len(curves["migration"]) > 0
     assert r1.metrics.migrations > 0
-    assert p1.memory_bytes() <= 1 << 20
+    assert p1.memory_bytes() <= 1200 << 10  # networks (placement 7-20-30-102), replays, page credit
+
+
+def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
+    """harmonia (the reference) = Harmonia(REFERENCE) with the placement network 20-30 hidden;
+    harmonia_paper = the class's defaults (Table 2), critical-path evictions, no cleaner."""
+    from hss_gym.agents.harmonia import REFERENCE
+    ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
+    assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True}
+    assert ref.placement.cfg.hidden == (20, 30) and paper.placement.cfg.hidden == (10,)
+    assert not ref.placement.evict and ref.placement.cleaner is not None and ref.placement.seq_explore
+    assert paper.placement.evict and paper.placement.cleaner is None and not paper.placement.seq_explore
+    assert (ref.name, paper.name) == ("harmonia", "harmonia_paper")
+    assert make_policy("harmonia", placement={"lr": 1e-3}).placement.cfg.hidden == (20, 30)
 
 
 def test_migration_agent_is_paid_for_credited_moves_only():
@@ -245,7 +258,7 @@ def test_save_and_load_weights(tmp_path):
     h, _ = episode("harmonia", n=3000)
     path = tmp_path / "h.pt"
     h.save(path)
-    h2 = Harmonia(weights=path, train=False)
+    h2 = make_policy("harmonia", weights=path, train=False)
     env = make_env(h2, "perf_opt", "ycsb-b", n_requests=500)
     env.reset(seed=0)
     h2.reset(env, 0)
@@ -274,7 +287,7 @@ def test_loading_weights_for_other_devices_is_refused(tmp_path):
 
 # ------------------------------------------------------------------ Sibyl, SAPM, combinations
 def test_sibyl_uses_its_features_and_penalises_evictions():
-    p, r = episode("sibyl", config="cost_opt", n=3000)
+    p, r = episode("sibyl_paper", config="cost_opt", n=3000)
     assert p.agent.n_inputs == 6 and r.metrics.migrations == 0
     assert p.agent.cfg.hidden == (20, 30) and p.agent.cfg.lr == 3e-3  # docs/learning-diagnostics.md
     obs = {"placement": np.zeros(6, np.float32)}
@@ -336,7 +349,7 @@ def test_background_training_gives_the_synchronous_episode(policy):
         opts = {"train_thread": thread}
         p = make_policy(policy, **({"placement": opts, "migration": opts} if policy == "harmonia" else {"config": opts}))
         res = run_episode(p, make_env(p, "perf_opt", "learn-phase", n_requests=3000), seed=2)
-        parts = [p.placement, p.migration] if policy in ("harmonia", "harmonia_fit") else [p]
+        parts = [p.placement, p.migration] if policy == "harmonia" else [p]
         runs.append((res.metrics.mean_latency_us, [x.detach().numpy().copy() for q in parts for x in q.agent.q.parameters()],
                      [list(q.agent.loss_curve) for q in parts]))
     (lat0, w0, lc0), (lat1, w1, lc1) = runs
@@ -387,11 +400,11 @@ def test_background_training_survives_a_fork():
         np.testing.assert_array_equal(theirs, w)
 
 
-@pytest.mark.parametrize("policy", ["harmonia", "harmonia_fit", "sibyl", "harmonia_placement"])
+@pytest.mark.parametrize("policy", ["harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "harmonia_placement"])
 def test_fast_loop_gives_the_pettingzoo_loops_episode(policy):
     """run_episode's fast loop (Policy.run_fast on env.fast_step, no per-step dicts) and the
     generic act/step/observe loop: the same latencies, loss curves and weights, bit for bit
-    (``harmonia_fit``: placements that never evict on the critical path)."""
+    (the reference agents: placements that never evict on the critical path and the cleaner)."""
     runs = []
     for fast in (True, False):
         p = make_policy(policy, seed=1) if policy != "harmonia_placement" else \
@@ -404,7 +417,7 @@ def test_fast_loop_gives_the_pettingzoo_loops_episode(policy):
             p.run_fast = lambda *a, **k: steps.append(run_fast(*a, **k)) or steps[-1]
         env = make_env(p, "cost_opt", "learn-hot-scan", n_requests=4000)
         res = run_episode(p, env, seed=1)
-        parts = [p.placement, p.migration] if policy in ("harmonia", "harmonia_fit") else [p]
+        parts = [p.placement, p.migration] if policy in ("harmonia", "harmonia_paper") else [p]
         runs.append((env.latencies(), res.steps, [list(q.agent.loss_curve) for q in parts],
                      [x.detach().numpy().copy() for q in parts for x in q.agent.q.parameters()], res.metrics))
         if fast:
@@ -415,10 +428,39 @@ def test_fast_loop_gives_the_pettingzoo_loops_episode(policy):
     assert lc0 == lc1
     for a, b in zip(w0, w1):
         np.testing.assert_array_equal(a, b)
-    if policy == "harmonia":
+    if policy == "harmonia_paper":
         assert m0.migrations > 0 and len(lc0[1]) > 0  # the migration agent's path ran and trained
-    if policy == "harmonia_fit":
-        assert m0.migrations > 0 and m0.evictions < 50  # moves into a full fast device, few evictions
+    if policy in ("harmonia", "sibyl"):
+        assert m0.migrations > 500 and m0.evictions < 50, m0  # the cleaner's batches, few evictions
+
+
+def test_the_cleaner_keeps_room_for_writes_off_the_critical_path():
+    """The reference agents (evict=False, clean=0.02): when placements were sent past the full
+    fast device, its coldest pages go down in idle time, in batches, so later writes fit; on a
+    write-heavy skewed workload that beats the same agent without the cleaner, with no
+    critical-path evictions. A cleaner needs placements that do not evict."""
+    from hss_gym.agents.sibyl import Sibyl
+    from hss_gym.workloads import Trace
+    rng = np.random.default_rng(0)
+    n = 8000
+    t = np.cumsum(rng.exponential(300.0, n))
+    page = (rng.zipf(1.3, n) * 7919) % 20000
+    trace = Trace.from_arrays(t, (rng.random(n) < 0.8).astype(np.uint8), page * 4096, np.full(n, 4096))
+    got = {}
+    for name, p in (("fit", Harmonia(seed=0, evict=False)), ("harmonia", make_policy("harmonia", seed=0)),
+                    ("sibyl", make_policy("sibyl", seed=0))):
+        env = make_env(p, "perf_opt", trace)
+        got[name] = run_episode(p, env, seed=0).metrics
+        assert got[name].evictions < 20, (name, got[name])
+    assert got["harmonia"].migrations > 500 and got["fit"].migrations < 100, got
+    for name in ("harmonia", "sibyl"):
+        assert got[name].mean_latency_us < 0.8 * got["fit"].mean_latency_us, (name, got[name], got["fit"])
+    with pytest.raises(ValueError, match="clean needs placements that do not evict"):
+        Harmonia(clean=0.02)
+    with pytest.raises(ValueError, match="clean needs"):
+        Sibyl(clean=0.02)
+    with pytest.raises(ValueError, match="0 < free < 1"):
+        Harmonia(evict=False, clean=1.5)
 
 
 def test_fast_loop_is_skipped_when_a_subclass_changes_what_it_reproduces():
@@ -436,18 +478,19 @@ def test_fast_loop_is_skipped_when_a_subclass_changes_what_it_reproduces():
     assert h.run_fast(env, obs, infos) == 10 and not env.agents
 
 
-def test_harmonia_fit_never_evicts_for_a_new_page_and_needs_the_fits_feature():
-    """harmonia_fit (PlacementAgent(evict=False)): a placement goes where the request fits, so
+def test_placements_that_do_not_evict_need_the_fits_feature():
+    """evict=False (the reference harmonia): a placement goes where the request fits, so
     critical-path evictions are rare (only rewrites partly on the fast device); the papers' agent
-    evicts on every full-device fast placement. Without room_feature='fits' it refuses to run."""
+    (harmonia_paper) evicts on every full-device fast placement. Without room_feature='fits' the
+    reference refuses to run."""
     ev = {}
-    for name in ("harmonia", "harmonia_fit"):
+    for name in ("harmonia_paper", "harmonia"):
         p = make_policy(name, seed=0)
         env = make_env(p, "cost_opt", "learn-hot-scan", n_requests=4000)
-        assert env.room_feature == ("fits" if name == "harmonia_fit" else "fraction")
+        assert env.room_feature == ("fits" if name == "harmonia" else "fraction")
         ev[name] = run_episode(p, env, seed=0).metrics.evictions
-    assert ev["harmonia"] > 500 and ev["harmonia_fit"] * 20 < ev["harmonia"], ev
-    p = make_policy("harmonia_fit", seed=0)
+    assert ev["harmonia_paper"] > 500 and ev["harmonia"] * 20 < ev["harmonia_paper"], ev
+    p = make_policy("harmonia", seed=0)
     from hss_gym.envs.parallel import HSSParallelEnv
     with pytest.raises(ValueError, match="room_feature='fits'"):
         run_episode(p, HSSParallelEnv("cost_opt", "learn-hot-scan", n_requests=100), seed=0)

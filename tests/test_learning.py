@@ -512,9 +512,9 @@ def test_shipped_weights_load(config: str) -> None:
     from hss_gym.agents import make_policy
     from hss_gym.agents.pretrain import shipped_weights
 
-    h = make_policy("harmonia", weights=str(shipped_weights("harmonia", config)))
+    h = make_policy("harmonia_paper", weights=str(shipped_weights("harmonia_paper", config)))
     from hss_gym.agents import make_env, run_episode
     r = run_episode(h, make_env(h, config, "ycsb-b", n_requests=300), seed=0)
     assert r.metrics.requests == 300
     with pytest.raises(FileNotFoundError, match="shipped"):
-        shipped_weights("harmonia", "tri")
+        shipped_weights("harmonia_paper", "tri")

@@ -260,6 +260,45 @@ def test_migration_queue_runs_in_idle_time():
     assert h.enqueue(0, 0) is False                  # "stay" is not a move
 
 
+def test_clean_moves_the_lru_pages_down_in_idle_time_as_one_batch():
+    """hss.clean(d, k): device d's k least recently used pages go to d + 1 in the next idle time,
+    as one batch, counted as migrations (not evictions); one cleaning pending at a time."""
+    h = HSS("perf_opt", footprint_pages=1000, min_interval=0)
+    for i in range(8):                               # pages 0..7 on the fast device, 0 the oldest
+        h.begin(float(i), 1, i * PAGE, PAGE)
+        h.finish(0)
+    busy = h.counters()["last_completion_us"]
+    assert h.clean(0, 3) is True
+    assert h.clean(0, 2) is False                    # one is pending
+    assert [h.page(p)["device"] for p in range(8)] == [0] * 8
+    h.begin(1e6, 0, 7 * PAGE, PAGE)                  # idle time passed: the cleaning ran
+    h.finish(1)
+    assert [h.page(p)["device"] for p in range(8)] == [1, 1, 1, 0, 0, 0, 0, 0]
+    c = h.counters()
+    assert c["migrations"] == 3 and c["evictions"] == 0 and c["used_pages"][0] == 5
+    assert c["migrated_pages_out"][0] == 3 and busy < 1e6
+    assert h.clean(0, 2) is True                     # pending again only after it ran
+    with pytest.raises(ValueError, match="not the home device"):
+        h.clean(1, 1)
+    with pytest.raises(ValueError, match="k < 2"):
+        h.clean(0, 0)
+
+
+def test_clean_waits_for_idle_time():
+    h = HSS("cost_opt", footprint_pages=4000, min_interval=0)
+    h.begin(0.0, 1, 0, 64 * PAGE)                    # 64 pages on the fast device
+    h.finish(0)
+    h.begin(0.0, 1, 1000 * PAGE, 1024 * PAGE)        # a 4 MiB write keeps the HDD busy for ms
+    h.finish(1)
+    assert h.clean(0, 64) is True
+    h.begin(10.0, 0, 0, PAGE)                        # arrives while the HDD is busy
+    h.finish(0)
+    assert h.counters()["migrations"] == 0           # still pending
+    h.begin(1e7, 0, 0, PAGE)
+    h.finish(0)
+    assert h.counters()["migrations"] == 64
+
+
 def test_no_migration_queue():
     h = HSS("perf_opt", footprint_pages=1000, queue_size=0)
     h.begin(0.0, 1, 0, PAGE)

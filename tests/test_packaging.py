@@ -44,7 +44,7 @@ for suite in set(list_suites()) - {"real"}:  # "real" runs a folder of the user'
     load_suite(suite)
 flash_profile("mqsim-default")
 load_profile("H")
-h = make_policy("harmonia", weights=shipped_weights("harmonia", "perf_opt"))
+h = make_policy("harmonia_paper", weights=shipped_weights("harmonia_paper", "perf_opt"))
 res = run_episode(h, make_env(h, "perf_opt", "ycsb-b", n_requests=3000), seed=0)
 assert res.steps == 3000 and res.metrics.mean_latency_us > 0
 env = fleetio_v0.parallel_env()

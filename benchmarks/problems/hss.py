@@ -36,7 +36,7 @@ PAID_ORACLE = "oracle_paid"
 PUBLISHED = Path(__file__).resolve().parents[1] / "published" / "harmonia.json"
 CURVE_WINDOW = 1000
 CURVE = "mean latency (µs) per 1,000 requests"
-LEARNED = frozenset({"harmonia", "harmonia_fit", "sibyl", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
+LEARNED = frozenset({"harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
                      "archivist", "k_svm", "rnn_hss", "random"})
 #: reader options a track may give for trace files (all of them, or per file name pattern in
 #: ``trace_options``): every keyword option of ``load_trace`` but ``limit`` (the track's

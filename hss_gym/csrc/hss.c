@@ -505,11 +505,22 @@ static int evict_one(hss *h, int d, double t, double *done)
     return move_page(h, victim, pt_get(&h->pt, victim, 0), d + 1, t, done);
 }
 
+/* Whether a cleaning takes the pages accessed once first: when the cleaned pages that had been
+ * accessed more than once are read again (on the slower device) more often than those accessed
+ * once, as ARC adapts between recency and frequency by the hits on what it evicted. Counts decay
+ * (halved every 4096 cleaned pages); a prior of one read in 16 keeps the first cleanings in LRU
+ * order. */
+static int once_first(const hss *h)
+{
+    const double *g = h->ghost;
+    return (g[3] + 1.0) / (g[1] + 16.0) > (g[2] + 1.0) / (g[0] + 16.0);
+}
+
 /* Free `k` pages of device d by moving its k least recently used pages to d + 1 as one batch:
  * one k-page read from d and one k-page write to d + 1 (an HSS evicts in batches, so the slower
  * device sees one larger write instead of k random ones). Cascades when d + 1 is full too.
  * *done = completion; returns the number of pages freed (fewer if d has fewer live victims). */
-static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64_t *freed)
+static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64_t *freed, uint8_t mark)
 {
     *done = t;
     *freed = 0;
@@ -519,15 +530,39 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
     if (!victims)
         return HSS_ENOMEM;
     uint64_t n = 0;
-    while (n < k && lru_pop(h, d, &victims[n]))
-        n++;
+    if ((mark & HSS_F_CLEANED) && once_first(h)) {
+        /* A cleaning takes first the pages accessed once (written or read, never again: a scan
+         * or a write-once stream), oldest first, then the least recently used others (as 2Q
+         * and SLRU keep re-accessed pages from being pushed out by a scan). */
+        hss_lru *q = &h->lru[d];
+        uint64_t budget = 64 * k;
+        for (uint64_t i = 0; i < q->len && i < budget && n < k; i++) {
+            hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+            hss_page *pg = lru_live(h, e, d);
+            if (pg && pg->count <= 1 && !(pg->flags & HSS_F_MARK)) {
+                pg->flags |= HSS_F_MARK;
+                victims[n++] = e >> HSS_STAMP_BITS;
+            }
+        }
+        uint64_t once = n;
+        while (n < k && lru_pop(h, d, &victims[n])) {
+            hss_page *pg = pt_get(&h->pt, victims[n], 0);
+            if (!(pg->flags & HSS_F_MARK))
+                n++;
+        }
+        for (uint64_t i = 0; i < once; i++)
+            pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
+    } else {
+        while (n < k && lru_pop(h, d, &victims[n]))
+            n++;
+    }
     int rc = HSS_OK;
     int t2 = d + 1;
     double ready = t;
     if (n && t2 != h->home && h->dev[t2].used_pages + n > h->cap[t2]) {
         uint64_t got;
         double cdone;
-        rc = evict_batch(h, t2, h->dev[t2].used_pages + n - h->cap[t2], t, &cdone, &got);
+        rc = evict_batch(h, t2, h->dev[t2].used_pages + n - h->cap[t2], t, &cdone, &got, mark);
         if (cdone > ready)
             ready = cdone;
     }
@@ -554,6 +589,13 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
                 if (i == 0)
                     wslot = dev_slot(h, rc, victims[i], pg);
                 pg->last_move = h->now;
+                pg->flags |= mark;
+                if (mark & HSS_F_CLEANED) {
+                    int once = pg->count <= 1;
+                    if (once)
+                        pg->flags |= HSS_F_ONCE;
+                    h->ghost[once ? 0 : 1] += 1.0;
+                }
                 h->c.evictions++;
                 h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
                 h->c.mig_pages_out[d]++;
@@ -625,6 +667,24 @@ static double busy_until(const hss *h, int a, int b)
     return fa > fb ? fa : fb;
 }
 
+/* Run the pending cleaning from `start`: evict_batch's moves, counted as migrations. */
+static int run_clean(hss *h, double start)
+{
+    uint64_t before = h->c.evictions, freed;
+    double done;
+    uint32_t k = h->clean_k;
+    h->clean_k = 0;
+    int rc = evict_batch(h, h->clean_dev, k, start, &done, &freed, HSS_F_CLEANED);
+    uint64_t moved = h->c.evictions - before; /* cascades included: moves, not evictions */
+    h->c.evictions = before;
+    h->c.migrations += moved;
+    h->c.cleaned += moved;
+    if (h->ghost[0] + h->ghost[1] >= 4096.0)
+        for (int i = 0; i < 4; i++)
+            h->ghost[i] *= 0.5;
+    return rc;
+}
+
 int hss_run_idle(hss *h, double t)
 {
     while (h->mq_len) {
@@ -654,7 +714,43 @@ int hss_run_idle(hss *h, double t)
         h->mq_head = (h->mq_head + 1) % h->mq_cap;
         h->mq_len--;
     }
+    if (h->clean_k) { /* a cleaning, after the queued moves */
+        int d = h->clean_dev;
+        double a = simdev_free_at(&h->dev[d]), b = simdev_free_at(&h->dev[d + 1]);
+        double start = a > b ? a : b;
+        if (start >= t)
+            return HSS_OK;
+        int rc = run_clean(h, start);
+        if (rc != HSS_OK)
+            return rc;
+        double late = busy_until(h, d, d + 1) - t;
+        if (late > 0)
+            h->c.mig_delay_us += late;
+    }
     return HSS_OK;
+}
+
+int hss_clean(hss *h, int d, uint32_t k, int force)
+{
+    if (d < 0 || d >= h->home || k == 0)
+        return HSS_EINVAL;
+    if (h->clean_k) {
+        if (!force)
+            return 0;
+        /* The pending one runs now, at low priority behind the devices' queued I/O (as a move
+         * of a full migration queue does); its delay is settled at the next arrival. */
+        int p = h->clean_dev;
+        double f0 = busy_until(h, p, p + 1);
+        int rc = run_clean(h, h->cur.t);
+        if (rc != HSS_OK)
+            return rc;
+        if (h->busy_free1 <= 0.0)
+            h->busy_free0 = f0;
+        h->busy_free1 = busy_until(h, p, p + 1);
+    }
+    h->clean_dev = d;
+    h->clean_k = k;
+    return 1;
 }
 
 int hss_enqueue(hss *h, uint64_t page, int target)
@@ -852,7 +948,7 @@ int hss_finish(hss *h, int place, double *latency)
             if (need > free_pages) {
                 uint64_t freed;
                 double edone;
-                if ((rc = evict_batch(h, place, need - free_pages, r->t, &edone, &freed)) != HSS_OK)
+                if ((rc = evict_batch(h, place, need - free_pages, r->t, &edone, &freed, 0)) != HSS_OK)
                     return rc;
                 if (edone > ready)
                     ready = edone;
@@ -897,6 +993,13 @@ int hss_finish(hss *h, int place, double *latency)
             run_dev = d;
             run_slot = s;
             run_len = 1;
+        }
+        if (pg->flags & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
+            if (d != 0 && r->op == SIMDEV_READ) {
+                h->c.clean_misses++;
+                h->ghost[pg->flags & HSS_F_ONCE ? 2 : 3] += 1.0;
+            }
+            pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE);
         }
         if (pg->count < HSS_COUNT_MAX)
             pg->count++;
@@ -997,6 +1100,8 @@ int hss_reset(hss *h, uint64_t seed)
         simdev_reset(&h->dev[d], seed + (uint64_t)d);
     }
     h->mq_head = h->mq_len = 0;
+    h->clean_k = 0;
+    memset(h->ghost, 0, sizeof h->ghost);
     h->busy_free0 = h->busy_free1 = 0.0;
     memset(h->inflight, 0, (size_t)h->qd * sizeof *h->inflight);
     h->scan_chunk = h->scan_off = 0;

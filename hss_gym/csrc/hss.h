@@ -38,6 +38,8 @@
 #define HSS_F_QUEUED 1u   /* page is in the migration queue */
 #define HSS_F_MARK 2u     /* scratch bit for LRU compaction */
 #define HSS_F_FILL 4u     /* first-touch read placed off home: read at home, then copied (scratch) */
+#define HSS_F_CLEANED 8u  /* moved down by a cleaning (hss_clean) and not accessed since */
+#define HSS_F_ONCE 16u    /* ... having been accessed once when it was cleaned */
 
 typedef struct hss_page {
     uint32_t last_access;  /* step of the last access (0 = never) */
@@ -108,6 +110,9 @@ typedef struct hss_counters {
     double first_arrival, last_completion, latency_sum;
     double host_wait_us;                           /* time requests waited for a host slot */
     double mig_delay_us;   /* queued moves' device time past the next host arrival (measured only) */
+    uint64_t cleaned;      /* pages moved down by cleanings (hss_clean; also counted as migrations) */
+    uint64_t clean_misses; /* reads of cleaned pages, on the device a cleaning moved them to */
+
 } hss_counters;
 
 typedef struct hss_req {
@@ -143,6 +148,10 @@ typedef struct hss {
     int mq_cap, mq_head, mq_len;
     double busy_free0, busy_free1; /* a queue-full move's devices' free time before / after it:
                                     * its delay is settled at the next arrival (c.mig_delay_us) */
+    int clean_dev;             /* a pending cleaning (hss_clean): device, pages (0: none) */
+    double ghost[4];           /* cleaned pages accessed once / more when cleaned, and the reads of
+                                * each kind after (decaying): the cleanings' victim order */
+    uint32_t clean_k;
     uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
     uint32_t scan_window;      /* placed pages examined per candidate */
     uint32_t scan_chunk, scan_off;
@@ -177,6 +186,13 @@ int hss_finish(hss *h, int place, double *latency);
 /* Migration interface. */
 hss_page *hss_lookup(hss *h, uint64_t page);
 int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was found */
+/* Ask for device d's k least recently used pages to be moved to d + 1 in the next idle time, as
+ * one batch (one read from d, one sequential write to d + 1, as a critical-path eviction is
+ * modelled), after the queued moves; counted as migrations. One cleaning is pending at a time:
+ * with one pending, returns 0 (nothing asked), or with `force` runs it now at low priority (as a
+ * full migration queue's oldest move) and asks for the new one. Returns 1 when asked, or an
+ * error for a bad device or k. */
+int hss_clean(hss *h, int d, uint32_t k, int force);
 int hss_enqueue(hss *h, uint64_t page, int target);    /* 1 queued, 0 ignored (stay/invalid) */
 /* Run queued migrations that can start before time t (idle time). */
 int hss_run_idle(hss *h, double t);

@@ -438,6 +438,23 @@ static PyObject *HSS_candidate(HSSObject *self, PyObject *Py_UNUSED(ignored))
     return PyLong_FromUnsignedLongLong(page);
 }
 
+static PyObject *HSS_clean(HSSObject *self, PyObject *args)
+{
+    int d, force = 0;
+    long long k;
+    if (!PyArg_ParseTuple(args, "iL|p", &d, &k, &force))
+        return NULL;
+    if (d < 0 || d >= self->h.home || k < 1 || k > UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "clean: need 0 <= device < %d (not the home device) and 1 <= k < 2**32, "
+                     "got %d, %lld", self->h.home, d, k);
+        return NULL;
+    }
+    int rc = hss_clean(&self->h, d, (uint32_t)k, force);
+    if (rc < 0)
+        return raise_rc(rc), NULL;
+    return PyBool_FromLong(rc);
+}
+
 static PyObject *HSS_enqueue(HSSObject *self, PyObject *args)
 {
     unsigned long long page;
@@ -513,6 +530,11 @@ static PyObject *HSS_get_mig_delay(HSSObject *self, void *Py_UNUSED(closure))
     return PyFloat_FromDouble(self->h.c.mig_delay_us);
 }
 
+static PyObject *HSS_get_clean_pending(HSSObject *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->h.clean_k != 0);
+}
+
 static PyObject *HSS_get_queue_length(HSSObject *self, void *Py_UNUSED(closure))
 {
     return PyLong_FromLong((long)self->h.mq_len);
@@ -525,6 +547,7 @@ static PyGetSetDef HSS_getset[] = {
     {"queue_length", (getter)HSS_get_queue_length, NULL, "moves in the migration queue (cheap; counters() has all)",
      NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
+    {"clean_pending", (getter)HSS_get_clean_pending, NULL, "whether a cleaning (clean) waits for idle time", NULL},
     {"issue_us", (getter)HSS_get_issue, NULL, "issue time of the current request (after begin)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -595,13 +618,14 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         PyList_SET_ITEM(used, d, PyLong_FromUnsignedLongLong(self->h.dev[d].used_pages));
     }
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
         "requests", c->requests, "reads", c->reads, "writes", c->writes,
         "host_bytes_read", c->host_bytes_read, "host_bytes_written", c->host_bytes_written,
         "pages_accessed", c->pages_accessed, "fast_pages", c->fast_pages,
         "placements", c->placements, "evictions", c->evictions, "migrations", c->migrations,
         "migrations_busy", c->migrations_busy, "migrations_stale", c->migrations_stale,
-        "migration_bytes_written", c->mig_bytes_written, "fill_pages", c->fill_pages, "migrated_pages_in", in,
+        "migration_bytes_written", c->mig_bytes_written, "fill_pages", c->fill_pages,
+        "cleaned_pages", c->cleaned, "clean_misses", c->clean_misses, "migrated_pages_in", in,
         "migrated_pages_out", out, "used_pages", used, "first_arrival_us", c->first_arrival,
         "last_completion_us", c->last_completion, "latency_sum_us", c->latency_sum,
         "host_wait_us", c->host_wait_us, "migration_delay_us", c->mig_delay_us,
@@ -959,6 +983,9 @@ static PyMethodDef HSS_methods[] = {
     {"finish", (PyCFunction)HSS_finish, METH_VARARGS, "finish(place=0) -> latency_us: phase 2"},
     {"candidate", (PyCFunction)HSS_candidate, METH_NOARGS, "next migration candidate page, or None"},
     {"enqueue", (PyCFunction)HSS_enqueue, METH_VARARGS, "enqueue(page, target) -> queued?"},
+    {"clean", (PyCFunction)HSS_clean, METH_VARARGS,
+     "clean(device, k, force=False) -> asked? move the device's k LRU pages down as one batch in the next "
+     "idle time; with one pending: False, or with force run that one now"},
     {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
     {"remap", (PyCFunction)HSS_remap, METH_VARARGS, "remap(page, target): move instantly, no device time"},
     {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},

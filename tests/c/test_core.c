@@ -92,6 +92,10 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
         uint64_t page;
         if (hss_candidate(&h, &page))
             CHECK(hss_enqueue(&h, page, (int)(rnd() % (uint64_t)ndev)) >= 0, "enqueue");
+        if (i % 37 == 0) { /* a background cleaning of a faster device (cascades included) */
+            int rc = hss_clean(&h, (int)(rnd() % (uint64_t)(ndev - 1)), 1 + (uint32_t)(rnd() % 64), (int)(rnd() & 1));
+            CHECK(rc == 0 || rc == 1, "clean rc %d", rc);
+        }
         if (i % 50 == 0) {
             uint64_t pg = off >> 12;
             double done;
