@@ -518,3 +518,30 @@ def test_room_feature_fits_bins_say_whether_the_request_fits():
         obs, _, _, _, infos = env.step({"placement": 0, "migration": infos["migration"]["device"]
                                         if infos["migration"]["device"] >= 0 else 0})
     assert seen == {True, False}  # both cases occurred
+
+
+def test_exploration_makes_one_choice_per_sequential_run():
+    """seq_explore (the reference agents): during the warm-up, a request that continues the
+    previous one takes its choice, so a sequential stream is not split between the devices at
+    random; the published agents draw per request."""
+    from hss_gym.workloads import Trace
+    n = 600  # inside the 1,000-decision warm-up: every choice is (mostly) random
+    t = np.arange(n) * 1000.0
+    runs = np.repeat(np.arange(n // 20), 20)                 # 30 runs of 20 sequential 16 KiB writes
+    offset = (runs * 10_000 + np.tile(np.arange(20), n // 20) * 4) * 4096
+    trace = Trace.from_arrays(t, np.ones(n, np.uint8), offset, np.full(n, 4 * 4096))
+    switches = {}
+    for name in ("harmonia", "harmonia_paper"):
+        p = make_policy(name, seed=0)
+        env = make_env(p, "perf_opt", trace, fast_fraction=0.9)  # everything fits: no redirects
+        obs, infos = env.reset(seed=0)
+        p.reset(env, 0)
+        devs = []
+        while env.agents:
+            a = p.act(obs, infos)
+            devs.append(a["placement"])
+            obs, r, _, _, infos = env.step(a)
+            p.observe(obs, r, infos)
+        d = np.array(devs).reshape(-1, 20)
+        switches[name] = int((d[:, 1:] != d[:, :-1]).sum())  # device changes inside a run
+    assert switches["harmonia"] == 0 and switches["harmonia_paper"] > 100, switches

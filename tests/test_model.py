@@ -294,9 +294,54 @@ def test_clean_waits_for_idle_time():
     h.begin(10.0, 0, 0, PAGE)                        # arrives while the HDD is busy
     h.finish(0)
     assert h.counters()["migrations"] == 0           # still pending
+    assert h.core.clean_pending
     h.begin(1e7, 0, 0, PAGE)
     h.finish(0)
-    assert h.counters()["migrations"] == 64
+    assert h.counters()["migrations"] == 64 and not h.core.clean_pending
+
+
+def test_a_forced_cleaning_runs_the_pending_one_at_once():
+    h = HSS("cost_opt", footprint_pages=4000, min_interval=0)
+    h.begin(0.0, 1, 0, 64 * PAGE)
+    h.finish(0)
+    h.begin(0.0, 1, 1000 * PAGE, 1024 * PAGE)        # the HDD is busy for ms: no idle time
+    h.finish(1)
+    assert h.clean(0, 16) is True
+    h.begin(10.0, 0, 0, PAGE)
+    assert h.clean(0, 16) is False and h.counters()["migrations"] == 0
+    assert h.clean(0, 16, force=True) is True        # the pending 16 ran now, 16 more are asked for
+    h.finish(0)
+    c = h.counters()
+    assert c["migrations"] == 16 and c["used_pages"][0] == 48 and h.core.clean_pending
+
+
+def test_cleaning_takes_pages_accessed_once_first_when_the_others_are_read_again():
+    """The victim order adapts (as ARC): in LRU order while the cleaned pages read again are no
+    more often the multiply-accessed ones; pages accessed once first once they are."""
+    h = HSS("perf_opt", footprint_pages=10_000, min_interval=0)
+    t = 0.0
+
+    def access(op, page, dev=0):
+        nonlocal t
+        t += 1e4                                     # idle time between requests: cleanings run
+        h.begin(t, op, page * PAGE, PAGE)
+        h.finish(dev)
+
+    for p in range(100):                             # a hot set (read twice) before 100 pages written once
+        access(1, p)
+        access(0, p)
+    for p in range(1000, 1100):
+        access(1, p)
+    assert h.clean(0, 50)
+    access(0, 5000, 1)
+    assert [h.page(p)["device"] for p in (0, 49, 50, 1000)] == [1, 1, 0, 0]   # LRU: the hot set's oldest
+    for p in range(50):                              # ... which is read again: misses
+        access(0, p)
+    assert h.counters()["clean_misses"] == 50 and h.counters()["cleaned_pages"] == 50
+    assert h.clean(0, 50)
+    access(0, 5001, 1)
+    moved = [p for p in list(range(50, 100)) + list(range(1000, 1100)) if h.page(p)["device"] == 1]
+    assert moved == list(range(1000, 1050)), moved   # now the pages written once go first
 
 
 def test_no_migration_queue():
