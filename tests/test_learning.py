@@ -450,6 +450,18 @@ def test_learners_beat_slow_only_on_real_traces_with_reuse(real_rows) -> None:
 
 
 @pytest.mark.slow
+def test_reference_agents_do_no_harm_on_real_traces(real_rows) -> None:
+    """Issue 27: on every real trace and configuration, the reference agents' mean latency (mean
+    over 3 seeds) is at most 1.02x Slow-Only's and at most hps's (the published agents were up to
+    2.45x Slow-Only on blkparse-wiscsee cost_opt)."""
+    assert len(real_rows) == 2 * len(learning.REAL_TRACES)
+    for r in real_rows:
+        for pol in learning.LEARNERS:
+            assert r[pol] <= 1.02 * r["slow_only"], (r["trace"], r["config"], pol, r[pol] / r["slow_only"])
+            assert r[pol] <= r["hps"], (r["trace"], r["config"], pol, r[pol] / r["hps"])
+
+
+@pytest.mark.slow
 def test_harmonia_at_least_as_good_as_sibyl_on_real_traces_with_reuse(real_rows) -> None:
     """Harmonia's mean latency <= Sibyl's, or not significantly worse (paired by seed, 95%)."""
     from hss_gym.benchmarks.stats import paired_significant
