@@ -219,20 +219,22 @@ def test_harmonia_learns_online_and_is_deterministic():
     curves = p1.loss_curves()
     assert len(curves["placement"]) > 10 and len(curves["migration"]) > 0
     assert r1.metrics.migrations > 0
-    assert p1.memory_bytes() <= 1200 << 10  # networks (placement 7-20-30-102), replays, page credit
+    assert p1.memory_bytes() <= 1200 << 10  # networks (placement 7-32-102), replays, page credit
 
 
 def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
-    """harmonia (the reference) = Harmonia(REFERENCE) with the placement network 20-30 hidden;
+    """harmonia (the reference) = Harmonia(REFERENCE) with the placement network 32 hidden and
+    minibatches of 64;
     harmonia_paper = the class's defaults (Table 2), critical-path evictions, no cleaner."""
     from hss_gym.agents.harmonia import REFERENCE
     ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
     assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True}
-    assert ref.placement.cfg.hidden == (20, 30) and paper.placement.cfg.hidden == (10,)
+    assert ref.placement.cfg.hidden == (32,) and paper.placement.cfg.hidden == (10,)
+    assert (ref.placement.cfg.batch_size, paper.placement.cfg.batch_size) == (64, 128)
     assert not ref.placement.evict and ref.placement.cleaner is not None and ref.placement.seq_explore
     assert paper.placement.evict and paper.placement.cleaner is None and not paper.placement.seq_explore
     assert (ref.name, paper.name) == ("harmonia", "harmonia_paper")
-    assert make_policy("harmonia", placement={"lr": 1e-3}).placement.cfg.hidden == (20, 30)
+    assert make_policy("harmonia", placement={"lr": 1e-3}).placement.cfg.hidden == (32,)
 
 
 def test_migration_agent_is_paid_for_credited_moves_only():
