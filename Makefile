@@ -10,7 +10,7 @@ EXTRAS ?= test,agents
 PIP_FLAGS ?= -qq --progress-bar off
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
-CSRC := $(wildcard hss_gym/csrc/*.c hss_gym/csrc/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h backends/flash/*.c backends/flash/*.h)
+CSRC := $(wildcard backends/core/*.c backends/core/*.h backends/lqoco/*.c backends/lqoco/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h backends/flash/*.c backends/flash/*.h)
 SO_STAMP := build/.core-built
 RESULTS ?= results
 
@@ -56,14 +56,14 @@ test-asan: build/test_core_asan build/test_uring_asan build/test_c51_asan build/
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ihss_gym/csrc -Ibackends tests/c/test_core.c hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
+	  -Ibackends/core -Ibackends tests/c/test_core.c backends/core/hss.c backends/simdev.c -lm -o $@
 
 # The real-device engine (io_uring + psync) driven by the core's I/O log; Linux only.
 build/test_uring_asan: tests/c/test_uring.c backends/uring/engine.c backends/uring/engine.h $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ihss_gym/csrc -Ibackends -Ibackends/uring tests/c/test_uring.c backends/uring/engine.c \
-	  hss_gym/csrc/hss.c backends/simdev.c -lm -o $@
+	  -Ibackends/core -Ibackends -Ibackends/uring tests/c/test_uring.c backends/uring/engine.c \
+	  backends/core/hss.c backends/simdev.c -lm -o $@
 
 # The C51 kernel (forward, gradients, Adam) and the per-page credit table of the reference agents.
 build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h agents/c51_async.c agents/c51_async.h \
@@ -80,10 +80,10 @@ build/test_flash_asan: tests/c/test_flash.c backends/flash/flash.c backends/flas
 	  -Ibackends/flash tests/c/test_flash.c backends/flash/flash.c -lm -o $@
 
 # The L-QoCo cache/storage-tier simulator.
-build/test_lqoco_asan: tests/c/test_lqoco.c hss_gym/csrc/lqoco_sim.c hss_gym/csrc/lqoco_sim.h
+build/test_lqoco_asan: tests/c/test_lqoco.c backends/lqoco/lqoco_sim.c backends/lqoco/lqoco_sim.h
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ihss_gym/csrc tests/c/test_lqoco.c hss_gym/csrc/lqoco_sim.c -lm -o $@
+	  -Ibackends/lqoco tests/c/test_lqoco.c backends/lqoco/lqoco_sim.c -lm -o $@
 
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)

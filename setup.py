@@ -1,7 +1,7 @@
 """Build the C extensions. Plain C99 against the CPython API, no system library needed:
-* hss_gym._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
+* hss_gym.backends._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
-* hss_gym._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
+* hss_gym.backends._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
 * hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it);
 * hss_gym.backends._flash: the flash SSD model's simulation core (channels, chips, FTL, GC);
 * hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
@@ -35,17 +35,17 @@ def packages() -> list[str]:
 
 
 core = Extension(
-    "hss_gym._core",
-    sources=["hss_gym/csrc/module.c", "hss_gym/csrc/hss.c", "backends/simdev.c"],
-    include_dirs=["hss_gym/csrc", "backends"],
+    "hss_gym.backends._core",
+    sources=["backends/core/module.c", "backends/core/hss.c", "backends/simdev.c"],
+    include_dirs=["backends/core", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 
 lqoco = Extension(
-    "hss_gym._lqoco",
-    sources=["hss_gym/csrc/lqoco_module.c", "hss_gym/csrc/lqoco_sim.c"],
-    depends=["hss_gym/csrc/lqoco_sim.h"],
-    include_dirs=["hss_gym/csrc"],
+    "hss_gym.backends._lqoco",
+    sources=["backends/lqoco/module.c", "backends/lqoco/lqoco_sim.c"],
+    depends=["backends/lqoco/lqoco_sim.h"],
+    include_dirs=["backends/lqoco"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 
@@ -72,8 +72,8 @@ c51 = Extension(
 uring = Extension(
     "hss_gym.backends._uring",
     sources=["backends/uring/module.c", "backends/uring/engine.c"],
-    depends=["backends/uring/engine.h", "hss_gym/csrc/hss.h"],
-    include_dirs=["backends/uring", "hss_gym/csrc", "backends"],
+    depends=["backends/uring/engine.h", "backends/core/hss.h"],
+    include_dirs=["backends/uring", "backends/core", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
     optional=True,  # raw io_uring syscalls: Linux only
 )

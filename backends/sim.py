@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hss_gym import _core
+from hss_gym.backends import _core
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 PAGE = 4096

@@ -12,6 +12,8 @@
   figures, 95% confidence intervals (:mod:`~hss_gym.benchmarks.stats`) and the papers'
   published numbers beside ours with an agree/disagree mark;
 * :mod:`~hss_gym.benchmarks.validate` — replay validation of a results file.
+* :mod:`~hss_gym.benchmarks.flash_validation` — the flash SSD model (``hss_gym.backends.flash``)
+  against MQSim on the same workloads (``python -m hss_gym.benchmarks.flash_validation``).
 
 The command line is ``hss-gym bench | report | validate | list`` (:mod:`hss_gym.cli`); how to
 submit a policy is in ``benchmarks/SUBMISSION.md``. ``benchmarks/perf/`` holds performance

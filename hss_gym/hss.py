@@ -11,7 +11,7 @@ call it, never the C module directly:
 >>> hss.enqueue(page, target)                 # queued; runs in device idle time
 
 Whole traces with a fixed placement device (the built-in reference replays) run entirely in C
-through :meth:`HSS.run_fixed`. See ``hss_gym/csrc/hss.h`` for the model of the core.
+through :meth:`HSS.run_fixed`. See ``backends/core/hss.h`` for the model of the core.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gym import _core
+from hss_gym.backends import _core
 from hss_gym.backends.sim import SimBackend
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.metrics import RunMetrics, compute_metrics

@@ -20,7 +20,7 @@ more than the tier absorbs; past the threshold W̄ the cache is overloaded (Defi
 only enter as blocks are destaged synchronously, so the admitted bandwidth collapses and latency
 soars. Too low an I_t leaves writes waiting in the host queue (or, with ``bypass_us``, sends them
 to the storage tier). Requests (Table 4 mixes or a real trace) are simulated in aggregated batches
-(see :mod:`hss_gym.envs.lqoco_model`); throughput, mean and p99.9 latency, throughput jitter
+(see :mod:`hss_gym.backends.lqoco.model`); throughput, mean and p99.9 latency, throughput jitter
 (eq. 4) and cache-full time are measured from them (:meth:`LQoCoEnv.metrics`).
 
 ## Action Space
@@ -68,7 +68,7 @@ of names or (name, periods) pairs, a trace file path or ``Trace``), ``period_s``
 bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.0),
 ``rate_bounds`` ((0.05, 20)), ``load`` (1.0; scales the offered load), ``burst``
 (dict of :class:`~hss_gym.envs.lqoco_workloads.Burst` fields), ``cache``/``tier`` (dicts of
-:class:`~hss_gym.envs.lqoco_model.CacheSpec` / ``TierSpec`` fields overriding the config),
+:class:`~hss_gym.backends.lqoco.model.CacheSpec` / ``TierSpec`` fields overriding the config),
 ``w_bins`` ((0.05, 0.3, 0.7)), ``p_tol`` (0.05), ``b_band`` ((0.9, 1.05)), ``bdp_window`` (10),
 ``trace_speedup`` ("auto" or a factor),
 ``render_mode`` ("ansi" or "rgb_array").

@@ -23,7 +23,7 @@ SLOW = ["gc-write"]  # MQSim's preconditioning and 150,000 writes: 16 s unloaded
 
 
 def _check(name, tmp_path):
-    from hss_gym.backends.flash.validation import run, table
+    from hss_gym.benchmarks.flash_validation import run, table
 
     rows = run([name], workdir=tmp_path)
     assert rows, f"no results for scenario {name}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hss_gym import _core
+from hss_gym.backends import _core
 from hss_gym.backends.sim import SimBackend, load_profile
 from hss_gym.config import make_config
 from hss_gym.hss import HSS, PAGE_META_BYTES

@@ -28,7 +28,7 @@ target = Path(sys.argv[1]).resolve()
 import hss_gym, hss_gym.agents, hss_gym.backends, hss_gym.benchmarks
 for mod in (hss_gym, hss_gym.agents, hss_gym.backends, hss_gym.benchmarks):
     assert Path(mod.__file__).resolve().is_relative_to(target), (mod.__name__, mod.__file__)
-for ext in ("hss_gym._core", "hss_gym._lqoco", "hss_gym.workloads._fastparse", "hss_gym.agents._c51",
+for ext in ("hss_gym.backends._core", "hss_gym.backends._lqoco", "hss_gym.workloads._fastparse", "hss_gym.agents._c51",
             "hss_gym.backends._flash", "hss_gym.backends._uring"):
     assert Path(importlib.import_module(ext).__file__).resolve().is_relative_to(target), ext
 
@@ -98,7 +98,7 @@ def test_wheel_workflow_matches_the_package() -> None:
     cibw = meta["tool"]["cibuildwheel"]
     assert meta["project"]["requires-python"] == ">=3.10"
     assert cibw["build"].split() == [f"cp3{v}-*" for v in range(10, 14)]
-    assert "hss_gym._core" in cibw["test-command"] and "gym.make" in cibw["test-command"]
+    assert "hss_gym.backends._core" in cibw["test-command"] and "gym.make" in cibw["test-command"]
     flow = (REPO / ".github" / "workflows" / "wheels.yml").read_text()
     assert "pypa/cibuildwheel@" in flow and "twine check" in flow
     assert "ubuntu-" in flow and "macos-" in flow

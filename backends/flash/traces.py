@@ -1,5 +1,7 @@
 """Feed a :class:`~hss_gym.workloads.trace.Trace` (any trace the readers load, or a generator's) to
 a :class:`FlashSSD`, with a mapping from the trace's stream/tenant column to the SSD's streams.
+Any object with a trace's columns will do (:class:`TraceColumns`): the device models sit below
+the workloads and do not import them.
 
 Readers put a trace's tenant (volume, device, stream id) in ``Trace.stream``; ``submit_trace`` maps
 it through ``streams`` (a dict or a sequence indexed by the trace's stream id; identity by default)
@@ -9,15 +11,29 @@ it (``fit="wrap"``: the page-aligned offset modulo the capacity, for traces of l
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
+from hss_gym.backends.base import WRITE
 from hss_gym.backends.flash.ssd import FlashSSD
-from hss_gym.workloads.trace import WRITE, Trace
 
 
-def stream_map(trace: Trace, streams: "Mapping[int, int] | Sequence[int] | None", n_streams: int) -> np.ndarray:
+class TraceColumns(Protocol):
+    """What :func:`submit_trace` reads of a trace (:class:`hss_gym.workloads.trace.Trace` has it):
+    per-request arrival (µs), stream/tenant id, byte offset, byte size and op (0 read, 1 write)."""
+
+    name: str
+    time_us: np.ndarray
+    stream: np.ndarray
+    offset: np.ndarray
+    size: np.ndarray
+    op: np.ndarray
+
+    def __len__(self) -> int: ...
+
+
+def stream_map(trace: TraceColumns, streams: "Mapping[int, int] | Sequence[int] | None", n_streams: int) -> np.ndarray:
     """The SSD stream of every request of ``trace`` (int32), validated."""
     src = trace.stream.astype(np.int64)
     if streams is None:
@@ -46,7 +62,7 @@ def stream_map(trace: Trace, streams: "Mapping[int, int] | Sequence[int] | None"
     return out.astype(np.int32)
 
 
-def submit_trace(ssd: FlashSSD, trace: Trace, streams: "Mapping[int, int] | Sequence[int] | None" = None,
+def submit_trace(ssd: FlashSSD, trace: TraceColumns, streams: "Mapping[int, int] | Sequence[int] | None" = None,
                  time_offset_us: float = 0.0, fit: str = "error") -> int:
     """Submit every request of ``trace`` to ``ssd`` (arrival = ``time_us + time_offset_us``).
     Returns the number of requests submitted."""

@@ -1,6 +1,6 @@
 /* The real-device I/O engine of hss-gym's "uring" backend: pure C (no Python), Linux only.
  *
- * Why: the HSS core (hss_gym/csrc/hss.c) decides where every page lives and, with its I/O log
+ * Why: the HSS core (backends/core/hss.c) decides where every page lives and, with its I/O log
  * enabled, records every device-level operation in order (host runs, and migrations split into
  * CREAD + CWRITE). This engine replays that log on real files or block devices:
  *

@@ -16,7 +16,7 @@ from typing import Any
 
 from hss_gym.agents.lqoco.base import POLICIES, make_policy, run_episode
 from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.lqoco_model import CONFIGS
+from hss_gym.backends.lqoco.model import CONFIGS
 from hss_gym.envs.lqoco_workloads import MIXES
 from hss_gym.benchmarks.problems import Metric, Problem
 

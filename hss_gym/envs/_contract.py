@@ -185,7 +185,7 @@ def _rebuild(cls: type, args: tuple, kwargs: dict[str, Any], pre: dict[str, Any]
 class ReplayCopy:
     """``copy.deepcopy`` and ``pickle`` support by **re-creation and replay**.
 
-    The native cores (the HSS core of ``hss_gym/csrc``, the flash SSD model of
+    The native cores (the HSS core of ``backends/core``, the flash SSD model of
     ``backends/flash`` and the L-QoCo simulator) keep their state in C structures full of
     pointers (page-table chunks, LRU rings, block maps, event queues); exporting them would be a
     second serialisation format to keep in step with every change to the models. Every env is

@@ -1,6 +1,6 @@
 """Observation features (Harmonia Table 1; Sibyl's for ``hss/Placement-v0``) and their spaces.
 
-Features are computed natively (``HSS.features`` in ``hss_gym/csrc/module.c``) as bin indices and
+Features are computed natively (``HSS.features`` in ``backends/core/module.c``) as bin indices and
 scaled to [0, 1] as ``bin / (bins - 1)``; ``raw_bins=True`` gives the indices as ``MultiDiscrete``.
 
 =========  ===============================================  ====================================

@@ -246,7 +246,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         obs_p, obs_m = np.empty(shape, dtype), np.empty(shape, dtype)
         core = self._hss.core
         # The core finishes the request, queues the move, begins the next request, writes the
-        # observations and the latency, and keeps the FIFO of queued moves (hss_gym/csrc/module.c).
+        # observations and the latency, and keeps the FIFO of queued moves (backends/core/module.c).
         latency, evicted, ran, self._ran, self._move_delay, needs, cand, dev = core.env_step(
             place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled, i)
         if self._real is not None:  # measured on the real devices

@@ -1,4 +1,4 @@
-/* The L-QoCo simulator (hss_gym/csrc/lqoco_sim.c) under AddressSanitizer + UBSan: parameter
+/* The L-QoCo simulator (backends/lqoco/lqoco_sim.c) under AddressSanitizer + UBSan: parameter
  * checks, eq. 1 (dirty = max(0, dirty + admitted - O) per period with one slot), the host-queue
  * array growing and compacting over a long overload, the cache filling without a token limit and
  * collapsing admissions while full, and the latency histogram and quantiles. */

@@ -1,4 +1,4 @@
-/* The L-QoCo cache/storage-tier simulator; see lqoco_sim.h and hss_gym/envs/lqoco_model.py.
+/* The L-QoCo cache/storage-tier simulator; see lqoco_sim.h and backends/lqoco/model.py.
  * The arithmetic follows the order of the model's description so that results are reproducible
  * bit for bit across builds (C99, no fast-math, no FP contraction under -std=c99). */
 #include "lqoco_sim.h"

@@ -1,4 +1,4 @@
-/* CPython bindings of the native core (module hss_gym._core).
+/* CPython bindings of the native core (module hss_gym.backends._core).
  *
  *   SimDevices(params, seed)  the simulated devices (backends/simdev.c), one dict of timing
  *                             parameters per device; built by hss_gym.backends.sim.SimBackend.
@@ -219,7 +219,7 @@ static PyGetSetDef SimDevices_getset[] = {
 
 static PyTypeObject SimDevicesType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hss_gym._core.SimDevices",
+    .tp_name = "hss_gym.backends._core.SimDevices",
     .tp_basicsize = sizeof(SimDevicesObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Simulated block devices (timing model of backends/simdev.c).",
@@ -1007,10 +1007,10 @@ static PyMethodDef HSS_methods[] = {
 
 static PyTypeObject HSSType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hss_gym._core.HSS",
+    .tp_name = "hss_gym.backends._core.HSS",
     .tp_basicsize = sizeof(HSSObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The native HSS core (hss_gym/csrc/hss.c).",
+    .tp_doc = "The native HSS core (backends/core/hss.c).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)HSS_init,
     .tp_dealloc = (destructor)HSS_dealloc,

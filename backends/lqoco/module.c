@@ -1,4 +1,4 @@
-/* hss_gym._lqoco: the Python binding of the L-QoCo simulator (lqoco_sim.c).
+/* hss_gym.backends._lqoco: the Python binding of the L-QoCo simulator (lqoco_sim.c).
  *
  *   Sim(capacity, w_cap, dt, slots, bucket_s, bypass_us, read_hit, sync_share, gc_extra,
  *       gc_burst, gc_share)          bypass_us None = host queue only
@@ -7,7 +7,7 @@
  *   .period(rate_bps, read_bps, write_bps, host_queue_b, rd_io, wr_io) -> (admitted, flush_cap,
  *            flushed, bypassed, reads, throughput, full_s, throttled, gc_s)
  *   .flush_cost(dirty), .quantile(q), .dirty, .hq, .backlog, .lat_sum, .n_req, .hist
- * The model and its parameters are described in hss_gym/envs/lqoco_model.py.
+ * The model and its parameters are described in backends/lqoco/model.py.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -167,10 +167,10 @@ static PyGetSetDef Sim_getset[] = {
 
 static PyTypeObject SimType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hss_gym._lqoco.Sim",
+    .tp_name = "hss_gym.backends._lqoco.Sim",
     .tp_basicsize = sizeof(SimObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The L-QoCo cache/storage-tier simulator (see hss_gym/envs/lqoco_model.py)",
+    .tp_doc = "The L-QoCo cache/storage-tier simulator (see backends/lqoco/model.py)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Sim_init,
     .tp_dealloc = (destructor)Sim_dealloc,
@@ -179,7 +179,7 @@ static PyTypeObject SimType = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "hss_gym._lqoco", "The L-QoCo simulator's C core.", -1, NULL, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "hss_gym.backends._lqoco", "The L-QoCo simulator's C core.", -1, NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__lqoco(void)

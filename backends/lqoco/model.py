@@ -2,7 +2,7 @@
 
 Why batches: a control period is one second and the paper's workloads move 10 MB - 4 GB per
 second, i.e. 10^3 - 10^6 requests per period; simulating them one by one cannot reach 10,000
-periods/s. The per-slot queues run in C (``hss_gym/csrc/lqoco_sim.c``, module ``hss_gym._lqoco``);
+periods/s. The per-slot queues run in C (``backends/lqoco/lqoco_sim.c``, module ``hss_gym.backends._lqoco``);
 this module computes the per-mix costs from the device profiles and describes the model. Each period is split into ``substeps`` slots; in a slot, every request class (read
 hits, read misses, admitted writes, bypassed writes) is one *batch* with a request count and one
 latency, computed from the queues it meets. Latency statistics are request-weighted over batches
@@ -42,12 +42,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-
-from hss_gym import _lqoco
+from hss_gym.backends import _lqoco
 from hss_gym.backends.sim import DeviceProfile, load_profile, timing_params
-from hss_gym.envs.lqoco_workloads import Mix
+
+
+class RequestMix(Protocol):
+    """What the simulator reads of a workload's request mix (``hss_gym.envs.lqoco_workloads.Mix``,
+    Table 4's columns): cache block and request sizes in bytes (``io_max`` > 0: sizes uniform in
+    [io, io_max]) and whether the requests are sequential."""
+
+    block: int
+    io: int
+    io_max: int
+    sequential: bool
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ class CacheSim:
     """Cache tier + storage tier state for one episode; :meth:`period` advances one period.
 
     The per-mix costs are computed here from the device profiles; the per-slot queues run in C
-    (``hss_gym/csrc/lqoco_sim.c``, the arithmetic described in this module's docstring)."""
+    (``backends/lqoco/lqoco_sim.c``, the arithmetic described in this module's docstring)."""
 
     def __init__(self, cache: CacheSpec, tier: Tier, period_s: float, substeps: int,
                  bucket_s: float, bypass_us: float | None) -> None:
@@ -168,7 +177,7 @@ class CacheSim:
                                tier.spec.gc_share)
 
     # ------------------------------------------------------------------ per-mix costs
-    def set_mix(self, mix: Mix) -> None:
+    def set_mix(self, mix: RequestMix) -> None:
         """Compute the per-byte costs of a request mix and hand them to the simulator."""
         t, c = self.tier, self.cache
         io = 0.5 * (mix.io + mix.io_max) if mix.io_max else float(mix.io)

@@ -1,5 +1,5 @@
 /* The cache tier + storage tier simulator of hss/LQoCo-v0: one control period in aggregated
- * request batches (see hss_gym/envs/lqoco_model.py for the model and its reasons).
+ * request batches (see backends/lqoco/model.py for the model and its reasons).
  *
  * Pure C99, no Python. The per-mix costs (tier microseconds per byte, latencies) are computed in
  * Python from the device profiles and handed over in lq_mix; this file runs the per-slot queues:
