@@ -22,6 +22,14 @@ A :class:`Policy` acts for one or both agents of ``hss/Harmonia-v0``
 
 Policies are made by name (:data:`POLICIES`, :func:`make_policy`) or from a ``"module:factory"``
 string, the factory called with keyword arguments.
+
+The same two calls serve the other problems: ``make_policy("fleetio/ssdkeeper")``,
+``make_policy("rlalloc/static")``, ``make_policy("lqoco/coto")`` (a bare name is an HSS policy;
+``"hss/harmonia"`` is the same as ``"harmonia"``), and ``run_episode(policy, env, seed)`` plays one
+episode of any of the four environments with the loop of the policy's problem, returning a result
+with ``.metrics``. Each problem's policies keep its own small interface (``agents/<problem>/``),
+because their environments differ: FleetIO's act for every vSSD at once, RLAlloc's learn from
+whole transitions, L-QoCo's may return a rate.
 """
 
 from __future__ import annotations
@@ -31,13 +39,12 @@ import gc
 import importlib
 import inspect
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
-from hss_gym.metrics import RunMetrics
 
 Obs = dict[str, np.ndarray]
 Infos = dict[str, dict[str, Any]]
@@ -132,12 +139,16 @@ class InvalidActionError(ValueError):
 
 @dataclass
 class EpisodeResult:
-    """One episode of a policy: its metrics and how long it took."""
+    """One episode of a policy: its metrics and how long it took. ``metrics`` is a
+    :class:`~hss_gym.metrics.RunMetrics` for the HSS problem and the env's metrics dict for FleetIO
+    and RLAlloc; ``curves`` holds per-step series where the loop records them (FleetIO: the mean
+    reward over vSSDs per window; RLAlloc: the reward per period)."""
 
     policy: str
-    metrics: RunMetrics
+    metrics: Any
     steps: int
     wall_s: float
+    curves: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def steps_per_s(self) -> float:
@@ -155,9 +166,14 @@ def _complete(policy: Policy, actions: Any, infos: Infos) -> dict[str, int]:
     return actions
 
 
-def run_episode(policy: Policy, env: HSSParallelEnv, seed: int = 0,
-                callback: Callable[[int], None] | None = None) -> EpisodeResult:
+def run_episode(policy: Any, env: Any, seed: int = 0,
+                callback: Callable[[int], None] | None = None) -> Any:
     """Run ``policy`` for one episode of ``env`` (reset with ``seed``); return its metrics.
+
+    An HSS :class:`Policy` runs in the loop below; a policy of another problem (made by
+    ``make_policy("fleetio/...")``, ``"rlalloc/..."``, ``"lqoco/..."``) runs in its problem's loop
+    (:func:`hss_gym.agents.fleetio.run_episode`, :func:`hss_gym.agents.rlalloc.run_episode`,
+    :func:`hss_gym.agents.lqoco.run_episode`), and the result has ``.metrics`` either way.
 
     ``callback(step)`` is called every 10,000 steps (progress bars). An invalid action raises
     :class:`InvalidActionError` naming the policy.
@@ -170,6 +186,8 @@ def run_episode(policy: Policy, env: HSSParallelEnv, seed: int = 0,
     whole heap (NumPy, PyTorch) for nothing, ~20% of the env's step (a 50,000-request Harmonia
     episode leaves ~300 objects in cycles; they are collected after).
     """
+    if not isinstance(policy, Policy):
+        return _problem_of(policy).run_episode(policy, env, seed)
     start = time.perf_counter()
     gc_was_on = gc.isenabled()
     gc.disable()
@@ -233,9 +251,40 @@ POLICIES: dict[str, str] = {
 }
 
 
-def list_policies() -> list[str]:
-    """Names of the built-in policies."""
-    return list(POLICIES)
+#: The problems besides HSS whose policies :func:`make_policy` makes from ``"<problem>/<name>"``:
+#: the package of each problem's agents (with its ``POLICIES``, ``make_policy`` and
+#: ``run_episode``) and the base class of its policies.
+PROBLEMS: dict[str, tuple[str, str]] = {
+    "fleetio": ("hss_gym.agents.fleetio", "FleetIOPolicy"),
+    "rlalloc": ("hss_gym.agents.rlalloc", "AllocPolicy"),
+    "lqoco": ("hss_gym.agents.lqoco", "ControlPolicy"),
+}
+
+
+def _problem_of(policy: Any) -> Any:
+    """The agents package of the problem whose policy this is (for its episode loop)."""
+    for module, base in PROBLEMS.values():
+        mod = importlib.import_module(module)
+        if isinstance(policy, getattr(mod, base)):
+            return mod
+    raise TypeError(f"{type(policy).__name__} is not a policy of any problem: an HSS policy subclasses "
+                    f"hss_gym.agents.Policy, the others " + ", ".join(f"{m}.{b}" for m, b in PROBLEMS.values()))
+
+
+def list_policies(problem: str = "hss") -> list[str]:
+    """Names of the built-in policies of ``problem`` ("hss", "fleetio", "rlalloc", "lqoco"), as
+    :func:`make_policy` takes them (the other problems' with their prefix), or of every problem
+    (``"all"``)."""
+    if problem == "hss":
+        return list(POLICIES)
+    if problem == "all":
+        return [*POLICIES, *(n for p in PROBLEMS for n in list_policies(p))]
+    if problem not in PROBLEMS:
+        raise ValueError(f"unknown problem {problem!r}; valid: hss, {', '.join(PROBLEMS)}, all")
+    names = list(importlib.import_module(PROBLEMS[problem][0]).POLICIES)
+    if problem == "rlalloc":
+        names.append("rlalloc_dqn")  # made on demand (PyTorch)
+    return [f"{problem}/{n}" for n in names]
 
 
 def _takes_seed(factory: Callable[..., Policy]) -> bool:
@@ -266,8 +315,10 @@ def load_factory(spec: str) -> Callable[..., Policy]:
         raise ValueError(f"policy {spec!r}: module {module!r} has no attribute {attr!r}") from None
 
 
-def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any) -> Policy:
+def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any) -> Any:
     """A policy from a registered name, a ``"module:factory"`` string, or a policy (returned).
+    ``"fleetio/<name>"``, ``"rlalloc/<name>"`` and ``"lqoco/<name>"`` make another problem's
+    policy (:func:`list_policies`), with ``kwargs``.
 
     ``seed`` seeds the policy's own randomness (a learner's initial network, exploration, replay
     sampling) and is given to factories that have a ``seed`` parameter; a policy without one is
@@ -276,6 +327,17 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
     fixed trace."""
     if isinstance(spec, Policy):
         return spec
+    if "/" in spec and ":" not in spec:
+        problem, _, name = spec.partition("/")
+        if problem in PROBLEMS:
+            maker = importlib.import_module(PROBLEMS[problem][0]).make_policy
+            if seed is not None and _takes_seed(maker):
+                kwargs["seed"] = seed
+            return maker(name, **kwargs)
+        if problem != "hss":
+            raise ValueError(f"unknown problem {problem!r} in policy {spec!r}; valid: hss, "
+                             f"{', '.join(PROBLEMS)} (a name without a problem is an HSS policy)")
+        spec = name
     factory = load_factory(spec)
     if seed is not None and _takes_seed(factory):
         kwargs["seed"] = seed

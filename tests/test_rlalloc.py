@@ -202,22 +202,24 @@ def test_sb3_check_env():
 def test_baselines():
     from hss_gym.agents.rlalloc import make_policy, run_episode
     static = RLAllocEnv(**SMALL)
-    run_episode(static, make_policy("static"), seed=0)
+    run_episode(make_policy("static"), static, seed=0)
     assert all(np.array_equal(a, b) for a, b in zip(static.allocation(), static_allocation(8, 8, 8)))
     dyn = RLAllocEnv(intensity=3.0, **SMALL)
-    m = run_episode(dyn, make_policy("dynamic"), seed=0)
+    m = run_episode(make_policy("dynamic"), dyn, seed=0).metrics
     units = np.concatenate(dyn.allocation())
     assert len(units) > len(np.unique(units)), "Dynamic must share chips"
     assert m["iops"] > 0
     rnd = RLAllocEnv(**SMALL)
-    run_episode(rnd, make_policy("random"), seed=0)
+    run_episode(make_policy("random"), rnd, seed=0)
     assert [len(a) for a in rnd.allocation()] != [8] * 8
     dem = RLAllocEnv(**SMALL)
-    run_episode(dem, make_policy("demand"), seed=0)
+    run_episode(make_policy("demand"), dem, seed=0)
     chips = [len(a) for a in dem.allocation()]
     units = np.concatenate(dem.allocation())
     assert len(units) == len(np.unique(units)) == 64, "Demand keeps chips isolated"
     assert chips[STREAMS.index("STG_0")] > 8 > chips[STREAMS.index("WEB_2")]
+    with pytest.raises(TypeError, match="policy first"):
+        run_episode(RLAllocEnv(**SMALL), make_policy("static"), seed=0)
     with pytest.raises(ValueError, match="dynamic"):
         make_policy("dynamc")
 
@@ -297,7 +299,7 @@ HELD_OUT = (12345, 777, 4242)  # not used in training (seeds 100, 101) nor in th
 def test_dqn_beats_static_on_iops_on_a_held_out_seed(seed):
     pytest.importorskip("torch")
     from hss_gym.agents.rlalloc import make_policy, run_episode
-    static = run_episode(RLAllocEnv(), make_policy("static"), seed)
-    dqn = run_episode(RLAllocEnv(), make_policy("rlalloc_dqn"), seed)
+    static = run_episode(make_policy("static"), RLAllocEnv(), seed).metrics
+    dqn = run_episode(make_policy("rlalloc_dqn"), RLAllocEnv(), seed).metrics
     assert dqn["iops"] > 1.02 * static["iops"], (dqn, static)
     assert dqn["p99_us"] < static["p99_us"], (dqn, static)

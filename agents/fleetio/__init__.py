@@ -2,13 +2,15 @@
 
 A policy is created fresh per episode: ``policy.env_options`` are the keyword arguments its
 environment needs (the baselines are sharing schemes: ``isolation=`` ...), ``policy.act(obs)``
-maps the env's per-agent observations to per-agent actions.
+maps the env's per-agent observations to per-agent actions. :func:`make_env` builds the env a
+policy runs on and :func:`run_episode` plays one episode (both also through
+``hss_gym.agents.make_policy("fleetio/<name>")`` and ``hss_gym.agents.run_episode``).
 """
 
 from hss_gym.agents.fleetio.baselines import (POLICIES, Adaptive, FleetIOPolicy, HardwareIsolation,
-                                              SoftwareIsolation, SSDKeeper, make_policy)
+                                              SoftwareIsolation, SSDKeeper, make_env, make_policy, run_episode)
 from hss_gym.agents.fleetio.policy import PPOPolicy
 
 
 __all__ = ["POLICIES", "Adaptive", "FleetIOPolicy", "HardwareIsolation", "PPOPolicy",
-           "SSDKeeper", "SoftwareIsolation", "make_policy"]
+           "SSDKeeper", "SoftwareIsolation", "make_env", "make_policy", "run_episode"]

@@ -17,12 +17,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from hss_gym.envs.fleetio import N_CHANNELS, FleetIOEnv
 from hss_gym.workloads.fleetio import mix_workloads
+
+if TYPE_CHECKING:
+    from hss_gym.agents.base import EpisodeResult
 
 
 _SSDKEEPER_CACHE: dict[tuple, tuple[int, ...]] = {}
@@ -119,7 +123,45 @@ POLICIES = {"hardware_isolation": HardwareIsolation, "software_isolation": Softw
             "fleetio_ppo_local": _ppo_local}
 
 
-def make_policy(name: str) -> FleetIOPolicy:
+def make_policy(name: str, **kwargs: Any) -> FleetIOPolicy:
+    """A new policy by name (:data:`POLICIES`), its factory called with ``kwargs``."""
     if name not in POLICIES:
         raise ValueError(f"unknown FleetIO policy {name!r}; valid: {', '.join(POLICIES)}")
-    return POLICIES[name]()
+    return POLICIES[name](**kwargs)
+
+
+def make_env(policy: FleetIOPolicy, mix: "str | Sequence[Any]" = "mix4", **options: Any) -> FleetIOEnv:
+    """The environment ``policy`` runs on: its plan made for ``mix`` (:meth:`FleetIOPolicy.prepare`,
+    e.g. SSDKeeper's partition search) and its ``env_options`` over the caller's ``options``."""
+    policy.prepare(mix, options)
+    return FleetIOEnv(mix, **{**options, **policy.env_options})
+
+
+def _check_env(policy: FleetIOPolicy, env: FleetIOEnv) -> None:
+    """A baseline is a sharing scheme of the env: refuse an env built without it (the episode
+    would measure the env's default scheme under the policy's name)."""
+    want = policy.env_options.get("isolation", "fleetio")
+    channels = policy.env_options.get("channels")
+    have = [len(h) for h in env.home]
+    if env.isolation != want or (channels is not None and have != list(channels)):
+        got = f"isolation={env.isolation!r}" + (f", channels={have}" if channels is not None else "")
+        need = ", ".join(f"{k}={v!r}" for k, v in policy.env_options.items()) or "the default options"
+        raise ValueError(f"FleetIO policy {policy.name!r} runs on an env with {need}, "
+                         f"but this env has {got}: build it with hss_gym.agents.fleetio.make_env(policy, mix, ...)")
+
+
+def run_episode(policy: FleetIOPolicy, env: FleetIOEnv, seed: int = 0) -> "EpisodeResult":
+    """Play one episode of ``env`` (reset with ``seed``): every window, ``policy.act`` for all
+    vSSDs. The result's ``metrics`` are ``env.episode_metrics()``; ``curves["mean_reward"]`` the
+    mean reward over the vSSDs per window."""
+    from hss_gym.agents.base import EpisodeResult
+
+    _check_env(policy, env)
+    start = time.perf_counter()
+    obs, _ = env.reset(seed=seed)
+    rewards: list[float] = []
+    while env.agents:
+        obs, rew, _, _, _ = env.step(policy.act(obs))
+        rewards.append(float(np.mean(list(rew.values()))))
+    return EpisodeResult(policy.name, env.episode_metrics(), len(rewards), time.perf_counter() - start,
+                         {"mean_reward": rewards})

@@ -25,11 +25,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import time
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from hss_gym.envs.rlalloc import RLAllocEnv, static_allocation
+
+if TYPE_CHECKING:
+    from hss_gym.agents.base import EpisodeResult
 
 
 class AllocPolicy:
@@ -178,17 +182,29 @@ def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
     return POLICIES[name](**kwargs)
 
 
-def run_episode(env: RLAllocEnv, policy: AllocPolicy, seed: int,
-                on_step: Callable[[float, dict[str, Any]], None] | None = None) -> dict[str, float]:
-    """Play one episode of ``env`` (reset with ``seed``) with ``policy``; the episode's metrics."""
+def run_episode(policy: AllocPolicy, env: RLAllocEnv, seed: int = 0,
+                on_step: Callable[[float, dict[str, Any]], None] | None = None) -> "EpisodeResult":
+    """Play one episode of ``env`` (reset with ``seed``) with ``policy``. The result's ``metrics``
+    are the episode's (``info["metrics"]`` at its end), ``curves["reward"]`` the reward per period;
+    ``on_step(reward, info)`` is called after every period."""
+    from hss_gym.agents.base import EpisodeResult
+
+    if isinstance(policy, RLAllocEnv) or not isinstance(env, RLAllocEnv):
+        raise TypeError(f"run_episode(policy, env, seed) takes an AllocPolicy and an RLAllocEnv, got "
+                        f"{type(policy).__name__} and {type(env).__name__} (hss-gym 0.5.0 put the policy first, "
+                        f"as every problem's run_episode)")
+    start = time.perf_counter()
     obs, info = env.reset(seed=seed)
     policy.reset(env, seed)
+    rewards: list[float] = []
     while True:
         action = policy.act(obs, info)
         nxt, reward, term, trunc, info = env.step(action)
         policy.observe(obs, action, reward, nxt, term or trunc)
+        rewards.append(float(reward))
         if on_step is not None:
             on_step(reward, info)
         obs = nxt
         if term or trunc:
-            return info["metrics"]
+            return EpisodeResult(policy.name, info["metrics"], len(rewards), time.perf_counter() - start,
+                                 {"reward": rewards})

@@ -28,7 +28,7 @@ def rate(policy: str, periods: int, streams: int, **pkw) -> tuple[float, float]:
     env.reset(seed=0)
     pol.reset(env, 0)  # pre-training (if any) outside the timed loop
     start, cpu = time.perf_counter(), time.process_time()
-    run_episode(env, _Prepared(pol), seed=0)
+    run_episode(_Prepared(pol), env, seed=0)
     return periods / (time.perf_counter() - start), periods / (time.process_time() - cpu)
 
 
@@ -36,7 +36,7 @@ class _Prepared:
     """Wraps a policy already reset, so run_episode's reset does not redo pre-training."""
 
     def __init__(self, pol) -> None:
-        self.pol = pol
+        self.pol, self.name = pol, pol.name
 
     def reset(self, env, seed) -> None:
         self.pol.env = env

@@ -40,8 +40,7 @@ def check_config(c: str) -> None:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from hss_gym import __version__
-    from hss_gym.agents.fleetio import make_policy
-    from hss_gym.envs.fleetio import FleetIOEnv
+    from hss_gym.agents.fleetio import make_env, make_policy, run_episode
 
     check_workload(job["workload"])
     check_config(job["config"])
@@ -50,22 +49,14 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if bad:
         raise ValueError(f"FleetIO track options {bad} unknown; valid: {', '.join(OPTIONS)}")
     policy = make_policy(job["policy"])
-    policy.prepare(job["workload"], opts)
-    env = FleetIOEnv(job["workload"], **{**opts, **policy.env_options})
-    obs, _ = env.reset(seed=int(job["seed"]))
-    steps = 0
-    rewards = []
-    while env.agents:
-        obs, rew, _, _, _ = env.step(policy.act(obs))
-        rewards.append(float(np.mean(list(rew.values()))))
-        steps += 1
-    m = env.episode_metrics()
-    return {"metrics": {k: (v if math.isfinite(v) else None) for k, v in m.items()},
-            "steps": steps,
+    env = make_env(policy, job["workload"], **opts)
+    out = run_episode(policy, env, seed=int(job["seed"]))
+    return {"metrics": {k: (v if math.isfinite(v) else None) for k, v in out.metrics.items()},
+            "steps": out.steps,
             "provenance": {"hss_gym": __version__, "mix": job["workload"],
                            "tenants": [t.name for t in env.tenants], "env_options": policy.env_options,
                            "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist()},
-            "curves": {"mean_reward": rewards}}
+            "curves": {"mean_reward": out.curves["mean_reward"]}}
 
 
 def _ratio(a: Any, b: Any) -> float | None:

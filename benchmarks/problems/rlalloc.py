@@ -72,8 +72,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         for k in POLICY_OPTIONS & set(options):
             pkw[k[4:]] = options[k]
     policy = make_policy(job["policy"], **pkw)
-    rewards: list[float] = []
-    metrics = run_episode(env, policy, int(job["seed"]), on_step=lambda r, info: rewards.append(r))
+    out = run_episode(policy, env, int(job["seed"]))
+    metrics, rewards = out.metrics, out.curves["reward"]
     prov = env.provenance()
     if job["policy"] == "rlalloc_dqn":
         prov["pretrained_from"] = policy.pretrained_from
