@@ -294,6 +294,19 @@ def _takes_seed(factory: Callable[..., Policy]) -> bool:
         return False
 
 
+#: The optional packages policies import, and the extra of hss-gym that installs each.
+EXTRAS: dict[str, str] = {"torch": "agents", "sklearn": "agents", "matplotlib": "agents",
+                          "stable_baselines3": "sb3", "torchrl": "torchrl", "ray": "rllib"}
+
+
+def _import_error(spec: str, e: ImportError) -> ValueError:
+    """What a user reads when a policy's module cannot be imported: which extra brings it."""
+    missing = (e.name or "").split(".")[0]
+    hint = (f"; policy {spec!r} needs the {EXTRAS[missing]!r} extra: pip install 'hss-gym[{EXTRAS[missing]}]'"
+            if missing in EXTRAS else "")
+    return ValueError(f"policy {spec!r}: cannot import module {e.name or '?'!r}: {e}{hint}")
+
+
 def load_factory(spec: str) -> Callable[..., Policy]:
     """The factory for a registered name or a ``"module:factory"`` string."""
     if ":" in spec:
@@ -308,7 +321,7 @@ def load_factory(spec: str) -> Callable[..., Policy]:
     try:
         mod = importlib.import_module(module)
     except ImportError as e:
-        raise ValueError(f"policy {spec!r}: cannot import module {module!r}: {e}") from e
+        raise _import_error(spec, e) from e
     try:
         return getattr(mod, attr)
     except AttributeError:
@@ -333,7 +346,10 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
             maker = importlib.import_module(PROBLEMS[problem][0]).make_policy
             if seed is not None and _takes_seed(maker):
                 kwargs["seed"] = seed
-            return maker(name, **kwargs)
+            try:
+                return maker(name, **kwargs)
+            except ImportError as e:
+                raise _import_error(spec, e) from e
         if problem != "hss":
             raise ValueError(f"unknown problem {problem!r} in policy {spec!r}; valid: hss, "
                              f"{', '.join(PROBLEMS)} (a name without a problem is an HSS policy)")

@@ -14,6 +14,8 @@ from hss_gym.agents.heuristics import (CDE, HPS, FastUntilFull, PageHistory, Ran
                                        fit_capacity, page_devices, unique_rows)
 from hss_gym.workloads.trace import Trace
 
+from _extras import policy_param, requires
+
 BASELINES = ["fast_only", "slow_only", "random", "cde", "hps", "archivist", "k_svm", "rnn_hss"]
 N = 2500
 
@@ -33,7 +35,7 @@ def check_metrics(result, n):
             assert math.isfinite(v), k
 
 
-@pytest.mark.parametrize("name", BASELINES)
+@pytest.mark.parametrize("name", [policy_param(n) for n in BASELINES])
 def test_episode_finite_and_deterministic(name):
     a, env_a, _ = episode(name)
     check_metrics(a, N)
@@ -43,7 +45,7 @@ def test_episode_finite_and_deterministic(name):
     assert np.array_equal(env_a.latencies(), env_b.latencies())
 
 
-@pytest.mark.parametrize("name", ["cde", "hps", "archivist", "k_svm", "rnn_hss"])
+@pytest.mark.parametrize("name", [policy_param(n) for n in ["cde", "hps", "archivist", "k_svm", "rnn_hss"]])
 @pytest.mark.parametrize("config,workload", [("cost_opt", "ssd-02"), ("perf_opt", "lun2")])
 def test_other_configs_and_workloads(name, config, workload):
     r, _, _ = episode(name, config, workload, n=2000)
@@ -56,10 +58,10 @@ def test_seed_changes_random_but_not_shape():
     assert a.metrics.mean_latency_us != b.metrics.mean_latency_us
 
 
-def test_three_devices():
-    for name in ["cde", "hps", "archivist", "k_svm", "rnn_hss"]:
-        r, _, _ = episode(name, "tri", "ycsb-b", n=2100)
-        check_metrics(r, 2100)
+@pytest.mark.parametrize("name", [policy_param(n) for n in ["cde", "hps", "archivist", "k_svm", "rnn_hss"]])
+def test_three_devices(name):
+    r, _, _ = episode(name, "tri", "ycsb-b", n=2100)
+    check_metrics(r, 2100)
 
 
 def test_heuristics_module_imports_neither_torch_nor_sklearn():
@@ -177,6 +179,7 @@ def test_fast_until_full_never_evicts_and_fills_the_fast_device():
 
 
 # ------------------------------------------------------------------------------- K-SVM
+@requires("sklearn")
 def test_ksvm_bulk_migrates_every_1000_requests_on_the_critical_path():
     from hss_gym.agents.ksvm import KSVM
     policy = KSVM()
@@ -197,6 +200,7 @@ def test_ksvm_bulk_migrates_every_1000_requests_on_the_critical_path():
     assert env.hss.counters()["queue_length"] == 0  # nothing queued: all moves were immediate
 
 
+@requires("sklearn")
 def test_ksvm_classifier_separates_hot_and_cold_pages():
     from hss_gym.agents.ksvm import KSVMMigration
     m = KSVMMigration()
@@ -208,6 +212,7 @@ def test_ksvm_classifier_separates_hot_and_cold_pages():
     assert (labels[:300] == 0).mean() > 0.95 and (labels[300:] == 1).mean() > 0.95
 
 
+@requires("sklearn")
 def test_ksvm_migration_half_combines_with_another_placement():
     from hss_gym.agents.ksvm import KSVMMigration
     mig = KSVMMigration(kernel="linear")
@@ -297,6 +302,7 @@ def test_page_history_counts_and_window():
 
 
 # ------------------------------------------------------------------------------- RNN-HSS
+@requires("torch")
 def test_rnn_predictor_learns_a_periodic_pattern_better_than_a_constant():
     from hss_gym.agents.rnn_hss import AccessPredictor
     rng = np.random.default_rng(0)
@@ -320,6 +326,7 @@ def test_rnn_predictor_learns_a_periodic_pattern_better_than_a_constant():
         pred.predict(np.zeros((3, window + 1)))
 
 
+@requires("torch")
 @pytest.mark.parametrize("batch", [None, 256])
 def test_rnn_predict_is_bit_identical_to_one_pass_over_all_rows(monkeypatch, batch):
     """predict() works on the distinct rows but returns what a forward pass over every row (in
@@ -355,6 +362,7 @@ def test_rnn_predict_is_bit_identical_to_one_pass_over_all_rows(monkeypatch, bat
     assert len(pred.predict(np.zeros((0, 8)))) == 0
 
 
+@requires("torch")
 def test_rnn_hss_migrates_at_fixed_intervals_and_persists_weights():
     from hss_gym.agents.rnn_hss import RNNHSS
     policy = RNNHSS()
@@ -370,6 +378,7 @@ def test_rnn_hss_migrates_at_fixed_intervals_and_persists_weights():
 
 
 # ------------------------------------------------------------------------------- Archivist
+@requires("torch")
 def test_archivist_learns_and_rejects_another_feature_size():
     from hss_gym.agents.archivist import Archivist
     policy = Archivist(horizon=300)
@@ -383,6 +392,7 @@ def test_archivist_learns_and_rejects_another_feature_size():
         run_episode(policy, env3)
 
 
+@requires("torch")
 def test_archivist_labels_follow_reuse():
     # Pages 0..9 are re-read constantly, pages >= 1000 are written once: labels must say so.
     from hss_gym.agents.archivist import Archivist
@@ -417,7 +427,7 @@ def test_invalid_action_names_the_policy():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["k_svm", "rnn_hss", "archivist"])
+@pytest.mark.parametrize("name", [policy_param(n) for n in ["k_svm", "rnn_hss", "archivist"]])
 def test_learned_baselines_20k_requests(name):
     r, _, _ = episode(name, "perf_opt", "resnet50", n=20_000)
     check_metrics(r, 20_000)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from _extras import requires
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -67,6 +69,7 @@ def test_sb3_placement_learns():
 
 
 # ---------------------------------------------------------------- CleanRL-style DQN
+@requires("torch")
 def test_cleanrl_dqn_tiny_budget_stores_no_autoreset_step():
     """Episodes of 100 requests end many times in 800 steps; with Gymnasium's next-step autoreset
     the step after an episode's end is not a transition (its reward is 0, its observation the
@@ -175,6 +178,7 @@ def test_rllib_multiagent_one_iteration():  # ~7 s (Ray start-up included)
 def test_example_help(name):
     if name == "rllib_multiagent":
         pytest.importorskip("ray.rllib")
+    pytest.importorskip("torch", reason="the example needs PyTorch: pip install 'hss-gym[agents]'")
     proc = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--help"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -248,13 +252,14 @@ def test_torch_examples_default_to_one_thread(name):
     assert "torch.set_num_threads(args.threads)" in main.split("def main(", 1)[1]
     if name.startswith("rllib"):
         pytest.importorskip("ray.rllib")  # the module imports Ray at the top
+    pytest.importorskip("torch", reason="the example needs PyTorch: pip install 'hss-gym[agents]'")
     ex = load_example(name)
     assert ex.parse_args([]).threads == 1
     assert ex.parse_args(["--threads", "3"]).threads == 3
 
 
 def test_cleanrl_dqn_sets_threads_and_cleanrl_flags(monkeypatch):
-    import torch
+    torch = pytest.importorskip("torch", reason="the example needs PyTorch: pip install 'hss-gym[agents]'")
 
     dqn = load_example("cleanrl_dqn")
     a = dqn.parse_args([])

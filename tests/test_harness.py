@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _extras import requires
+
 from hss_gym.agents.base import POLICIES, Policy
 from hss_gym.benchmarks import report as rep
 from hss_gym.benchmarks.results import (KEY_FIELDS, SCHEMA, job_key, read_results, trace_sha256)
@@ -286,6 +288,7 @@ class _Checker(HTMLParser):
             self.stack.pop()
 
 
+@requires("matplotlib")
 def test_html_report_is_well_formed_and_self_contained(tiny_results, tmp_path):
     recs = read_results(tiny_results)
     md, page = rep.write_reports(recs, tmp_path, command="hss-gym bench --suite tiny")
@@ -452,6 +455,7 @@ def test_track_options_are_checked_when_the_suite_loads(tmp_path, options, messa
     assert str(info.value).startswith("my.json: suite 'checked', track 'real': "), str(info.value)
 
 
+@requires("torch")
 def test_a_learners_seeds_are_independent_runs_on_one_fixed_trace(tmp_path):
     """On a trace file (the same requests for every seed) on perf_opt (no device noise), a
     learner's runs differ only through its own seed: the harness gives each run's seed to the

@@ -8,7 +8,7 @@ import pytest
 
 from hss_gym.agents import list_policies, make_env, make_policy, run_episode
 from hss_gym.agents.fleetio import FleetIOPolicy
-from hss_gym.agents.harmonia import Harmonia
+from hss_gym.agents.heuristics import HPS
 from hss_gym.agents.lqoco import ControlPolicy
 from hss_gym.agents.rlalloc import AllocPolicy
 from hss_gym.envs.fleetio import FleetIOEnv
@@ -26,7 +26,7 @@ def test_list_policies_names_every_problem_as_make_policy_takes_them():
         list_policies("hsss")
 
 
-@pytest.mark.parametrize("spec, kind", [("hss/harmonia", Harmonia), ("fleetio/hardware_isolation", FleetIOPolicy),
+@pytest.mark.parametrize("spec, kind", [("hss/hps", HPS), ("fleetio/hardware_isolation", FleetIOPolicy),
                                         ("rlalloc/static", AllocPolicy), ("lqoco/coto", ControlPolicy)])
 def test_make_policy_by_problem(spec: str, kind: type):
     assert isinstance(make_policy(spec, seed=1), kind)
@@ -73,3 +73,12 @@ def test_run_episode_refuses_an_env_built_without_the_policys_scheme():
         run_episode(make_policy("fleetio/hardware_isolation"), FleetIOEnv("mix1", windows=2), seed=0)
     with pytest.raises(TypeError, match="not a policy of any problem"):
         run_episode(object(), FleetIOEnv("mix1", windows=2), seed=0)
+
+
+def test_a_policy_whose_extra_is_missing_says_which_extra(tmp_path, monkeypatch):
+    """On the core install (no PyTorch), make_policy names the extra that brings what is missing."""
+    (tmp_path / "needs_torch_mod.py").write_text("import torch\n\ndef factory():\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)  # import torch now fails
+    with pytest.raises(ValueError, match=r"cannot import module 'torch'.*pip install 'hss-gym\[agents\]'"):
+        make_policy("needs_torch_mod:factory")

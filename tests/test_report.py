@@ -11,6 +11,8 @@ import re
 
 import pytest
 
+from _extras import requires
+
 from hss_gym.benchmarks import report as rep
 from hss_gym.benchmarks.problems import get_problem
 from hss_gym.benchmarks.problems.hss import CURVE, claim_tolerance
@@ -253,6 +255,7 @@ def test_ahead_after_is_where_a_curve_stays_below_the_reference():
     assert ahead_after([], [1]) is None
 
 
+@requires("torch", "matplotlib")
 def test_report_shows_learning_curves_against_slow_only_per_real_trace(tmp_path):
     """A real-trace track: the HTML report carries one learning-curve figure per (trace,
     configuration), whose caption says when each learner stays ahead of Slow-Only."""

@@ -1,0 +1,29 @@
+"""Skips for tests of what the core install (``pip install hss-gym``: NumPy, Gymnasium, PettingZoo,
+the C extensions) does not have: PyTorch, scikit-learn and matplotlib come with the ``agents``
+extra. A skipped test says which extra it needs, the way ``make_policy`` does."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from hss_gym.agents.base import EXTRAS, load_factory
+
+
+def requires(*modules: str) -> pytest.MarkDecorator:
+    """Skip unless every module is importable (``requires("torch")``)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    extras = sorted({EXTRAS.get(m, m) for m in missing})
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)}: pip install "
+                              f"'hss-gym[{','.join(extras)}]'")
+
+
+def policy_param(name: str) -> object:
+    """``name`` as a test parameter, skipped (with make_policy's reason) when its module cannot be
+    imported on this install."""
+    try:
+        load_factory(name)
+    except ValueError as e:
+        return pytest.param(name, marks=pytest.mark.skip(reason=str(e)))
+    return name
