@@ -108,7 +108,8 @@ path, else 1 + the free fraction in sevenths), ``render_mode`` ("ansi" or "rgb_a
   hss-gym 0.5.0 added to the HSS (``env.hss``) a background cleaning a policy may ask for
   (``HSS.clean``: a faster device's coldest pages moved down as one batch in idle time) and its
   counters (``cleaned_pages``, ``clean_misses``); episodes of policies that do not use it are
-  unchanged, bit for bit.
+  unchanged, bit for bit. hss-gym 0.5.1 moved the native core to ``hss_gym.backends._core`` and
+  changed the reference Harmonia agent, not this environment.
   A change that alters episodes becomes ``hss_v1``; this module stays.
 """
 
