@@ -24,9 +24,12 @@ Policies: ``harmonia_paper`` is :class:`Harmonia` as published (placements evict
 path). ``harmonia``, the reference, is :func:`harmonia`: placements never evict on the critical
 path (a request that does not fit goes to the next slower device), a :class:`Cleaner` moves the
 fast device's coldest pages down in idle time while the placement agent wants room there, the
-exploration warm-up makes one choice per sequential run, and the placement network's one hidden
-layer has 32 units (Table 2: 10), trained on minibatches of 64 (Table 2: 128). On the real traces the papers' agents lost to Slow-Only through their critical-path
-evictions; the reference agents beat every baseline there (docs/learning-diagnostics.md).
+exploration warm-up makes one choice per sequential run, the placement agent places writes only
+(a page first touched by a read stays on the home device, where its data is: ``first_reads``),
+and the placement network's one hidden layer has 32 units (Table 2: 10), trained on minibatches
+of 64 (Table 2: 128). On the real traces the papers' agents lost to Slow-Only through their
+critical-path evictions; the reference agents beat every baseline there
+(docs/learning-diagnostics.md).
 
 ``Harmonia.save(path)`` / ``Harmonia(weights=path)`` store and restore both agents; loading weights
 made for another number of devices or features is refused with the reason. ``loss_curves()`` gives
@@ -45,6 +48,7 @@ import torch
 from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
 from hss_gym.agents.c51 import C51Agent, C51Config
 from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
+from hss_gym.backends.base import READ
 from hss_gym.envs.features import feature_names
 from hss_gym.envs.parallel import HSSParallelEnv
 
@@ -204,6 +208,17 @@ class PlacementAgent(_C51Policy):
     seek): on blkparse-wiscsee (673 requests, all in the warm-up) that made the reference agents
     up to 1.06x Slow-Only on cost_opt.
 
+    ``first_reads`` ("place", the papers' environment contract; the reference agents: "home"):
+    who places a page first touched by a read. With "home" the agent places writes only, as
+    Harmonia's placement agent does (§4.2: it "receives the state features of incoming write
+    requests"): a read of data never seen before is served where that data already is, the home
+    device, and is not a decision. Placing it on a faster device is a prefetch whose only gain is
+    later re-reads, while it fills the device and makes the cleaner move pages; the immediate
+    reward (the read is served from home either way) cannot tell the two choices apart, so the
+    agents placed such reads on the fast device at random and the cleaning slowed every request
+    (msnfs-disksim perf_opt: 60,331 of 130,483 reads placed on the fast device, 219,724 pages
+    cleaned, reads 1.16x Slow-Only's mean; docs/learning-diagnostics.md).
+
     ``idle_horizon`` (50 requests; None: off): a placement whose page is not accessed at all within
     that many requests ends there too (terminal, its own reward). Without it a page never used
     again (a scan) reports its outcome ``horizon`` requests late; when the hot set moves, the
@@ -217,11 +232,13 @@ class PlacementAgent(_C51Policy):
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, credit: str = "page", horizon: int = 2000,
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
-                 seq_explore: bool = False) -> None:
+                 seq_explore: bool = False, first_reads: str = "place") -> None:
         super().__init__(config, seed, train)
         if clean is not None and evict:
             raise ValueError("clean needs placements that do not evict (evict=False)")
-        self.evict, self.seq_explore = bool(evict), bool(seq_explore)
+        if first_reads not in ("place", "home"):
+            raise ValueError(f"first_reads must be 'place' or 'home', got {first_reads!r}")
+        self.evict, self.seq_explore, self.first_reads = bool(evict), bool(seq_explore), first_reads
         self.cleaner = Cleaner(clean) if clean is not None else None
         if not self.evict:  # it reads "does the request fit" from the free-space features
             self.env_options = {**type(self).env_options, "room_feature": "fits"}  # type: ignore[misc]
@@ -247,6 +264,7 @@ class PlacementAgent(_C51Policy):
         self._room = [names.index("fast_cap")] + [names.index(f"free_{d}") for d in range(1, env.cfg.n_devices - 1)
                                                   if f"free_{d}" in names]
         self._at, self._top = names.index("curr_dev"), env.cfg.n_devices - 1
+        self._reads_home = self.first_reads == "home"
         n = env.cfg.n_devices
         self.wanted_at = [-(1 << 30)] * n  # per device, the step of the last write sent past it (full)
         self._run_end, self._run_choice = -1, 0  # the sequential run of the last decision, its choice
@@ -270,11 +288,11 @@ class PlacementAgent(_C51Policy):
         """:meth:`decide` on what it reads: ``infos["placement"]["acting"]`` and ``env.request``."""
         if self._credit is not None:
             self._page = request[2] >> PAGE_SHIFT
-        if not acting:
+        if not acting or (request[1] == READ and self._reads_home):
             self._last = None
             if self.cleaner is not None:
                 self.cleaner(self.env.step_index, self.wanted_at)
-            return 0
+            return self._top if acting else 0
         exploring = self.agent.exploring
         a = self.agent.act(obs)
         if exploring and self.seq_explore:
@@ -572,7 +590,7 @@ class Harmonia(Combined):
     The class's defaults are the agents as published (policy ``harmonia_paper``); the reference
     policy ``harmonia`` is :func:`harmonia` (:data:`REFERENCE`). ``evict=False``: placements never
     evict on the critical path (:class:`PlacementAgent`) and the migration agent is told when the
-    fast device is full; ``clean`` and ``seq_explore``: see :class:`PlacementAgent`.
+    fast device is full; ``clean``, ``seq_explore`` and ``first_reads``: see :class:`PlacementAgent`.
     """
 
     name = "harmonia"
@@ -580,8 +598,9 @@ class Harmonia(Combined):
     def __init__(self, placement: "C51Config | dict[str, Any] | None" = None,
                  migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
-                 clean: float | None = None, seq_explore: bool = False) -> None:
-        super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore),
+                 clean: float | None = None, seq_explore: bool = False, first_reads: str = "place") -> None:
+        super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
+                                        first_reads=first_reads),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -687,8 +706,9 @@ class Harmonia(Combined):
 #: traces), trained on minibatches of 64 (Table 2: 128; half the cost per gradient step, for the
 #: 50k requests/s requirement, at the same results). Each deviation, why, and its measured effect
 #: on the real and synthetic suites: docs/learning-diagnostics.md. ``harmonia_paper`` is the agents
-#: as published (critical-path evictions, 7-10-102, minibatches of 128).
-REFERENCE = dict(evict=False, clean=0.02, seq_explore=True)
+#: as published (critical-path evictions, 7-10-102, minibatches of 128). ``first_reads="home"``: the
+#: placement agent places writes, as the paper's does; reads of unseen pages stay on the home device.
+REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home")
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
 

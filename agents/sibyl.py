@@ -21,8 +21,9 @@ placement agent. The learner is :mod:`hss_gym.agents.c51`.
 
 Policies: ``sibyl_paper`` is :class:`Sibyl` as described above. ``sibyl``, the reference, is
 :func:`sibyl`: the same agent whose placements never evict on the critical path, with the
-:class:`~hss_gym.agents.harmonia.Cleaner` keeping room on the fast device in idle time and one
-exploratory choice per sequential run (as the reference Harmonia; docs/learning-diagnostics.md).
+:class:`~hss_gym.agents.harmonia.Cleaner` keeping room on the fast device in idle time, one
+exploratory choice per sequential run, and pages first touched by a read left on the home device
+(as the reference Harmonia; docs/learning-diagnostics.md).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class Sibyl(PlacementAgent):
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
                  horizon: int = 2000, idle_horizon: int | None = 50, evict: bool = True,
-                 clean: float | None = None, seq_explore: bool = False) -> None:
-        super().__init__(config, seed, train, credit, horizon, idle_horizon, evict, clean, seq_explore)
+                 clean: float | None = None, seq_explore: bool = False, first_reads: str = "place") -> None:
+        super().__init__(config, seed, train, credit, horizon, idle_horizon, evict, clean, seq_explore, first_reads)
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty
@@ -64,8 +65,8 @@ class Sibyl(PlacementAgent):
 
 
 def sibyl(seed: int = 0, **kwargs: Any) -> Sibyl:
-    """The reference Sibyl (policy ``sibyl``): placements that never evict on the critical path and
-    a cleaner keeping room on the fast device in idle time (:data:`hss_gym.agents.harmonia.REFERENCE`;
+    """The reference Sibyl (policy ``sibyl``): placements of writes that never evict on the critical
+    path and a cleaner keeping room on the fast device in idle time (:data:`hss_gym.agents.harmonia.REFERENCE`;
     docs/learning-diagnostics.md). ``sibyl_paper`` is the agent as published."""
     return Sibyl(seed=seed, **{**REFERENCE, **kwargs})
 

@@ -228,11 +228,12 @@ def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
     harmonia_paper = the class's defaults (Table 2), critical-path evictions, no cleaner."""
     from hss_gym.agents.harmonia import REFERENCE
     ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
-    assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True}
+    assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True, "first_reads": "home"}
     assert ref.placement.cfg.hidden == (32,) and paper.placement.cfg.hidden == (10,)
     assert (ref.placement.cfg.batch_size, paper.placement.cfg.batch_size) == (64, 128)
     assert not ref.placement.evict and ref.placement.cleaner is not None and ref.placement.seq_explore
     assert paper.placement.evict and paper.placement.cleaner is None and not paper.placement.seq_explore
+    assert (ref.placement.first_reads, paper.placement.first_reads) == ("home", "place")
     assert (ref.name, paper.name) == ("harmonia", "harmonia_paper")
     assert make_policy("harmonia", placement={"lr": 1e-3}).placement.cfg.hidden == (32,)
 
@@ -417,7 +418,9 @@ def test_fast_loop_gives_the_pettingzoo_loops_episode(policy):
         else:
             run_fast = p.run_fast
             p.run_fast = lambda *a, **k: steps.append(run_fast(*a, **k)) or steps[-1]
-        env = make_env(p, "cost_opt", "learn-hot-scan", n_requests=4000)
+        # a write-once stream fills the fast device with writes: the reference agents' cleaner runs
+        env = make_env(p, "cost_opt", "learn-write-once" if policy in ("harmonia", "sibyl") else "learn-hot-scan",
+                       n_requests=4000)
         res = run_episode(p, env, seed=1)
         parts = [p.placement, p.migration] if policy in ("harmonia", "harmonia_paper") else [p]
         runs.append((env.latencies(), res.steps, [list(q.agent.loss_curve) for q in parts],
@@ -547,3 +550,35 @@ def test_exploration_makes_one_choice_per_sequential_run():
         d = np.array(devs).reshape(-1, 20)
         switches[name] = int((d[:, 1:] != d[:, :-1]).sum())  # device changes inside a run
     assert switches["harmonia"] == 0 and switches["harmonia_paper"] > 100, switches
+
+
+@pytest.mark.parametrize("name", ["harmonia", "sibyl"])
+def test_reference_agents_leave_first_reads_on_the_home_device(name):
+    """first_reads="home" (the reference agents): a page first touched by a read stays on the
+    home device and is not a decision (nothing learned from it); writes are still placed, on the
+    fast device too. The published agents place first-touch reads as well."""
+    from hss_gym.workloads import Trace
+    from hss_gym.agents.base import stay_action
+    n = 400
+    op = (np.arange(n) % 2).astype(np.uint8)              # alternate reads and writes, all first touches
+    trace = Trace.from_arrays(np.arange(n) * 1000.0, op, np.arange(n) * 8 * 4096, np.full(n, 4096))
+    for policy, reads_home in ((make_policy(name, seed=1), True), (make_policy(f"{name}_paper", seed=1), False)):
+        env = make_env(policy, "perf_opt", trace, fast_fraction=0.9)
+        obs, infos = env.reset(seed=0)
+        policy.reset(env, 0)
+        placed = {0: set(), 1: set()}
+        while env.agents:
+            op_now = env.request[1]
+            a = {"migration": stay_action(infos), **policy.act(obs, infos)}  # Sibyl places only
+            if infos["placement"]["acting"]:
+                placed[op_now].add(a["placement"])
+            obs, r, _, _, infos = env.step(a)
+            policy.observe(obs, r, infos)
+        devices = env.hss.devices(np.arange(n) * 8)
+        if reads_home:
+            assert placed[0] == {1} and (devices[op == 0] == 1).all()
+        else:
+            assert placed[0] == {0, 1}  # the warm-up's random choices reach both devices
+        assert placed[1] == {0, 1}
+    with pytest.raises(ValueError, match="first_reads must be 'place' or 'home'"):
+        make_policy(name, first_reads="fast")
