@@ -188,11 +188,17 @@ class PlacementAgent(_C51Policy):
     hits it earns later (docs/learning-diagnostics.md).
 
     ``evict`` (True, the papers' agent): whether a placement may evict on the critical path.
-    ``evict=False`` (the reference agents; needs the env option ``room_feature="fits"``, which
-    :attr:`env_options` asks for): a choice of a device the request does not fit in (its
-    free-space feature is 0: placing there would first move that device's LRU pages down, in the
-    request's latency) becomes the next slower device where it fits, or the page's own device
-    for a rewrite in place; the agent learns from the device it got. On real traces the
+    ``evict=False`` (the reference agents; needs the env option ``room_feature="binary"``, which
+    :attr:`env_options` asks for, or ``"fits"``): a choice of a device the request does not fit in
+    (its free-space feature is 0: placing there would first move that device's LRU pages down, in
+    the request's latency) becomes the next slower device where it fits, or the page's own device
+    for a rewrite in place; the agent learns from the device it got. With ``"binary"`` the
+    free-space features say only whether the request fits (0 or 1), not how much room is left:
+    the cleaner holds the fast device near its target (2% free) for most of a run, a fraction
+    the agent hardly saw while it explored an emptier device, and with the free fraction in its
+    observation it learned to send rewrites of fast-resident pages to the slow device in those
+    states (msr-rsrch_1 cost_opt, seed 0: 734 of 11,264 later writes that fit, at 6 ms each on
+    the disk; docs/learning-diagnostics.md). On real traces the
     critical-path evictions were where the agents lost to Slow-Only (docs/learning-diagnostics.md);
     a page then reaches a full fast device through the migration agent, whose moves run in idle
     time.
@@ -241,7 +247,7 @@ class PlacementAgent(_C51Policy):
         self.evict, self.seq_explore, self.first_reads = bool(evict), bool(seq_explore), first_reads
         self.cleaner = Cleaner(clean) if clean is not None else None
         if not self.evict:  # it reads "does the request fit" from the free-space features
-            self.env_options = {**type(self).env_options, "room_feature": "fits"}  # type: ignore[misc]
+            self.env_options = {**type(self).env_options, "room_feature": "binary"}  # type: ignore[misc]
         if credit not in ("page", "request"):
             raise ValueError(f"credit must be 'page' or 'request', got {credit!r}")
         if horizon < 1:
@@ -256,9 +262,9 @@ class PlacementAgent(_C51Policy):
         self._page = -1
         self._ref = env.reward_ref_us
         self._credit = PageCredit(self.agent, self.horizon, self.idle_horizon) if self.credit == "page" else None
-        if not self.evict and getattr(env, "room_feature", "fraction") != "fits":
-            raise ValueError(f"{self.name} with evict=False needs the env option room_feature='fits' "
-                             f"(make_env(policy, ...) sets it)")
+        if not self.evict and getattr(env, "room_feature", "fraction") not in ("binary", "fits"):
+            raise ValueError(f"{self.name} with evict=False needs the env option room_feature='binary' "
+                             f"or 'fits' (make_env(policy, ...) sets it)")
         names = feature_names(env.cfg.n_devices, env.kind)
         #: observation index of each non-home device's free space (0.0: the request does not fit)
         self._room = [names.index("fast_cap")] + [names.index(f"free_{d}") for d in range(1, env.cfg.n_devices - 1)

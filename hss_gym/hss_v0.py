@@ -84,7 +84,8 @@ latencies), ``max_steps``, ``raw_bins``, ``features`` ("harmonia" or "sibyl"), `
 migration agent's decisions), ``room_feature`` ("fraction": the free-space features
 ``fast_cap``/``free_d`` are ``floor(8 x free fraction)`` as published; "fits": bin 0 when the
 request does not fit in the device's free space, i.e. placing it there evicts on the critical
-path, else 1 + the free fraction in sevenths), ``render_mode`` ("ansi" or "rgb_array"), plus any
+path, else 1 + the free fraction in sevenths; "binary": 0 when it does not fit, 7 when it fits),
+``render_mode`` ("ansi" or "rgb_array"), plus any
 :class:`hss_gym.config.HSSConfig` field (``queue_size``, ``fast_fraction``, ``queue_depth``, ...).
 
 >>> from hss_gym import hss_v0

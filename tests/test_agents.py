@@ -492,37 +492,41 @@ def test_placements_that_do_not_evict_need_the_fits_feature():
     for name in ("harmonia_paper", "harmonia"):
         p = make_policy(name, seed=0)
         env = make_env(p, "cost_opt", "learn-hot-scan", n_requests=4000)
-        assert env.room_feature == ("fits" if name == "harmonia" else "fraction")
+        assert env.room_feature == ("binary" if name == "harmonia" else "fraction")
         ev[name] = run_episode(p, env, seed=0).metrics.evictions
     assert ev["harmonia_paper"] > 500 and ev["harmonia"] * 20 < ev["harmonia_paper"], ev
     p = make_policy("harmonia", seed=0)
     from hss_gym.envs.parallel import HSSParallelEnv
-    with pytest.raises(ValueError, match="room_feature='fits'"):
+    with pytest.raises(ValueError, match="room_feature='binary'"):
         run_episode(p, HSSParallelEnv("cost_opt", "learn-hot-scan", n_requests=100), seed=0)
 
 
 def test_room_feature_fits_bins_say_whether_the_request_fits():
     """room_feature='fits': fast_cap is 0 exactly when the request's pages exceed the fast
-    device's free pages, else 1 + the free fraction in sevenths; 'fraction' is the published bins."""
+    device's free pages, else 1 + the free fraction in sevenths; 'binary': 0 or 7 on the same
+    condition; 'fraction' is the published bins."""
     from hss_gym.envs.parallel import HSSParallelEnv
     from hss_gym.envs.features import feature_names
     with pytest.raises(ValueError, match="room_feature"):
         HSSParallelEnv("perf_opt", "ycsb-b", n_requests=10, room_feature="free")
-    env = HSSParallelEnv("perf_opt", "ycsb-b", n_requests=3000, raw_bins=True, room_feature="fits")
     k = feature_names(2, "harmonia").index("fast_cap")
-    obs, infos = env.reset(seed=0)
-    seen = set()
-    while env.agents:
-        hss = env.hss
-        _, _, offset, size = env.request
-        npages = ((offset + size - 1) >> 12) - (offset >> 12) + 1
-        used, cap = hss.counters()["used_pages"][0], env.hss.capacities[0]
-        b = int(obs["placement"][k])
-        assert (b == 0) == (used + npages > cap), (b, used, npages, cap)
-        seen.add(b == 0)
-        obs, _, _, _, infos = env.step({"placement": 0, "migration": infos["migration"]["device"]
-                                        if infos["migration"]["device"] >= 0 else 0})
-    assert seen == {True, False}  # both cases occurred
+    for room in ("fits", "binary"):
+        env = HSSParallelEnv("perf_opt", "ycsb-b", n_requests=3000, raw_bins=True, room_feature=room)
+        obs, infos = env.reset(seed=0)
+        seen = set()
+        while env.agents:
+            hss = env.hss
+            _, _, offset, size = env.request
+            npages = ((offset + size - 1) >> 12) - (offset >> 12) + 1
+            used, cap = hss.counters()["used_pages"][0], env.hss.capacities[0]
+            b = int(obs["placement"][k])
+            assert (b == 0) == (used + npages > cap), (b, used, npages, cap)
+            if room == "binary":
+                assert b in (0, 7), b
+            seen.add(b)
+            obs, _, _, _, infos = env.step({"placement": 0, "migration": infos["migration"]["device"]
+                                            if infos["migration"]["device"] >= 0 else 0})
+        assert 0 in seen and len(seen) >= (2 if room == "binary" else 3), seen  # fits and not; fractions
 
 
 def test_exploration_makes_one_choice_per_sequential_run():

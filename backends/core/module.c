@@ -646,14 +646,18 @@ static int log_bin(double x, double per_octave)
  * fast_cap, curr_dev. */
 #define FEAT_SIBYL 1 /* the `sibyl` flags argument: Sibyl's six features (else Harmonia's) */
 #define FEAT_FITS 2  /* free-space bins of the env's room_feature="fits" (else "fraction") */
+#define FEAT_BINARY 4 /* with FEAT_FITS: room_feature="binary", bins 0 (does not fit) or 7 (fits) */
 
 /* room_feature="fits": bin 0 when the request's `npages` pages do not fit in device d's free space
- * (placing it there evicts on the critical path), else 1 + the free fraction in sevenths. */
-static int room_bin(hss *h, int d, unsigned long long npages)
+ * (placing it there evicts on the critical path), else 1 + the free fraction in sevenths;
+ * room_feature="binary" (`binary`): 0 or 7, whether it fits alone. */
+static int room_bin(hss *h, int d, unsigned long long npages, int binary)
 {
     uint64_t used = h->dev[d].used_pages, need = npages ? npages : 1;
     if (used + need > h->cap[d])
         return 0;
+    if (binary)
+        return 7;
     int b = 1 + (int)(7.0 * (1.0 - (double)used / (double)h->cap[d]));
     return b > 7 ? 7 : b;
 }
@@ -671,9 +675,10 @@ static int compute_features(hss *h, long long page, int op, unsigned long long n
     if (size_bin > 7)
         size_bin = 7;
     int fit = sibyl & FEAT_FITS;  /* free-space bins: 0 = the request does not fit, else sevenths */
+    int binary = sibyl & FEAT_BINARY;
     sibyl &= FEAT_SIBYL;
     double free0 = 1.0 - (double)h->dev[0].used_pages / (double)h->cap[0];
-    int fast_bin = fit ? room_bin(h, 0, npages) : free0 <= 0 ? 0 : (int)(free0 * 8.0);
+    int fast_bin = fit ? room_bin(h, 0, npages, binary) : free0 <= 0 ? 0 : (int)(free0 * 8.0);
     if (fast_bin > 7)
         fast_bin = 7;
     int acc = pg ? log_bin((double)(h->now - pg->last_access), 2.0) : 63;
@@ -698,7 +703,7 @@ static int compute_features(hss *h, long long page, int op, unsigned long long n
     nbins[k] = 64; bins[k++] = migr;
     for (int d = 1; d < h->ndev - 1; d++) {
         double fr = 1.0 - (double)h->dev[d].used_pages / (double)h->cap[d];
-        int b = fit ? room_bin(h, d, npages) : fr <= 0 ? 0 : (int)(fr * 8.0);
+        int b = fit ? room_bin(h, d, npages, binary) : fr <= 0 ? 0 : (int)(fr * 8.0);
         nbins[k] = 8; bins[k++] = b > 7 ? 7 : b;
     }
     return k;

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
+#: values of the env option ``room_feature``: how the free-space features (fast_cap, free_d) are binned
+ROOM_FEATURES = ("fraction", "fits", "binary")
 HARMONIA_FEATURES = ("req_type", "req_size", "acc_intr", "acc_freq", "fast_cap", "curr_dev", "migr_intr")
 SIBYL_FEATURES = ("req_size", "req_type", "acc_intr", "acc_freq", "fast_cap", "curr_dev")
 _BINS = {"req_type": 2, "req_size": 8, "acc_intr": 64, "acc_freq": 64, "fast_cap": 8, "migr_intr": 64}

@@ -20,7 +20,7 @@ from hss_gym import render
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
                                     episode_over, not_reset)
-from hss_gym.envs.features import feature_names, observation_space
+from hss_gym.envs.features import ROOM_FEATURES, feature_names, observation_space
 from hss_gym.hss import HSS
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -69,11 +69,12 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
-        if room_feature not in ("fraction", "fits"):
-            raise ValueError(f"room_feature must be 'fraction' or 'fits', got {room_feature!r}")
+        if room_feature not in ROOM_FEATURES:
+            raise ValueError(f"room_feature must be one of {', '.join(map(repr, ROOM_FEATURES))}, got {room_feature!r}")
         self.room_feature = room_feature
-        # the C core's feature flags: bit 0 Sibyl's six features, bit 1 room_feature="fits"
-        self._sibyl = int(features == "sibyl") | (2 if room_feature == "fits" else 0)
+        # the C core's feature flags: bit 0 Sibyl's six features, bit 1 room_feature="fits" or
+        # "binary" (bin 0: the request does not fit), bit 2 "binary" (else sevenths of free space)
+        self._sibyl = int(features == "sibyl") | {"fraction": 0, "fits": 2, "binary": 6}[room_feature]
         self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
         self.render_mode = render_mode
         n = self.cfg.n_devices
