@@ -85,6 +85,8 @@ PUBLISHED = Path(__file__).resolve().parent / "published"
 NA = "n/a"
 #: how the text of a rule judged on its direction only starts (the report's verdict counts them apart)
 DIRECTION_ONLY = "direction only"
+#: the text of a ``none`` rule (its claim is never judged)
+NOT_JUDGED = "not judged"
 SCOPES = ("track", "config", "pooled")
 STATISTICS = ("value", "ratio", "pct", "faster_pct", "reduction_pct", "better", "not_worse")
 COMPARISONS = ("better", "not_worse")
@@ -495,7 +497,7 @@ def rule_text(c: dict[str, Any]) -> str:
                             f"cases and rounded)" if isinstance(share, list) else "in every case" if share >= 1
                             else f"in at least {share:.0%} of the cases")
     else:
-        text = "not judged"
+        text = NOT_JUDGED
     if r.get("direction_only"):
         text = f"{DIRECTION_ONLY}: " + text.split(": ", 1)[-1]
     if sig and kind != "none":

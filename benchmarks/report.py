@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from hss_gym.benchmarks.claims import DIRECTION_ONLY
+from hss_gym.benchmarks.claims import DIRECTION_ONLY, NOT_JUDGED
 from hss_gym.benchmarks.problems import Problem, get_problem
 from hss_gym.benchmarks.results import latest_by_key
 from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant, tied_with_leader
@@ -385,12 +385,14 @@ def claims_verdict(claims: list[dict[str, Any]]) -> str:
     held = sum(bool(c["agree"]) for c in judged)
     mag = [c for c in judged if not direction_only(c)]
     dirs = [c for c in judged if direction_only(c)]
-    missing = len(claims) - len(judged)
+    by_rule = sum(c["agree"] is None and c["rule"].startswith(NOT_JUDGED) for c in claims)
+    missing = len(claims) - len(judged) - by_rule
     return (f"Reproduced: {held} of {len(judged)} claims that these results can judge agree, each by the rule "
             f"in its row: {sum(bool(c['agree']) for c in mag)} of {len(mag)} judged on the published number "
             f"(a magnitude within its tolerance, a value, a bound or a count), "
             f"{sum(bool(c['agree']) for c in dirs)} of {len(dirs)} on direction only"
-            + (f"; {missing} not judged (their runs are missing, or the rule judges nothing)." if missing else "."))
+            + (f"; {missing} not judged (their runs are missing)" if missing else "")
+            + (f"; {by_rule} not judged by their rule (shown for information)" if by_rule else "") + ".")
 
 
 CLAIMS_HEAD = ["claim", "paper", "hss-gym", "judged on", "agreement", "where"]

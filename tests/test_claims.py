@@ -342,3 +342,11 @@ def test_lqoco_table5_claims_count_the_cases_where_the_three_methods_ran():
     rows = lqoco_rows({("S-2", "lqoco"): {"throughput_mbps": 95.0}, ("S-2", "no_control"): None})
     assert rows["throughput-vs-rule"]["ours"] == "2 of 2" and rows["throughput-vs-rule"]["agree"] is True
     assert rows["jitter-ratio"]["ours"].endswith("n=2)")
+
+
+def test_the_verdict_tells_missing_runs_from_claims_not_judged_by_their_rule():
+    from hss_gym.benchmarks import report as rep
+    rows = list(lqoco_rows({("adapt", "rule"): None}).values())  # no CoTo run in the sequence
+    verdict = rep.claims_verdict(rows)
+    assert "6 of 6 claims" in verdict and "2 of 2 on direction only" in verdict
+    assert "1 not judged (their runs are missing)" in verdict and "1 not judged by their rule" in verdict
