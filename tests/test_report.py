@@ -139,8 +139,8 @@ def test_every_claim_of_every_problem_states_its_rule():
                                                                  ("rlalloc_dqn", {"iops": 180.0, "gc_runs": 4.0}))])}
     assert all(c["rule"] for c in rl.values())
     assert rl["RLAlloc IOPS vs Static (Table I mix)"]["agree"] is False  # +80% against +25.1%: too big
-    fl = get_problem("fleetio").claims([rec("fleetio", p, {"utilization": u, "bw_intensive_MBps": 1.0, "p99_ls_us": 1.0},
-                                            "mix1", "fleetio")
+    fl = get_problem("fleetio").claims([rec("fleetio", p, {"utilization": u, "bw_intensive_MBps": 1.0,
+                                                          "p99_ls_us": 1.0}, "mix1", "fleetio")
                                         for p, u in (("fleetio_ppo", 1.05), ("hardware_isolation", 1.0))])
     assert fl and all(c["rule"] for c in fl)
     util = next(c for c in fl if c["claim"].startswith("FleetIO utilisation vs"))
