@@ -42,7 +42,8 @@ list for ``better``/``not_worse``) and
   config, seed) cell) or ``workload`` (per (workload, config), each policy's metrics averaged over
   the seeds first);
 * ``aggregate`` over the cells: ``mean`` (default), ``median`` or ``count`` (of the cells where a
-  ``better``/``not_worse`` holds: ours is "k of n");
+  ``better``/``not_worse`` holds: ours is "k of n", followed by the numbers compared when there
+  is one cell);
 * optional: ``config`` (scope ``config``), ``workload`` / ``except_workload`` (a name or a list:
   the cells judged), ``needs`` (policies that must have run in a cell for it to count) and
   ``floor`` (a ratio's denominator is at least this: a zero is the best result, not a gap).
