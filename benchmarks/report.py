@@ -15,9 +15,11 @@ claims to evaluate. For every (suite, track):
   tied with it by the same rule);
 * learning curves when runs record them (``curves``; x in the problem's unit, ``curve_axes``),
   and the problem's own figures;
-* the papers' claims beside ours, each with the rule it is judged by (the published magnitude
-  within a tolerance, or the direction only when no number was published) and an agree/disagree
-  mark, and a line saying how many hold.
+* the papers' claims beside ours (every problem's in one shape, judged by
+  :mod:`.claims` from the problem's ``published/<problem>.json``), each with the rule it is
+  judged by (the published magnitude within a tolerance, a value, a bound, a count, or the
+  direction only when no number was published) and an agree/disagree mark, and a line saying
+  how many hold.
 
 Every mark a table uses is explained under it (:func:`summary_legend`, :func:`detail_legend`,
 :data:`CLAIMS_LEGEND`).
@@ -34,6 +36,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from hss_gym.benchmarks.claims import DIRECTION_ONLY, NOT_JUDGED
 from hss_gym.benchmarks.problems import Problem, get_problem
 from hss_gym.benchmarks.results import latest_by_key
 from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant, tied_with_leader
@@ -350,7 +353,9 @@ def provenance_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The published claims of every problem in ``records``, evaluated on its ok runs."""
+    """The published claims of every problem in ``records``, evaluated on its ok runs: the rows
+    of :func:`hss_gym.benchmarks.claims.evaluate` (one shape for every problem), each with its
+    ``problem``."""
     ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
     out = []
     for name in dict.fromkeys(r.get("problem") or "hss" for r in ok):
@@ -361,47 +366,47 @@ def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 AGREE = {True: "agrees", False: "disagrees", None: "n/a"}
-#: what a claim row says when its problem did not state the rule it judges by
-RULE_NOT_STATED = "rule not stated"
-DIRECTION_ONLY = "direction only"
 
 
 def claims_rows(claims: list[dict[str, Any]]) -> list[list[str]]:
-    """One row per claim: the claim, the paper's number, ours, the rule it is judged by
-    (``rule``: a magnitude within a tolerance, a bound, or "direction only ..."), the verdict and
-    where (suite / track)."""
-    return [[c["claim"], str(c.get("paper", NA)), str(c.get("ours", NA)), str(c.get("rule") or RULE_NOT_STATED),
-             AGREE[c.get("agree")], str(c.get("where", ""))] for c in claims]
+    """One row per claim: the claim, the paper's number, ours, the rule it is judged by (a
+    magnitude within a tolerance, a value, a bound, a count, or "direction only ..."), the
+    verdict and where (suite / track)."""
+    return [[c["claim"], c["paper"], c["ours"], c["rule"], AGREE[c["agree"]], c["where"]] for c in claims]
 
 
 def direction_only(c: dict[str, Any]) -> bool:
-    return str(c.get("rule") or "").startswith(DIRECTION_ONLY)
+    return c["rule"].startswith(DIRECTION_ONLY)
 
 
 def claims_verdict(claims: list[dict[str, Any]]) -> str:
     """How many of the claims the results can judge agree, split by what they were judged on."""
-    judged = [c for c in claims if c.get("agree") is not None]
+    judged = [c for c in claims if c["agree"] is not None]
     held = sum(bool(c["agree"]) for c in judged)
     mag = [c for c in judged if not direction_only(c)]
     dirs = [c for c in judged if direction_only(c)]
-    missing = len(claims) - len(judged)
+    by_rule = sum(c["agree"] is None and c["rule"].startswith(NOT_JUDGED) for c in claims)
+    missing = len(claims) - len(judged) - by_rule
     return (f"Reproduced: {held} of {len(judged)} claims that these results can judge agree, each by the rule "
             f"in its row: {sum(bool(c['agree']) for c in mag)} of {len(mag)} judged on the published number "
-            f"(a magnitude within its tolerance, a value or a bound), {sum(bool(c['agree']) for c in dirs)} of "
-            f"{len(dirs)} on direction only"
-            + (f"; {missing} not judged (their runs are missing)." if missing else "."))
+            f"(a magnitude within its tolerance, a value, a bound or a count), "
+            f"{sum(bool(c['agree']) for c in dirs)} of {len(dirs)} on direction only"
+            + (f"; {missing} not judged (their runs are missing)" if missing else "")
+            + (f"; {by_rule} not judged by their rule (shown for information)" if by_rule else "") + ".")
 
 
 CLAIMS_HEAD = ["claim", "paper", "hss-gym", "judged on", "agreement", "where"]
 
 CLAIMS_LEGEND = [
-    ("judged on", "the rule a claim is judged by: a published gap (\"A beats B by x%\") agrees when ours "
-                  "lies within the stated tolerance of it (e.g. 0.5-2x: half to double the paper's gap) and "
-                  "the difference is significant; a published value within its stated factor; a bound as "
-                  "stated; \"direction only\" when the paper published no number (or only a direction): "
-                  "then any size with the paper's sign agrees"),
+    ("judged on", "the rule a claim is judged by (every problem's claims are data, judged by one evaluator: "
+                  "hss_gym.benchmarks.claims): a published gap (\"A beats B by x%\", or a ratio's gain above "
+                  "1x) agrees when ours lies within the stated tolerance of it (e.g. 0.5-2x: half to double the "
+                  "paper's gap), and, when the two policies' means are compared, the difference is significant; "
+                  "a published value within its stated factor, distance or range; a bound as stated; a count of "
+                  "the cases where a policy is better, against the paper's share; \"direction only\" when the "
+                  "paper published no magnitude (only a direction): then any size with the paper's sign agrees"),
     ("agrees / disagrees", "ours meets / does not meet the row's rule"),
-    ("n/a", "not judged: the runs it needs are missing"),
+    ("n/a", "not judged: the runs it needs are missing (or the rule is \"not judged\")"),
     ("(not significant)", "the two policies' difference is not significant (95%, paired by seed): a gap "
                           "claim then disagrees, whatever its sign"),
 ]

@@ -339,13 +339,14 @@ def test_normalisation_oracle_references_and_published_claims():
     assert sib.mean("norm_mean") == pytest.approx(3.0) and sib.mean("pct_oracle") == pytest.approx(50.0)
     assert sib.mean("norm_throughput") == pytest.approx(1 / 3)
     claims = {c["id"]: c for c in rep.evaluate_claims(recs)}
-    assert claims["harmonia-vs-sibyl-perf"]["value"] == pytest.approx(50.0)  # 3.0 / 2.0 - 1
+    assert claims["harmonia-vs-sibyl-perf"]["ours"] == "50.0%"  # 3.0 / 2.0 - 1 (one seed: no test)
     assert claims["harmonia-vs-sibyl-perf"]["agree"] is True
-    assert claims["harmonia-p99-perf"]["value"] == pytest.approx(100 / 3)
-    assert claims["sibyl-oracle-perf"]["value"] == pytest.approx(50.0) and claims["sibyl-oracle-perf"]["agree"]
-    assert claims["wa-harmonia"]["value"] == pytest.approx(1.6)
-    assert claims["harmonia-vs-sibyl-cost"]["value"] is None  # no cost_opt track
-    assert claims["harmonia-vs-sibyl-cost"]["agree"] is None
+    assert claims["harmonia-vs-sibyl-perf"]["where"] == "s / perf_opt"
+    assert claims["harmonia-p99-perf"]["ours"].startswith("33.3%")  # 1 - 2/3
+    assert claims["sibyl-oracle-perf"]["ours"] == "50.0%" and claims["sibyl-oracle-perf"]["agree"]
+    assert claims["wa-harmonia"]["ours"] == "1.60"
+    assert claims["harmonia-vs-sibyl-cost"]["ours"] == "n/a"  # no cost_opt track
+    assert claims["harmonia-vs-sibyl-cost"]["agree"] is None and claims["harmonia-vs-sibyl-cost"]["where"] == "n/a"
     # a direction published without a number ("Sibyl+K-SVM is worse than Sibyl") is judged too
     for factor, verdict in ((1.2, True), (0.8, False)):
         ksvm = [dict(r, policy="sibyl+k_svm", metrics=dict(r["metrics"], mean_latency_us=factor * r["metrics"]["mean_latency_us"]))

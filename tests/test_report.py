@@ -15,10 +15,9 @@ from _extras import requires
 
 from hss_gym.benchmarks import report as rep
 from hss_gym.benchmarks.problems import get_problem
-from hss_gym.benchmarks.problems.hss import CURVE, claim_tolerance
+from hss_gym.benchmarks.problems.hss import CURVE
 from hss_gym.benchmarks.results import SCHEMA
-from hss_gym.benchmarks.stats import (GAP_TOLERANCE, tied_with_leader, tolerance_range,
-                                      within_tolerance)
+from hss_gym.benchmarks.stats import tied_with_leader, tolerance_range, within_tolerance
 
 
 def _fake(policy, workload, mean, seed=0, config="perf_opt", track="perf_opt", wa=1.0, curve=None):
@@ -95,7 +94,7 @@ def _claims(sibyl_over_cde: float, seeds=3):
 def test_a_claim_with_a_published_magnitude_is_judged_on_it(gap, verdict):
     """"Sibyl beats CDE by 20.7%" agrees from half to double the gap (10.35-41.4%), not at 52%."""
     c = _claims(1 + gap / 100)["sibyl-vs-cde-perf"]
-    assert c["value"] == pytest.approx(gap, abs=0.5)
+    assert float(c["ours"].rstrip("%")) == pytest.approx(gap, abs=0.5)
     assert c["agree"] is verdict, c
     assert c["rule"].startswith("magnitude: 0.5-2x the paper's gap") and "significant" in c["rule"]
 
@@ -114,36 +113,38 @@ def test_direction_only_claims_say_so_in_their_row_and_in_the_verdict():
 
 
 def test_claim_tolerances_come_from_the_published_file_with_defaults():
-    assert claim_tolerance({}, {"kind": "faster_pct"}) == GAP_TOLERANCE
-    assert claim_tolerance({"tolerance": {"faster_pct": [0.8, 1.25]}}, {"kind": "faster_pct"}) == (0.8, 1.25)
-    assert claim_tolerance({"tolerance": {"faster_pct": [0.8, 1.25]}},
-                           {"kind": "faster_pct", "tolerance": [0.9, 1.1]}) == (0.9, 1.1)
-    with pytest.raises(ValueError, match="tolerance"):
-        claim_tolerance({}, {"id": "x", "kind": "faster_pct", "tolerance": [2, 1]})
+    from hss_gym.benchmarks import claims as cl
     assert within_tolerance(20.0, 20.7, (0.5, 2.0)) and not within_tolerance(52.0, 20.7, (0.5, 2.0))
     assert not within_tolerance(-20.0, 20.7, (0.5, 2.0))
     assert tolerance_range(-59.2, (0.5, 2.0)) == pytest.approx((-118.4, -29.6))
-    import json
-    from hss_gym.benchmarks.problems.hss import PUBLISHED
-    pub = json.loads(PUBLISHED.read_text())
-    assert set(pub["tolerance"]) == {c["kind"] for c in pub["claims"]}
-    assert "tolerance" in pub["definitions"]
+    gap = {"id": "g", "claim": "A beats B by 20.7%", "paper": "20.7%", "format": "{:.1f}%",
+           "measure": {"policy": "a", "baseline": "b", "metric": "m", "statistic": "faster_pct", "per": "cell"},
+           "rule": {"kind": "gain", "paper": 20.7}}
+    assert "(10.3%..41.4%)" in cl.rule_text(gap)  # stats.GAP_TOLERANCE by default
+    assert "0.8-1.2x" in cl.rule_text({**gap, "rule": {**gap["rule"], "tolerance": [0.8, 1.25]}})
+    with pytest.raises(ValueError, match="tolerance"):
+        cl.check({"scope": "pooled", "claims": [{**gap, "rule": {**gap["rule"], "tolerance": [2, 1]}}]}, "x.json")
+    pub = cl.load("hss")
+    values = [c for c in pub["claims"] if c["rule"]["kind"] == "value"]
+    assert values and all(c["rule"]["tolerance"] == [0.667, 1.5] for c in values)  # as published before
+    assert all("tolerance" not in c["rule"] for c in pub["claims"] if c["rule"]["kind"] == "gain")
 
 
 def test_every_claim_of_every_problem_states_its_rule():
-    from hss_gym.benchmarks.problems import fleetio, lqoco, rlalloc  # noqa: F401
-    recs = [dict(suite="t", problem="rlalloc", track="t", workload="table1", config="rlalloc", seed=0,
-                 policy=p, metrics=m) for p, m in (("static", {"iops": 100.0, "gc_runs": 10.0}),
-                                                    ("rlalloc_dqn", {"iops": 180.0, "gc_runs": 4.0}))]
-    rl = {c["claim"]: c for c in rlalloc.evaluate_claims(recs)}
-    assert all(c.get("rule") for c in rl.values())
+    def rec(problem, policy, metrics, workload, config):
+        return dict(schema=SCHEMA, status="ok", suite="t", problem=problem, track="t", workload=workload,
+                    config=config, seed=0, policy=policy, metrics=metrics, provenance={})
+    rl = {c["claim"]: c for c in get_problem("rlalloc").claims(
+        [rec("rlalloc", p, m, "table1", "rlalloc") for p, m in (("static", {"iops": 100.0, "gc_runs": 10.0}),
+                                                                 ("rlalloc_dqn", {"iops": 180.0, "gc_runs": 4.0}))])}
+    assert all(c["rule"] for c in rl.values())
     assert rl["RLAlloc IOPS vs Static (Table I mix)"]["agree"] is False  # +80% against +25.1%: too big
-    fl = fleetio.claims([dict(problem="fleetio", track="t", workload="m", seed=0, policy=p,
-                              metrics={"utilization": u, "bw_intensive_MBps": 1.0, "p99_ls_us": 1.0})
-                         for p, u in (("fleetio_ppo", 1.05), ("hardware_isolation", 1.0))])
-    assert fl and all(c.get("rule") for c in fl)
+    fl = get_problem("fleetio").claims([rec("fleetio", p, {"utilization": u, "bw_intensive_MBps": 1.0,
+                                                          "p99_ls_us": 1.0}, "mix1", "fleetio")
+                                        for p, u in (("fleetio_ppo", 1.05), ("hardware_isolation", 1.0))])
+    assert fl and all(c["rule"] for c in fl)
     util = next(c for c in fl if c["claim"].startswith("FleetIO utilisation vs"))
-    assert util["agree"] is False and "1.15-1.60x" in util["rule"]  # 1.05x against 1.30x
+    assert util["agree"] is False and "1.15x..1.60x" in util["rule"]  # 1.05x against 1.30x
 
 
 # --------------------------------------------------------------------------- marks and refs

@@ -236,9 +236,9 @@ def test_problem_module():
                policy="static", seed=0, options={"episode_periods": 5})
     a, b = prob.run_job(job), prob.run_job(job)
     assert a["metrics"] == b["metrics"] and a["steps"] == 5
-    recs = [dict(job, policy=p, workload="table1", metrics=m) for p, m in
+    recs = [dict(job, status="ok", policy=p, workload="table1", metrics=m) for p, m in
             (("static", {"iops": 100.0, "gc_runs": 10.0}), ("rlalloc_dqn", {"iops": 125.0, "gc_runs": 4.0}))]
-    claims = {c["claim"]: c for c in prob.evaluate_claims(recs)}
+    claims = {c["claim"]: c for c in prob.PROBLEM.claims(recs)}
     assert claims["RLAlloc IOPS vs Static (Table I mix)"]["agree"] is True
     assert claims["RLAlloc GC runs vs Static"]["agree"] is True
     assert claims["RLAlloc p99 vs Dynamic"]["agree"] is None

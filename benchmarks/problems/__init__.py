@@ -53,8 +53,11 @@ class Problem:
       (e.g. the normalisation reference); ``learned`` policies must run several seeds.
     * ``derive(cell)`` turns the raw metrics of the runs of one (workload, config, seed) cell,
       ``{policy: metrics}``, into the metrics the report shows (e.g. normalised to a reference).
-    * ``claims(records)`` evaluates the papers' published claims against ok result records:
-      ``[{"claim", "paper", "ours", "agree": True | False | None, ...}]``.
+    * ``claims(records)`` evaluates the papers' published claims against ok result records, in
+      one shape for every problem: ``[{"id", "claim", "paper", "where", "rule", "ours",
+      "agree": True | False | None}]``. The claims are data (``benchmarks/published/<name>.json``)
+      judged by the shared evaluator: ``claims=claims_of("<name>")``
+      (:mod:`hss_gym.benchmarks.claims`).
     * ``figures(tracks)`` adds problem-specific figures to the HTML report.
     * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
       trace or configuration hashes differently), or returns None; ``validate`` uses it.

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import json
 import math
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem
 
 REFERENCE = "fast_only"
@@ -33,7 +32,6 @@ ORACLE = "oracle"
 #: the Oracle that pays for its moves in the device model (agents/oracle.py: PaidOracle): the
 #: honest headroom of a real policy, beside the free-migration bound the papers use
 PAID_ORACLE = "oracle_paid"
-PUBLISHED = Path(__file__).resolve().parents[1] / "published" / "harmonia.json"
 CURVE_WINDOW = 1000
 CURVE = "mean latency (µs) per 1,000 requests"
 LEARNED = frozenset({"harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
@@ -234,92 +232,6 @@ METRICS = (
 )
 
 
-# ------------------------------------------------------------------------------ published claims
-def claim_tolerance(pub: dict[str, Any], claim: dict[str, Any]) -> tuple[float, float]:
-    """A claim's tolerance: its own ``tolerance`` ([low, high] ratio to the paper's number),
-    else ``pub["tolerance"][kind]``, else the default (:data:`.stats.GAP_TOLERANCE` for a gap,
-    :data:`.stats.VALUE_TOLERANCE` for a value)."""
-    from hss_gym.benchmarks.stats import GAP_TOLERANCE, VALUE_TOLERANCE
-    default = GAP_TOLERANCE if claim["kind"] in GAP_KINDS else VALUE_TOLERANCE
-    tol = claim.get("tolerance") or (pub.get("tolerance") or {}).get(claim["kind"]) or default
-    if not (isinstance(tol, (list, tuple)) and len(tol) == 2 and 0 < float(tol[0]) <= float(tol[1])):
-        raise ValueError(f"claim {claim.get('id')!r}: tolerance must be [low, high] with 0 < low <= high, "
-                         f"got {tol!r}")
-    return float(tol[0]), float(tol[1])
-
-
-GAP_KINDS = ("faster_pct", "reduction_pct")
-
-
-def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The papers' claims (``published/harmonia.json``, SPEC §9) against our runs.
-
-    A claim is evaluated on the track that runs only its configuration, by the rule its row
-    states (``rule``):
-
-    * a published gap ("A beats B by x%", "A cuts p99 by x%") agrees when ours has the same sign
-      and lies within the claim's tolerance of it (:func:`claim_tolerance`; by default half to
-      double the paper's gap: 20.7% accepts 10.4-41.4%) and, with several seeds, the difference
-      is significant (95%, paired by seed);
-    * a gap published without a number ("Sibyl+K-SVM is worse than Sibyl") is judged on its
-      direction only (ours > 0, significant), and its row says so;
-    * a value (% of Oracle, write amplification) agrees within its tolerance (by default a
-      factor of 1.5 either way).
-    """
-    from hss_gym.benchmarks.report import DIRECTION_ONLY, collect, policy_stats
-    from hss_gym.benchmarks.stats import tolerance_range, within_tolerance
-    pub = json.loads(PUBLISHED.read_text())
-    tracks = [td for td in collect(records) if td.problem.name == "hss"]
-    out = []
-    for c in pub.get("claims", []):
-        cands = sorted((td for td in tracks if td.configs == [c["config"]]),
-                       key=lambda td: (td.track != c["config"], not td.suite.startswith("hss-bench")))
-        td = cands[0] if cands else None
-        ours: float | None = None
-        significant: bool | None = None
-        if td is not None:
-            a = policy_stats(td, c["policy"])
-            b = policy_stats(td, c["baseline"]) if c.get("baseline") else None
-            kind = c["kind"]
-            if kind == "faster_pct" and b is not None:
-                la, lb = a.mean("norm_mean"), b.mean("norm_mean")
-                ours = (lb / la - 1.0) * 100.0 if la and lb else None
-                significant = a.differs(b, "norm_mean")
-            elif kind == "reduction_pct" and b is not None:
-                k = "norm_p99" if c.get("metric") == "p99" else "norm_p9999"
-                va, vb = a.mean(k), b.mean(k)
-                ours = (1.0 - va / vb) * 100.0 if va is not None and vb else None
-                significant = a.differs(b, k)
-            elif kind == "percent_of_oracle":
-                ours = a.mean("pct_oracle")
-            elif kind == "write_amplification":
-                ours = a.mean("write_amplification")
-        pct = c["kind"] != "write_amplification"
-        unit = "%" if pct else ""
-        value = c.get("value")
-        gap = c["kind"] in GAP_KINDS
-        if value is None or value == 0:  # no number published: the direction the text states (A better)
-            rule = f"{DIRECTION_ONLY} (no number published): > 0" + (", significant" if gap else "")
-        else:
-            tol = claim_tolerance(pub, c)
-            lo, hi = tolerance_range(value, tol)
-            what = "the paper's gap" if gap else "the paper's value"
-            rule = (f"{'magnitude' if gap else 'value'}: {tol[0]:.2g}-{tol[1]:.2g}x {what} "
-                    f"({lo:.{1 if pct else 2}f}-{hi:.{1 if pct else 2}f}{unit})" + (", significant" if gap else ""))
-        agree: bool | None = None
-        if ours is not None:
-            if value is None or value == 0:
-                agree = ours > 0 and significant is not False
-            else:
-                agree = within_tolerance(ours, value, claim_tolerance(pub, c)) and significant is not False
-        note = "" if significant is not False else " (not significant)"
-        out.append({"id": c["id"], "claim": c["text"], "value": ours, "rule": rule,
-                    "paper": "n/a" if value is None else (f"{value:.1f}%" if pct else f"{value:.2f}"),
-                    "ours": "n/a" if ours is None else (f"{ours:.1f}%" if pct else f"{ours:.2f}") + note,
-                    "agree": agree, "where": f"{td.suite} / {td.track}" if td else "n/a"})
-    return out
-
-
 # ---------------------------------------------------------------------------------------- figures
 def figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
     """Latency CDFs of up to four workloads per track: the five best policies and the references,
@@ -442,7 +354,7 @@ PROBLEM = Problem(
     check_workload=check_workload,
     check_config=check_config,
     derive=derive,
-    claims=claims,
+    claims=claims_of("hss"),
     figures=all_figures,
     precheck=precheck,
     check_options=check_options,

@@ -2,26 +2,24 @@
 
 One job = one fresh policy, one episode of ``hss/LQoCo-v0`` (learners start from an empty Q table,
 as the paper does for each workload). Suites: ``benchmarks/suites/lqoco-v1.json`` (Table 5's 21
-cases on their platform, and §4.3's adaptability sequence). :func:`evaluate_claims` puts our
-results beside the paper's Table 5 / §4.2-4.3 claims with agree/disagree marks.
+cases on their platform, and §4.3's adaptability sequence). The paper's Table 5 / §4.2-4.3 claims
+(``benchmarks/published/lqoco.json``, with Table 5's numbers) are judged by
+:mod:`hss_gym.benchmarks.claims`; :func:`table5_markdown` puts Table 5 beside ours, case by case.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from hss_gym.agents.lqoco.base import POLICIES, make_policy, run_episode
 from hss_gym.envs.lqoco import LQoCoEnv
 from hss_gym.backends.lqoco.model import CONFIGS
 from hss_gym.envs.lqoco_workloads import MIXES
+from hss_gym.benchmarks.claims import claims_of, load
 from hss_gym.benchmarks.problems import Metric, Problem
 
-#: the rule-based method the paper compares against on each platform (Table 5: C/B column)
-RULE = {"linux": "bypass", "oceanstor": "coto"}
 LEARNED = frozenset({"lqoco", "lqoco_dk", "lqoco_ab", "lqoco_and"})
 CURVE_EVERY = 5  # periods between points of the watermark / throughput curves
 
@@ -63,108 +61,28 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------ claims
+def q_table(record: dict[str, Any]) -> dict[str, Any]:
+    """The metric the claims read from a run's provenance: the size of its Q table (KB)."""
+    return {"q_table_kb": (record.get("provenance") or {}).get("q_table_kb")}
+
+
+# ------------------------------------------------------------------------------ Table 5 beside ours
 def _means(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, float]]:
     """(track, workload, policy) -> metric means over seeds."""
     acc: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        m = r.get("metrics") or {}
-        key = (r.get("track", ""), r["workload"], r["policy"])
-        prov = r.get("provenance") or {}
-        for k, v in [*m.items(), ("q_table_kb", prov.get("q_table_kb"))]:
+        for k, v in (r.get("metrics") or {}).items():
             if isinstance(v, (int, float)):
-                acc[key][k].append(float(v))
-        acc[key]["_config"] = [0.0 if r.get("config") == "linux" else 1.0]
+                acc[(r.get("track", ""), r["workload"], r["policy"])][k].append(float(v))
     return {k: {m: statistics.fmean(v) for m, v in d.items()} for k, d in acc.items()}
-
-
-def _ratio_summary(xs: list[float]) -> str:
-    return f"median {statistics.median(xs):.2f}x (range {min(xs):.2f}-{max(xs):.2f}x)"
-
-
-def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Our results beside the paper's claims. Table 5 compares L-QoCo with the platform's
-    rule-based method (bypass on Linux, CoTo on OceanStor) and with no control."""
-    mean = _means(records)
-    cases = sorted({(t, w) for (t, w, p) in mean if w != "adapt"})
-    rows: list[dict[str, Any]] = []
-
-    def get(t: str, w: str, p: str) -> dict[str, float] | None:
-        return mean.get((t, w, p))
-
-    thr_wins, jit, p999, full_wins, nc_wins, n = 0, [], [], 0, 0, 0
-    for t, w in cases:
-        lq = get(t, w, "lqoco")
-        if lq is None:
-            continue
-        rule = RULE["linux" if lq["_config"] == 0.0 else "oceanstor"]
-        rb, nc = get(t, w, rule), get(t, w, "no_control")
-        if rb is None or nc is None:
-            continue
-        n += 1
-        thr_wins += lq["throughput_mbps"] > rb["throughput_mbps"]
-        nc_wins += lq["throughput_mbps"] > nc["throughput_mbps"]
-        jit.append(rb["jitter"] / max(lq["jitter"], 1e-12))
-        p999.append(rb["p999_latency_ms"] / max(lq["p999_latency_ms"], 1e-12))
-        full_wins += lq["cache_full_s"] < min(rb["cache_full_s"], nc["cache_full_s"])
-    if n:
-        rows.append({"claim": "L-QoCo's throughput above the rule-based method (CoTo/bypass)",
-                     "paper": "19 of 21 workloads", "ours": f"{thr_wins} of {n}",
-                     "agree": thr_wins >= round(19 / 21 * n),
-                     "rule": "count: at least 19/21 of the workloads"})
-        rows.append({"claim": "L-QoCo's throughput above no control", "paper": "21 of 21",
-                     "ours": f"{nc_wins} of {n}", "agree": nc_wins == n,
-                     "rule": "count: every workload"})
-        rows.append({"claim": "throughput jitter: rule-based / L-QoCo", "paper": "2-6x lower",
-                     "ours": _ratio_summary(jit), "agree": statistics.median(jit) >= 2,
-                     "rule": "bound: median >= 2x (the paper's low end)"})
-        rows.append({"claim": "p99.9 latency: rule-based / L-QoCo", "paper": "1.5-4x lower",
-                     "ours": _ratio_summary(p999), "agree": statistics.median(p999) >= 1.5,
-                     "rule": "bound: median >= 1.5x (the paper's low end)"})
-        rows.append({"claim": "cache-full time below both others (Fig. 4)", "paper": "far below",
-                     "ours": f"{full_wins} of {n} workloads", "agree": full_wins >= 0.8 * n,
-                     "rule": "direction only (no number published): below both in at least 80% of the workloads"})
-    adapt = {p: v for (t, w, p), v in mean.items() if w == "adapt"}
-    if {"lqoco", "coto", "no_control"} <= set(adapt):
-        lq, others = adapt["lqoco"], (adapt["coto"], adapt["no_control"])
-        ok = (lq["throughput_mbps"] > max(o["throughput_mbps"] for o in others)
-              and lq["jitter"] < min(o["jitter"] for o in others)
-              and lq["p999_latency_ms"] < min(o["p999_latency_ms"] for o in others))
-        rows.append({"claim": "adaptability (§4.3 sequence): higher throughput, lower jitter and "
-                              "p99.9 than CoTo and no control", "paper": "all three",
-                     "ours": (f"thr {lq['throughput_mbps']:.0f} vs {others[0]['throughput_mbps']:.0f}/"
-                              f"{others[1]['throughput_mbps']:.0f} MB/s, jitter {lq['jitter']:.3f} vs "
-                              f"{others[0]['jitter']:.3f}/{others[1]['jitter']:.3f}, p99.9 "
-                              f"{lq['p999_latency_ms']:.0f} vs {others[0]['p999_latency_ms']:.0f}/"
-                              f"{others[1]['p999_latency_ms']:.0f} ms"), "agree": ok,
-                     "rule": "direction only: all three better"})
-    by: dict[str, dict[str, float]] = defaultdict(dict)
-    for (t, w, p), v in mean.items():
-        if p in ("lqoco", "lqoco_dk"):
-            by[p][f"{t}/{w}"] = v["throughput_mbps"]
-    common = set(by["lqoco"]) & set(by["lqoco_dk"])
-    if common:
-        dk = sum(by["lqoco"][k] >= by["lqoco_dk"][k] for k in common)
-        rows.append({"claim": "ablation (Fig. 6): L-QoCo >= L-QoCo-DK in throughput",
-                     "paper": "DK performs worst", "ours": f"{dk} of {len(common)} cases",
-                     "agree": dk >= 0.5 * len(common),
-                     "rule": "direction only: in at least half of the cases"})
-    qkb = [v["q_table_kb"] for (t, w, p), v in mean.items() if p == "lqoco" and "q_table_kb" in v]
-    if qkb:
-        rows.append({"claim": "Q table size", "paper": "~100 KB",
-                     "ours": f"{qkb[0]:.2f} KB (36 states x 5 actions, float64)", "agree": None,
-                     "rule": "not judged (our Q table is a different size by design)"})
-    return rows
-
-
-# ------------------------------------------------------------------------------ Table 5 beside ours
-PUBLISHED = Path(__file__).resolve().parent.parent / "published" / "lqoco.json"
 
 
 def table5_markdown(records: list[dict[str, Any]]) -> str:
     """Per case of Table 5, the paper's and our ratios L-QoCo vs the platform's rule-based method
     (throughput: L-QoCo / rule, higher is L-QoCo better; jitter and p99.9: rule / L-QoCo) with a
     mark: ✓ when ours points the same way as the paper's (both > 1 or both <= 1), ✗ otherwise."""
-    pub = json.loads(PUBLISHED.read_text())["cases"]
+    published = load("lqoco")
+    pub, rules = published["cases"], published["policy_aliases"]["rule"]
     mean = _means(records)
     by_case = {w: v for (t, w, p), v in mean.items() if p == "lqoco"}
     lines = ["| case | platform | throughput L-QoCo/rule: paper / ours | jitter rule/L-QoCo: paper / ours "
@@ -174,7 +92,7 @@ def table5_markdown(records: list[dict[str, Any]]) -> str:
         track = next((t for (t, w2, p) in mean if w2 == w), None)
         if w not in by_case or track is None:
             continue
-        rule = RULE[paper["platform"]]
+        rule = rules[paper["platform"]]
         lq, rb, nc = (mean.get((track, w, p)) for p in ("lqoco", rule, "no_control"))
         if rb is None or nc is None:
             continue
@@ -254,7 +172,7 @@ PROBLEM = Problem(
     references=(),
     check_workload=check_workload,
     check_config=check_config,
-    claims=evaluate_claims,
+    claims=claims_of("lqoco", record_metrics=q_table),
     figures=figures,
     # one point every CURVE_EVERY control periods of period_s (1 s by default; a track may change it)
     curve_axes=(("watermark", "control periods (1 s each by default)", 0, CURVE_EVERY),

@@ -8,21 +8,21 @@ Dynamic, Random, Demand (hand-written chip moves, not from the paper) and the re
 (``rlalloc_dqn``: shipped weights for ``table1``, in-run offline pre-training on a training seed
 for the sweep, online learning in both).
 
-Claims (the paper's §IV numbers) are checked by :func:`evaluate_claims`; the agree rule is stated
-in each claim's row (``rule``): a gap agrees from half to double the paper's (same sign:
-:data:`hss_gym.benchmarks.stats.GAP_TOLERANCE`), an "about equal" claim within 5 percentage points,
-and the trend over the number of streams on its direction only.
+Claims (the paper's §IV numbers, ``published/rlalloc.json``) are judged by
+:mod:`hss_gym.benchmarks.claims`, each by the rule in its row: a gap agrees from half to double
+the paper's (same sign: :data:`hss_gym.benchmarks.stats.GAP_TOLERANCE`), an "about equal" claim
+within 5 percentage points, and the trend over the number of streams on its direction only.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
+from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem
 
 CONFIGS = ("rlalloc",)
@@ -84,83 +84,6 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "curves": {"reward": rewards}}
 
 
-def _pct(a: float, b: float) -> float:
-    return 100.0 * (a / b - 1.0) if b else math.nan
-
-
-def _rel(records: list[dict[str, Any]], ours: str, base: str, metric: str,
-         workload_filter) -> list[float]:
-    """Per (workload, seed) % difference of ``ours`` vs ``base`` on ``metric``."""
-    by = defaultdict(dict)
-    for r in records:
-        if workload_filter(r["workload"]):
-            by[(r["workload"], r["seed"])][r["policy"]] = (r.get("metrics") or {}).get(metric)
-    out = []
-    for pol in by.values():
-        a, b = pol.get(ours), pol.get(base)
-        if a is not None and b is not None and b > 0:
-            out.append(_pct(a, b))
-    return out
-
-
-def _claim(text: str, paper: str, vals: list[float], kind: str, ref: float) -> dict[str, Any]:
-    from hss_gym.benchmarks.stats import GAP_TOLERANCE, tolerance_range, within_tolerance
-    if kind == "about":
-        rule = f"value: within 5 points of {ref:+.1f}%"
-    else:
-        lo, hi = tolerance_range(ref, GAP_TOLERANCE)
-        rule = (f"magnitude: {GAP_TOLERANCE[0]:g}-{GAP_TOLERANCE[1]:g}x the paper's {ref:+.1f}% "
-                f"({lo:+.1f}..{hi:+.1f}%)")
-    if not vals:
-        return {"claim": text, "paper": paper, "ours": "no runs", "agree": None, "rule": rule}
-    m = float(np.mean(vals))
-    if kind == "about":
-        agree = abs(m - ref) <= 5.0
-    else:
-        agree = within_tolerance(m, ref, GAP_TOLERANCE)
-    return {"claim": text, "paper": paper, "rule": rule,
-            "ours": f"{m:+.1f}% (range {min(vals):+.1f}..{max(vals):+.1f}%, n={len(vals)})", "agree": agree}
-
-
-def evaluate_claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The paper's §IV claims beside ours (mean over seeds and workloads of per-run % differences)."""
-    t1 = lambda w: w == "table1"  # noqa: E731
-    sweep = lambda n: (lambda w: w == f"stg0-x{n}")  # noqa: E731
-    claims = [
-        _claim("RLAlloc IOPS vs Static (Table I mix)", "+25.1% mean (15.4..39.9%)",
-               _rel(records, "rlalloc_dqn", "static", "iops", t1), "more", 25.1),
-        _claim("RLAlloc GC runs vs Static", "-59.2%",
-               _rel(records, "rlalloc_dqn", "static", "gc_runs", t1), "less", -59.2),
-        _claim("RLAlloc IOPS vs Dynamic (about equal)", "-0.8%",
-               _rel(records, "rlalloc_dqn", "dynamic", "iops", t1), "about", -0.8),
-        _claim("RLAlloc p99 vs Dynamic", "-16.1..-35.0%",
-               _rel(records, "rlalloc_dqn", "dynamic", "p99_us", t1), "less", -16.1),
-        _claim("RLAlloc p99.9 vs Dynamic", "-9.2..-44.0%",
-               _rel(records, "rlalloc_dqn", "dynamic", "p999_us", t1), "less", -9.2),
-        _claim("RLAlloc I/O conflicts vs Dynamic", "-33.4%",
-               _rel(records, "rlalloc_dqn", "dynamic", "conflicts", t1), "less", -33.4),
-        _claim("Dynamic IOPS vs Static (§I)", "+26.1%",
-               _rel(records, "dynamic", "static", "iops", t1), "more", 26.1),
-        _claim("Dynamic p99.9 vs Static (§I)", "+37.2..+67.3%",
-               _rel(records, "dynamic", "static", "p999_us", t1), "more", 37.2),
-        _claim("Dynamic I/O conflicts vs Static", "+60.9%",
-               _rel(records, "dynamic", "static", "conflicts", t1), "more", 60.9),
-        _claim("RLAlloc IOPS vs Static, 2 streams of STG_0 (about equal)", "+0.9%",
-               _rel(records, "rlalloc_dqn", "static", "iops", sweep(2)), "about", 0.9),
-        _claim("RLAlloc IOPS vs Static, 20 streams of STG_0", "+24.3%",
-               _rel(records, "rlalloc_dqn", "static", "iops", sweep(20)), "more", 24.3),
-    ]
-    lo = _rel(records, "rlalloc_dqn", "static", "iops", sweep(2))
-    hi = _rel(records, "rlalloc_dqn", "static", "iops", sweep(20))
-    if lo and hi:
-        claims.append({"claim": "the IOPS gain over Static grows with the number of streams",
-                       "paper": "2: +0.9% -> 20: +24.3%",
-                       "ours": f"2: {np.mean(lo):+.1f}% -> 20: {np.mean(hi):+.1f}%",
-                       "rule": "direction only: the gain at 20 streams above the gain at 2",
-                       "agree": bool(np.mean(hi) > np.mean(lo))})
-    return claims
-
-
 PROBLEM = Problem(
     name="rlalloc",
     title="RLAlloc: flash-chip allocation for the streams of a multi-streamed SSD",
@@ -176,6 +99,6 @@ PROBLEM = Problem(
     references=(),
     check_workload=check_workload,
     check_config=check_config,
-    claims=evaluate_claims,
+    claims=claims_of("rlalloc"),
     curve_axes=(("reward", "allocation periods (one decision each)", 1, 1),),
 )
