@@ -110,7 +110,8 @@ path, else 1 + the free fraction in sevenths; "binary": 0 when it does not fit, 
   (``HSS.clean``: a faster device's coldest pages moved down as one batch in idle time) and its
   counters (``cleaned_pages``, ``clean_misses``); episodes of policies that do not use it are
   unchanged, bit for bit. hss-gym 0.5.1 moved the native core to ``hss_gym.backends._core`` and
-  changed the reference Harmonia agent, not this environment.
+  changed the reference Harmonia agent, not this environment. hss-gym 0.5.2 added the option
+  ``room_feature="binary"`` (the reference agents' observation); the other values are unchanged.
   A change that alters episodes becomes ``hss_v1``; this module stays.
 """
 
