@@ -66,7 +66,8 @@ def evaluate(policy: str, config: str, weights: Path, held_out: tuple[str, ...],
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", default="harmonia", choices=["harmonia"])
+    ap.add_argument("--policy", default="harmonia", choices=["harmonia", "harmonia_paper"],
+                    help="the reference agent, or the published one (the shipped weights' policy)")
     ap.add_argument("--config", default="perf_opt")
     ap.add_argument("--train-workloads", default=",".join(TRAIN), help="comma-separated, in training order")
     ap.add_argument("--eval-workloads", default=",".join(HELD_OUT), help="comma-separated held-out workloads")

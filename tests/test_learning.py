@@ -517,6 +517,11 @@ def test_pretrain_saves_weights_that_make_policy_loads(tmp_path, capsys) -> None
     assert h.placement.agent.infer.epsilon == h.placement.agent.cfg.epsilon  # no random warm-up
     with pytest.raises(SystemExit, match="held out"):
         main(["--train-workloads", "lun1", "--eval-workloads", "lun1", "--out", str(out)])
+    # the module docstring's command for the shipped weights (harmonia_paper) parses and runs
+    paper = tmp_path / "p.pt"
+    main(["--policy", "harmonia_paper", "--config", "perf_opt", "--train-workloads", "learn-hot-scan",
+          "--eval-workloads", "learn-phase", "--requests", "300", "--eval-seeds", "1", "--out", str(paper)])
+    assert paper.is_file() and make_policy("harmonia_paper", weights=str(paper)).name == "harmonia_paper"
 
 
 @pytest.mark.parametrize("config", ["perf_opt", "cost_opt"])
