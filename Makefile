@@ -41,8 +41,16 @@ test: test-py test-asan
 test-py: $(SO_STAMP)
 	$(PY) -m pytest -q
 
+## The training-heavy tests, in two processes side by side (one per core; about 5.5 min in one).
+## The first holds the tests that start Ray, build packages or MQSim, so those never overlap.
+SLOW_A := tests/test_examples.py tests/test_harness.py tests/test_packaging.py tests/test_fleetio.py \
+	tests/test_flash_mqsim.py tests/test_report_browser.py
 test-slow: $(SO_STAMP)
-	$(PY) -m pytest -q -m slow
+	@mkdir -p build
+	@$(PY) -m pytest -q -m slow $(SLOW_A) > build/test-slow-a.log 2>&1 & a=$$!; \
+	$(PY) -m pytest -q -m slow $(addprefix --ignore=,$(SLOW_A)); rb=$$?; \
+	wait $$a; ra=$$?; echo "--- $(SLOW_A):"; cat build/test-slow-a.log; \
+	test $$ra -eq 0 && test $$rb -eq 0
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
 ## model), the real-device engine, the C51 agents' kernel, the flash SSD model and the L-QoCo simulator.
