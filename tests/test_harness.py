@@ -32,6 +32,7 @@ from hss_gym.benchmarks.suites import (SuiteError, list_suites, load_suite, pars
 from hss_gym.benchmarks.validate import validate_results
 from hss_gym.config import CONFIGURATIONS
 from hss_gym.metrics import RunMetrics
+from hss_gym.workloads.catalogue import CATALOGUE, names as catalogue_names
 from hss_gym.workloads.registry import canonical_name
 from hss_gym.workloads.synthetic import TARGETS
 
@@ -76,14 +77,15 @@ def tiny_results(tmp_path_factory):
 
 
 # ---------------------------------------------------------------- suites
-@pytest.mark.parametrize("name", ["quick", "hss-bench-v1"])
+@pytest.mark.parametrize("name", ["quick", "hss-bench-v1", "hss-bench-v2"])
 def test_builtin_suites_reference_only_valid_names(name):
     s = load_suite(name)
     assert s.policies[0] == "fast_only" and "oracle" in s.policies
     assert set(s.policies) <= set(POLICIES)
     for t in s.tracks:
         assert set(t.configs) <= set(CONFIGURATIONS)
-        assert all(canonical_name(w) == w for w in t.workloads), t.workloads
+        assert all(canonical_name(w) == w or w in {f"catalogue:{n}" for n in catalogue_names()}
+                   for w in t.workloads), t.workloads
         assert t.n_requests >= 10_000 and t.seeds
 
 
@@ -95,6 +97,20 @@ def test_hss_bench_v1_is_table4_and_table5_on_five_configs():
     assert {t.name: t.configs for t in s.tracks} == {c: (c,) for c in ("perf_opt", "cost_opt", "tri", "quad", "pmem")}
     for t in s.tracks:
         assert sorted(t.workloads) == sorted(table4 + mixes)
+
+
+def test_hss_bench_v2_is_the_catalogue_first_then_hss_bench_v1():
+    """v2 = a real track over every catalogue trace (all requests, perf_opt and cost_opt) in front
+    of hss-bench-v1's synthetic tracks, unchanged."""
+    v1, v2 = load_suite("hss-bench-v1"), load_suite("hss-bench-v2")
+    real = [t for t in v2.tracks if t.name.startswith("real-")]
+    assert [t.name for t in v2.tracks[:2]] == ["real-perf_opt", "real-cost_opt"] == [t.name for t in real]
+    for t, config in zip(real, ("perf_opt", "cost_opt")):
+        assert t.configs == (config,) and t.n_requests >= max(e.requests for e in CATALOGUE.values())
+        assert sorted(t.workloads) == sorted(f"catalogue:{n}" for n in catalogue_names())
+    assert v2.tracks[2:] == v1.tracks
+    assert set(v1.policies) < set(v2.policies)
+    assert all(t.seeds == (0, 1, 2) for t in v2.tracks)
 
 
 def test_real_suite_takes_a_directory(tmp_path):
