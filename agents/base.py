@@ -37,6 +37,7 @@ from __future__ import annotations
 import difflib
 import gc
 import importlib
+import importlib.util
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -298,6 +299,24 @@ def _takes_seed(factory: Callable[..., Policy]) -> bool:
 EXTRAS: dict[str, str] = {"torch": "agents", "sklearn": "agents", "matplotlib": "agents",
                           "stable_baselines3": "sb3", "torchrl": "torchrl", "ray": "rllib"}
 
+#: The built-in policies that need an optional package (a PyTorch or scikit-learn model), by the
+#: modules they import; every other one, the reference agents included, runs on the core install.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "archivist": ("torch",), "k_svm": ("sklearn",), "rnn_hss": ("torch",),
+    "sibyl+k_svm": ("sklearn",), "sibyl+rnn_hss": ("torch",), "rlalloc/rlalloc_dqn": ("torch",),
+}
+
+
+def missing_extra(spec: str) -> str | None:
+    """Why the built-in policy ``spec`` cannot run on this install ("needs the 'agents' extra:
+    pip install ..."), or None when it can."""
+    missing = [m for m in NEEDS.get(spec, ()) if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    extras = sorted({EXTRAS[m] for m in missing})
+    return (f"needs {', '.join(missing)}, the {', '.join(repr(e) for e in extras)} extra: "
+            f"pip install 'hss-gym[{','.join(extras)}]'")
+
 
 def _import_error(spec: str, e: ImportError) -> ValueError:
     """What a user reads when a policy's module cannot be imported: which extra brings it."""
@@ -357,7 +376,10 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
     factory = load_factory(spec)
     if seed is not None and _takes_seed(factory):
         kwargs["seed"] = seed
-    policy = factory(**kwargs)
+    try:
+        policy = factory(**kwargs)
+    except ImportError as e:  # a combination imports its parts' modules when made
+        raise _import_error(spec, e) from e
     if not isinstance(policy, Policy):
         raise TypeError(f"policy factory {spec!r} returned {type(policy).__name__}, not a "
                         f"hss_gym.agents.Policy")

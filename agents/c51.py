@@ -4,15 +4,16 @@ C51 (Bellemare et al., ICML 2017) learns, for each action, a categorical distrib
 over ``n_atoms`` fixed values ``z`` in ``[v_min, v_max]``; the policy takes the action with the
 highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, section 4.5):
 
-* **two networks**: a *training* network (a PyTorch module, Adam) and an *inference* network that
-  makes the decisions and is refreshed with the training weights every ``sync_every`` requests
+* **two networks**: a *training* network (NumPy arrays the C kernel steps with Adam) and an
+  *inference* network that makes the decisions and is refreshed with the training weights every ``sync_every`` requests
   (1000). The inference copy runs in C (:mod:`hss_gym.agents._c51`): a decision costs about a
   microsecond instead of a PyTorch call's tens to hundreds of microseconds. It also serves as the target
   network of the Bellman update, as a DQN target network does;
 * **the gradient step** of the training network is computed by ``trainer="c"`` (default), a C
-  kernel that updates the torch module's parameters in place, or by ``trainer="torch"``, the
-  same step written with autograd and ``torch.optim.Adam`` (the reference the C kernel is tested
-  against; edit this one to try a new loss). Both compute the same update; the C kernel takes
+  kernel that updates the parameters in place, or by ``trainer="torch"``, the same step written
+  with autograd and ``torch.optim.Adam`` in :mod:`hss_gym.agents.c51_torch` (the reference the C
+  kernel is tested against; edit it to try a new loss; it needs PyTorch, the ``agents`` extra).
+  Both compute the same update; the C kernel takes
   ~20x less time per minibatch (benchmarks/perf/bench_agents.py: 146 vs 2,896 µs for 128 samples
   on a loaded machine; ~80 µs of CPU for Harmonia's placement network), which is what lets the
   agents learn online at the environment's speed;
@@ -34,25 +35,33 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   agents use 8, docs/learning-diagnostics.md). With ``train_thread=True`` (default, C trainer) a
   worker thread takes them while the agent acts: each step's minibatch is drawn when it is due
   (the replay keeps a row it overwrites until the steps that may have drawn it have read it), the
-  worker runs the steps in order, and the agent waits for them before it reads the weights (every ``sync_every`` requests, or when :attr:`C51Agent.q` is used), so results are
+  worker runs the steps in order, and the agent waits for them before it reads the weights (every ``sync_every`` requests, or when :attr:`C51Agent.weights` is read), so results are
   exactly those of synchronous training (``train_thread=False``) and do not depend on timing.
 
+The agents need no PyTorch: the parameters are NumPy arrays, initialised as PyTorch's
+``nn.Linear`` initialises them (:func:`init_layers`: the same numbers, drawn from the same
+Mersenne Twister stream, so results did not change when PyTorch left the agents).
+
 Every gradient step's loss is kept in :attr:`C51Agent.loss_curve` as ``(experiences, loss)``
-(Harmonia Fig. 7). :meth:`C51Agent.save`/:meth:`C51Agent.load` store the weights with the shapes
-they were made for, and refuse weights for another number of devices or features.
+(Harmonia Fig. 7). :meth:`C51Agent.save`/:meth:`C51Agent.load` store the weights in a NumPy
+``.npz`` file (:func:`save_state`) with the shapes they were made for, and refuse weights for
+another number of devices or features.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from hss_gym.agents._c51 import C51Net, C51Trainer
+
+Layers = list[tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass
@@ -95,29 +104,96 @@ class C51Config:
                              f"buffer_size >= batch_size >= 1, train_every >= 1, sync_every >= 1, trainer 'c' or 'torch')")
 
 
-class QNetwork(nn.Module):
-    """The training network: an MLP with swish hidden layers -> (n_actions, n_atoms) logits."""
-
-    def __init__(self, n_inputs: int, n_actions: int, cfg: C51Config) -> None:
-        super().__init__()
-        sizes = (n_inputs, *cfg.hidden)
-        layers: list[nn.Module] = []
-        for a, b in zip(sizes[:-1], sizes[1:]):
-            layers += [nn.Linear(a, b), nn.SiLU()]  # SiLU is swish
-        layers.append(nn.Linear(sizes[-1], n_actions * cfg.n_atoms))
-        self.net = nn.Sequential(*layers)
-        self.n_actions, self.n_atoms = n_actions, cfg.n_atoms
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x).view(-1, self.n_actions, self.n_atoms)
-
-    def linear_layers(self) -> list[nn.Linear]:
-        return [m for m in self.net if isinstance(m, nn.Linear)]
+def _mt_words(seed: int, n: int) -> np.ndarray:
+    """The first ``n`` 32-bit outputs of the Mersenne Twister seeded with ``seed`` as PyTorch's CPU
+    generator seeds it (``init_genrand``, as NumPy's legacy ``RandomState(seed)``)."""
+    return np.random.RandomState(seed).randint(0, 2**32, size=n, dtype=np.uint32).astype(np.uint64)
 
 
-def _views(net: QNetwork) -> list[tuple[np.ndarray, np.ndarray]]:
-    """NumPy views of a network's parameter storage (shared memory: the C trainer writes here)."""
-    return [(m.weight.detach().numpy(), m.bias.detach().numpy()) for m in net.linear_layers()]
+def _uniform(words: np.ndarray, bound: float) -> np.ndarray:
+    """PyTorch's CPU ``uniform_(-bound, bound)`` of float32 from 32-bit words: 24 random bits
+    scaled to [0, 1), then ``x * (to - from) + from`` fused (one rounding), in float32."""
+    x = (words & 0xFFFFFF).astype(np.float32) * np.float32(2.0 ** -24)
+    lo, hi = np.float32(-bound), np.float32(bound)
+    span = np.float32(hi - lo)
+    # x * span is exact in float64 (24 x 24 bits) and so is the sum: one rounding, as a fused multiply-add
+    return (x.astype(np.float64) * float(span) + float(lo)).astype(np.float32)
+
+
+def init_layers(sizes: tuple[int, ...], seed: int) -> Layers:
+    """Weights and biases of an MLP with layer widths ``sizes``, initialised as PyTorch's
+    ``nn.Linear`` does (weights Kaiming-uniform with ``a = sqrt(5)``, i.e. U(+-1/sqrt(fan_in));
+    biases U(+-1/sqrt(fan_in))) after ``torch.manual_seed(s)``, ``s`` drawn from a generator seeded
+    with ``seed`` (``torch.randint(2**31 - 1, generator=...)``): the numbers the agents had when
+    their networks were PyTorch modules, bit for bit (tests/test_agents.py checks it against
+    PyTorch), so no result changed when PyTorch left the agents."""
+    first = _mt_words(seed, 2)
+    torch_seed = int((first[0] << np.uint64(32)) | first[1]) % (2**31 - 1)  # randint uses 64 bits
+    shapes = list(zip(sizes[:-1], sizes[1:]))
+    words = _mt_words(torch_seed, sum(a * b + b for a, b in shapes))
+    layers: Layers = []
+    pos = 0
+    for fan_in, fan_out in shapes:
+        gain = math.sqrt(2.0 / (1 + 5))  # leaky_relu gain with a = sqrt(5)
+        w_bound = math.sqrt(3.0) * (gain / math.sqrt(fan_in))
+        w = _uniform(words[pos:pos + fan_in * fan_out], w_bound).reshape(fan_out, fan_in)
+        pos += fan_in * fan_out
+        b = _uniform(words[pos:pos + fan_out], 1.0 / math.sqrt(fan_in))
+        pos += fan_out
+        layers.append((w, b))
+    return layers
+
+
+def save_state(path: "str | Path", state: dict[str, Any]) -> None:
+    """Write a (nested) state dict to a NumPy ``.npz`` file at exactly ``path``: its arrays as
+    arrays, everything else as one JSON document (no pickles: loading runs no code)."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def split(obj: Any, key: str) -> Any:
+        if isinstance(obj, np.ndarray):
+            arrays[key] = obj
+            return {"__array__": key}
+        if isinstance(obj, dict):
+            return {k: split(v, f"{key}/{k}" if key else k) for k, v in obj.items()}
+        return obj
+
+    meta = split(state, "")
+    with open(path, "wb") as f:  # a file object: np.savez would add ".npz" to a path
+        np.savez(f, __meta__=np.array(json.dumps(meta)), **arrays)
+
+
+def load_state(path: "str | Path") -> dict[str, Any]:
+    """Read a state dict written by :func:`save_state`. A PyTorch file of an earlier hss-gym (before
+    the agents left PyTorch) is read when PyTorch is installed (save it again to convert it); anything else is refused."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path}: not an hss-gym weights file (not a .npz archive)") from None
+    if "__meta__.npy" in names:
+        with np.load(path, allow_pickle=False) as data:
+            def join(obj: Any) -> Any:
+                if isinstance(obj, dict):
+                    if set(obj) == {"__array__"}:
+                        return data[obj["__array__"]]
+                    return {k: join(v) for k, v in obj.items()}
+                return obj
+            return join(json.loads(str(data["__meta__"])))
+    if any(n.endswith("/data.pkl") for n in names):
+        try:
+            import torch
+        except ImportError:
+            raise ValueError(f"{path}: PyTorch weights of an earlier hss-gym; to convert them, install "
+                             f"PyTorch (pip install 'hss-gym[agents]'), load them and save them again") from None
+
+        def to_numpy(obj: Any) -> Any:
+            if isinstance(obj, torch.Tensor):
+                return obj.numpy()
+            if isinstance(obj, dict):
+                return {k: to_numpy(v) for k, v in obj.items()}
+            return obj
+        return to_numpy(torch.load(path, weights_only=True))
+    raise ValueError(f"{path}: not an hss-gym weights file (a zip archive without its contents)")
 
 
 @dataclass
@@ -133,17 +209,10 @@ class C51Agent:
         if self.n_inputs < 1 or self.n_actions < 1:
             raise ValueError(f"C51Agent needs n_inputs >= 1 and n_actions >= 1, got {self.n_inputs}, {self.n_actions}")
         cfg = self.cfg
-        if cfg.torch_threads:  # tiny networks: intra-op threads only add synchronisation cost
-            torch.set_num_threads(cfg.torch_threads)
-        gen = torch.Generator().manual_seed(self.seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(torch.randint(2**31 - 1, (1,), generator=gen)))
-            self._q = QNetwork(self.n_inputs, self.n_actions, cfg)
-            self.target = QNetwork(self.n_inputs, self.n_actions, cfg)
-        self.opt = torch.optim.Adam(self._q.parameters(), lr=cfg.lr, fused=True) if cfg.trainer == "torch" else None
+        sizes = (self.n_inputs, *cfg.hidden, self.n_actions * cfg.n_atoms)
+        self._params = init_layers(sizes, self.seed)  # the training network
+        self._target = [(np.zeros_like(w), np.zeros_like(b)) for w, b in self._params]  # set by sync()
         self._background = cfg.trainer == "c" and cfg.train_thread
-        self.z = torch.linspace(cfg.v_min, cfg.v_max, cfg.n_atoms)
-        self.dz = (cfg.v_max - cfg.v_min) / (cfg.n_atoms - 1)
         self.infer = C51Net((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max,
                             cfg.epsilon, self.seed)
         self.np_rng = np.random.default_rng(self.seed)
@@ -153,9 +222,8 @@ class C51Agent:
         self.act_buf = np.zeros(cap, dtype=np.int64)
         self.rew_buf = np.zeros(cap, dtype=np.float32)
         self.disc_buf = np.zeros(cap, dtype=np.float32)
-        self._q_views, self._target_views = _views(self._q), _views(self.target)
         self.trainer = C51Trainer((self.n_inputs, *cfg.hidden), self.n_actions, cfg.n_atoms, cfg.v_min, cfg.v_max,
-                                  cfg.gamma, cfg.lr, self._q_views, self._target_views, self.obs_buf,
+                                  cfg.gamma, cfg.lr, self._params, self._target, self.obs_buf,
                                   self.next_buf, self.act_buf, self.rew_buf, cfg.batch_size, self.seed,
                                   disc_buf=self.disc_buf)
         self.scale = cfg.reward_scale
@@ -166,13 +234,23 @@ class C51Agent:
             self.infer.epsilon = 1.0
         self._next_sync = cfg.sync_every
         self._loss_curve: list[tuple[int, float]] = []
+        self._torch: Any = None
+        if cfg.trainer == "torch":
+            from hss_gym.agents.c51_torch import TorchReference  # PyTorch: the agents extra
+            self._torch = TorchReference(self)
         self.sync()
 
     @property
-    def q(self) -> QNetwork:
-        """The training network (after the background gradient steps due so far)."""
+    def weights(self) -> Layers:
+        """The training network's ``(weight, bias)`` arrays per layer (after the background
+        gradient steps due so far): the trainer's memory, updated in place."""
         self.wait()
-        return self._q
+        return self._params
+
+    @property
+    def target_weights(self) -> Layers:
+        """The target (and inference) network's ``(weight, bias)`` arrays, as of the last sync."""
+        return self._target
 
     @property
     def loss_curve(self) -> list[tuple[int, float]]:
@@ -228,11 +306,11 @@ class C51Agent:
     def sync(self) -> None:
         """Copy the training weights to the inference network (C) and the target network."""
         self.wait()  # for the background steps
-        for (w, b), (tw, tb) in zip(self._q_views, self._target_views):  # the parameters' memory
+        for (w, b), (tw, tb) in zip(self._params, self._target):  # the trainer's memory
             np.copyto(tw, w)
             np.copyto(tb, b)
         self.trainer.invalidate()
-        self.infer.set_weights(self._q_views)
+        self.infer.set_weights(self._params)
 
     # -- learning --------------------------------------------------------------------------
     def remember(self, obs: np.ndarray, action: int, reward: float, next_obs: np.ndarray,
@@ -271,7 +349,7 @@ class C51Agent:
         if cfg.trainer == "c":
             value = self.trainer.train(self.scale, self.r_lo, self.r_hi, indices)
         else:
-            value = self._torch_step(self.np_rng.integers(0, self.size, size=cfg.batch_size)
+            value = self._torch.step(self.np_rng.integers(0, self.size, size=cfg.batch_size)
                                      if indices is None else np.asarray(indices))
         self._loss_curve.append((self.experiences, value))
         return value
@@ -279,53 +357,22 @@ class C51Agent:
     def _first_scale(self) -> float:
         return self.cfg.reward_target / max(float(np.abs(self.rew_buf[:self.size]).mean()), 1e-12)
 
-    def _torch_step(self, idx: np.ndarray) -> float:
-        """The reference: the same update with autograd and torch.optim.Adam."""
-        loss = self.loss(idx)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-        return loss.item()
-
-    def loss(self, idx: np.ndarray) -> torch.Tensor:
-        """The C51 loss of the minibatch at buffer positions ``idx``, as a PyTorch graph (the
-        reference definition of the update; ``trainer="torch"`` steps on it)."""
-        cfg = self.cfg
-        if self.scale is None:
-            raise RuntimeError("no reward scale yet: take a train_step() first or set reward_scale")
-        obs = torch.from_numpy(self.obs_buf[idx])
-        nxt = torch.from_numpy(self.next_buf[idx])
-        act = torch.from_numpy(self.act_buf[idx])
-        rew = torch.from_numpy(np.clip(self.rew_buf[idx] * self.scale, self.r_lo, self.r_hi))
-        disc = torch.from_numpy(self.disc_buf[idx])
-        with torch.no_grad():
-            p_next = torch.softmax(self.target(nxt), dim=2)
-            best = (p_next * self.z).sum(2).argmax(1)
-            p = p_next[torch.arange(len(idx)), best]
-            tz = (rew.unsqueeze(1) + disc.unsqueeze(1) * self.z).clamp(cfg.v_min, cfg.v_max)
-            b = (tz - cfg.v_min) / self.dz
-            lo, hi = b.floor().long(), b.ceil().long()
-            same = lo == hi  # b on an atom: all its mass goes there
-            m = torch.zeros_like(p)
-            m.scatter_add_(1, lo, p * (hi.float() - b + same.float()))
-            m.scatter_add_(1, hi, p * (b - lo.float()))
-        logp = torch.log_softmax(self.q(obs)[torch.arange(len(idx)), act], dim=1)  # self.q waits
-        return -(m * logp).sum(1).mean()
-
     def c_gradients(self, idx: np.ndarray) -> tuple[float, list[tuple[np.ndarray, np.ndarray]]]:
         """Loss and per-layer (dW, db) of the minibatch at ``idx`` from the C kernel, without
         stepping: for checking it against autograd on :meth:`loss`."""
         value = self.trainer.train(self.scale, self.r_lo, self.r_hi, idx, apply=False)
-        layers = self._q.linear_layers()
-        return value, [(np.frombuffer(w, np.float32).reshape(m.weight.shape), np.frombuffer(b, np.float32))
-                       for (w, b), m in zip(self.trainer.gradients(), layers)]
+        return value, [(np.frombuffer(gw, np.float32).reshape(w.shape), np.frombuffer(gb, np.float32))
+                       for (gw, gb), (w, _) in zip(self.trainer.gradients(), self._params)]
 
     # -- persistence -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """Shapes, configuration, reward scale, weights (copies) and loss curve, for :func:`save_state`."""
+        weights = {}
+        for i, (w, b) in enumerate(self.weights):  # the names PyTorch's nn.Sequential gave them
+            weights[f"net.{2 * i}.weight"], weights[f"net.{2 * i}.bias"] = w.copy(), b.copy()
         return {"format": "hss-gym-c51/1", "n_inputs": self.n_inputs, "n_actions": self.n_actions,
-                "reward_scale": self.scale,
-                "config": asdict(self.cfg), "weights": self.q.state_dict(),
-                "loss_curve": list(self.loss_curve)}
+                "reward_scale": self.scale, "config": asdict(self.cfg), "weights": weights,
+                "loss_curve": np.asarray(self.loss_curve, dtype=np.float64).reshape(-1, 2)}
 
     def load_state_dict(self, state: dict[str, Any], source: str = "weights") -> None:
         """Load weights saved by :meth:`state_dict`; refuses another shape or network."""
@@ -343,23 +390,30 @@ class C51Agent:
             theirs = tuple(saved[k]) if k == "hidden" else saved[k]
             if theirs != mine:
                 raise ValueError(f"{source}: weights have {k}={theirs}, this agent has {k}={mine}")
-        self.q.load_state_dict(state["weights"])
+        weights = state["weights"]
+        for i, (w, b) in enumerate(self.weights):
+            for name, dest in ((f"net.{2 * i}.weight", w), (f"net.{2 * i}.bias", b)):
+                got = np.asarray(weights.get(name))
+                if got.shape != dest.shape:
+                    raise ValueError(f"{source}: {name} has shape {got.shape}, this agent's is {dest.shape}")
+                np.copyto(dest, got)  # in place: the trainer holds this memory
         self.scale = state.get("reward_scale", self.scale)
         self._explore_left = 0  # trained weights: no random warm-up, epsilon as configured
         self.infer.epsilon = self.cfg.epsilon
-        self.loss_curve = [tuple(x) for x in state.get("loss_curve", [])]
+        self.loss_curve = [(int(e), float(v)) for e, v in state.get("loss_curve", [])]
         self.sync()
 
     def save(self, path: "str | Path") -> None:
-        torch.save(self.state_dict(), path)
+        """Write the weights to a ``.npz`` file (:func:`save_state`) at ``path``."""
+        save_state(path, self.state_dict())
 
     def load(self, path: "str | Path") -> None:
-        self.load_state_dict(torch.load(path, weights_only=True), str(path))
+        self.load_state_dict(load_state(path), str(path))
 
     def memory_bytes(self) -> int:
         """Bytes of the experience buffer, the training, target and inference weights and the
         trainer's state (Adam's moments; the C kernel's gradients and minibatch scratch)."""
-        params = sum(p.numel() for p in self._q.parameters())
+        params = sum(w.size + b.size for w, b in self._params)
         bufs = sum(b.nbytes for b in (self.obs_buf, self.next_buf, self.act_buf, self.rew_buf, self.disc_buf))
         trainer = self.trainer.nbytes if self.cfg.trainer == "c" else 2 * 4 * params
         return bufs + 3 * 4 * params + trainer

@@ -43,10 +43,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import torch
 
 from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
-from hss_gym.agents.c51 import C51Agent, C51Config
+from hss_gym.agents.c51 import C51Agent, C51Config, load_state, save_state
 from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
 from hss_gym.backends.base import READ
 from hss_gym.envs.features import feature_names
@@ -683,15 +682,16 @@ class Harmonia(Combined):
                 return n
 
     def save(self, path: "str | Path") -> None:
-        """Save both agents' training weights and loss curves (call after an episode)."""
+        """Save both agents' training weights and loss curves (call after an episode) to a NumPy
+        ``.npz`` file at ``path`` (:func:`hss_gym.agents.c51.save_state`)."""
         if self.placement.agent is None:
             raise RuntimeError("nothing to save: run at least one episode first")
-        torch.save({"format": "hss-gym-harmonia/1", "placement": self.placement.agent.state_dict(),
-                    "migration": self.migration.agent.state_dict()}, path)
+        save_state(path, {"format": "hss-gym-harmonia/1", "placement": self.placement.agent.state_dict(),
+                          "migration": self.migration.agent.state_dict()})
 
     def load(self, path: "str | Path") -> None:
         """Load weights saved by :meth:`save` (checked against the env at the next reset)."""
-        state = torch.load(path, weights_only=True)
+        state = load_state(path)
         if not isinstance(state, dict) or state.get("format") != "hss-gym-harmonia/1":
             raise ValueError(f"{path}: not a Harmonia weights file")
         self.placement.load_state(state["placement"], f"{path} (placement agent)")

@@ -4,12 +4,12 @@ Online learning from scratch stays the default of every agent; this is the other
 learns across a sequence of training episodes (one per training workload, in order), its weights are
 saved, and a copy loaded from them runs each held-out workload (still learning online, without the
 random warm-up) beside a fresh agent and Slow-Only. Shipped weights (package data,
-``hss_gym/agents/weights/harmonia_paper-<config>.pt``) were made with::
+``hss_gym/agents/weights/harmonia_paper-<config>.npz``) were made with::
 
     python -m hss_gym.agents.pretrain --policy harmonia_paper --config perf_opt \\
-        --out agents/weights/harmonia_paper-perf_opt.pt
+        --out agents/weights/harmonia_paper-perf_opt.npz
     python -m hss_gym.agents.pretrain --policy harmonia_paper --config cost_opt \\
-        --out agents/weights/harmonia_paper-cost_opt.pt
+        --out agents/weights/harmonia_paper-cost_opt.npz
 
 and load with ``make_policy("harmonia_paper", weights=shipped_weights("harmonia_paper", "perf_opt"))``.
 """
@@ -30,9 +30,9 @@ WEIGHTS = Path(__file__).resolve().parent / "weights"
 
 def shipped_weights(policy: str, config: str) -> Path:
     """Path of the pretrained weights shipped for ``policy`` on ``config``."""
-    path = WEIGHTS / f"{policy}-{config}.pt"
+    path = WEIGHTS / f"{policy}-{config}.npz"
     if not path.is_file():
-        have = sorted(p.stem for p in WEIGHTS.glob("*.pt"))
+        have = sorted(p.stem for p in WEIGHTS.glob("*.npz"))
         raise FileNotFoundError(f"no shipped weights for {policy!r} on {config!r}; shipped: {have}")
     return path
 

@@ -116,6 +116,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     suite = with_overrides(suite, policies=_csv(args.policies), tracks=_csv(args.tracks),
                            workloads=_csv(args.workloads), configs=_csv(args.configs),
                            seeds=_ints(args.seeds), n_requests=args.n, oracle=not args.no_oracle)
+    suite = _installed_policies(suite, explicit=bool(args.policies), quiet=args.quiet)
     out = Path(args.out or os.path.join("results", suite.name))
     rpath = results_path(out)
     _check_out_dir(rpath.parent, "--out")
@@ -128,6 +129,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
     with ResultsLock(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
         return _bench(args, suite, out, rpath, jobs, say)
+
+
+def _installed_policies(suite: Any, explicit: bool, quiet: bool) -> Any:
+    """The suite without the policies whose extra is not installed (said on stderr), when the
+    policies are the suite's own; named with --policies, such a policy is an error, up front."""
+    from dataclasses import replace
+
+    from hss_gym.agents.base import missing_extra
+    spec = suite.spec
+    missing = {p: why for p in suite.policies
+               if (why := missing_extra(p if spec.name == "hss" else f"{spec.name}/{p}"))}
+    if not missing:
+        return suite
+    lines = "; ".join(f"{p} {why}" for p, why in missing.items())
+    if explicit:
+        raise ValueError(f"--policies: not installed here: {lines}")
+    if not quiet:
+        print(f"left out ({len(missing)} of {len(suite.policies)} policies; install the extra to run "
+              f"them): {lines}", file=sys.stderr)
+    return replace(suite, policies=tuple(p for p in suite.policies if p not in missing))
 
 
 def _check_out_dir(d: Path, option: str) -> None:

@@ -1,21 +1,22 @@
-"""The policy interface, the C51 learner, Harmonia, Sibyl, SAPM and the Oracle."""
+"""The policy interface, the C51 learner, Harmonia, Sibyl, SAPM and the Oracle. They run on the
+core install (no PyTorch); the tests against PyTorch's autograd and initialisation need it."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
+from _extras import requires
 
-torch = pytest.importorskip("torch")
-
-from hss_gym.agents import (InvalidActionError, Policy, list_policies, make_env, make_policy,  # noqa: E402
-                            run_episode)
-from hss_gym.agents._c51 import C51Trainer  # noqa: E402
-from hss_gym.agents.c51 import C51Agent, C51Config  # noqa: E402
-from hss_gym.agents.harmonia import Harmonia, MigrationAgent  # noqa: E402
-from hss_gym.agents.oracle import NEVER, next_uses  # noqa: E402
-from hss_gym.workloads.trace import Trace  # noqa: E402
+from hss_gym.agents import InvalidActionError, Policy, list_policies, make_env, make_policy, run_episode
+from hss_gym.agents._c51 import C51Trainer
+from hss_gym.agents.base import NEEDS
+from hss_gym.agents.c51 import C51Agent, C51Config, init_layers, load_state, save_state
+from hss_gym.agents.harmonia import Harmonia, MigrationAgent
+from hss_gym.agents.oracle import NEVER, next_uses
+from hss_gym.workloads.trace import Trace
 
 N = 4000
 
@@ -74,23 +75,91 @@ def test_non_dict_actions_are_refused():
         run_episode(p, make_env(p, "perf_opt", "ycsb-b", n_requests=100))
 
 
-def test_every_registered_policy_is_importable():
+NEED_EXTRAS = {name for name in NEEDS if "/" not in name}  # the HSS policies that need an extra
+
+
+def test_every_registered_policy_is_importable_or_names_its_extra():
     from hss_gym.agents.base import load_factory
     for name in list_policies():
-        assert callable(load_factory(name)), name
+        try:
+            assert callable(load_factory(name)), name
+            make_policy(name)
+        except ValueError as e:
+            assert name in NEED_EXTRAS and "pip install 'hss-gym[agents]'" in str(e), (name, e)
+
+
+def test_the_reference_agents_run_without_pytorch(tmp_path):
+    """On a core install (PyTorch, scikit-learn and matplotlib unimportable, as in a fresh process
+    here) every policy but those needing an extra makes and plays an episode, and Harmonia's
+    weights save and load."""
+    import subprocess
+    code = f"""
+import sys
+for m in ("torch", "sklearn", "matplotlib"):
+    sys.modules[m] = None
+from hss_gym.agents import list_policies, make_env, make_policy, run_episode
+for name in sorted(set(list_policies()) - set({sorted(NEED_EXTRAS)!r})):
+    p = make_policy(name, seed=0)
+    run_episode(p, make_env(p, "perf_opt", "ycsb-b", n_requests=1500), seed=0)
+    if name == "harmonia":
+        p.save({str(tmp_path / "h.npz")!r})
+h = make_policy("harmonia", weights={str(tmp_path / "h.npz")!r})
+run_episode(h, make_env(h, "perf_opt", "ycsb-b", n_requests=500), seed=0)
+assert "torch" not in [m for m, v in sys.modules.items() if v is not None]
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 # ------------------------------------------------------------------ C51 learner
-def test_c_inference_matches_the_torch_network():
-    agent = C51Agent(7, 3, C51Config(hidden=(10,)), seed=3)
+@pytest.mark.parametrize("hidden", [(10,), (20, 30)])
+def test_c_inference_matches_the_network_written_in_numpy(hidden):
+    """The C inference network's expected returns are those of the training weights' swish MLP,
+    written out here in NumPy (float64)."""
+    agent = C51Agent(7, 3, C51Config(hidden=hidden), seed=3)
+    z = np.linspace(agent.cfg.v_min, agent.cfg.v_max, agent.cfg.n_atoms)
     rng = np.random.default_rng(0)
     for _ in range(20):
         obs = rng.random(7, dtype=np.float32)
-        with torch.no_grad():
-            p = torch.softmax(agent.q(torch.from_numpy(obs)[None]), dim=2)[0]
-            q_torch = (p * agent.z).sum(1).numpy()
-        np.testing.assert_allclose(agent.q_values(obs), q_torch, rtol=1e-5, atol=1e-5)
-        assert agent.greedy(obs) == int(np.argmax(q_torch))
+        x = obs.astype(np.float64)
+        for i, (w, b) in enumerate(agent.weights):
+            x = w.astype(np.float64) @ x + b
+            if i < len(agent.weights) - 1:
+                x = x / (1.0 + np.exp(-x))  # swish
+        logits = x.reshape(3, -1)
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        q = (p / p.sum(1, keepdims=True)) @ z
+        np.testing.assert_allclose(agent.q_values(obs), q, rtol=1e-5, atol=1e-5)
+        assert agent.greedy(obs) == int(np.argmax(q))
+
+
+@requires("torch")
+@pytest.mark.parametrize("sizes", [(7, 10, 102), (7, 32, 102), (6, 20, 30, 102), (3, 5), (19, 1, 4)])
+def test_initial_weights_are_pytorchs_bit_for_bit(sizes):
+    """init_layers draws what nn.Linear drew when the networks were PyTorch modules (so results made
+    with PyTorch-held weights are reproduced exactly: hss-gym validate)."""
+    import torch
+    from torch import nn
+    for seed in (0, 1, 5, 123_456):
+        gen = torch.Generator().manual_seed(seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(torch.randint(2**31 - 1, (1,), generator=gen)))
+            ref = [nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+        for (w, b), layer in zip(init_layers(sizes, seed), ref):
+            assert w.dtype == b.dtype == np.float32 and w.flags.c_contiguous
+            assert np.array_equal(w, layer.weight.detach().numpy()), (sizes, seed)
+            assert np.array_equal(b, layer.bias.detach().numpy()), (sizes, seed)
+
+
+def test_initial_weights_are_seeded_and_bounded():
+    a, b, c = (init_layers((7, 32, 102), s) for s in (4, 4, 5))
+    assert all(np.array_equal(x, y) for (x, _), (y, _) in zip(a, b))
+    assert not np.array_equal(a[0][0], c[0][0])
+    for (w, bias), fan_in in zip(a, (7, 32)):
+        bound = 1 / np.sqrt(fan_in)
+        assert np.abs(w).max() <= bound and np.abs(bias).max() <= bound
+        assert np.abs(w).max() > 0.9 * bound  # spread over the range, not a constant
 
 
 def test_inference_network_rejects_bad_observations():
@@ -101,6 +170,7 @@ def test_inference_network_rejects_bad_observations():
         agent.greedy(np.zeros(7, dtype=np.float64))
 
 
+@requires("torch")
 @pytest.mark.parametrize("hidden,n_actions,gamma,v_min,v_max", [
     ((10,), 2, 0.9, 0.0, 10.0),    # Harmonia's placement agent
     ((10,), 3, 0.1, -1.0, 2.0),    # the migration agent on a three-device HSS
@@ -123,11 +193,11 @@ def test_c_trainer_matches_the_torch_reference(hidden, n_actions, gamma, v_min, 
         idx = rng.integers(0, 100, 32)
         if step % 5 == 0:  # gradients, layer by layer
             loss_c, grads = c.c_gradients(idx)
-            loss = ref.loss(idx)
-            ref.q.zero_grad()
+            loss = ref._torch.loss(idx)
+            ref._torch.q.zero_grad()
             loss.backward()
             assert loss_c == pytest.approx(loss.item(), rel=1e-5)
-            for (gw, gb), layer in zip(grads, ref.q.linear_layers()):
+            for (gw, gb), layer in zip(grads, ref._torch.q.linear_layers()):
                 np.testing.assert_allclose(gw, layer.weight.grad.numpy(), rtol=1e-3, atol=1e-6)
                 np.testing.assert_allclose(gb, layer.bias.grad.numpy(), rtol=1e-3, atol=1e-6)
         assert c.train_step(idx) == pytest.approx(ref.train_step(idx), rel=1e-4)
@@ -135,9 +205,10 @@ def test_c_trainer_matches_the_torch_reference(hidden, n_actions, gamma, v_min, 
             c.sync()
             ref.sync()
     fresh = C51Agent(7, n_actions, C51Config(**cfg), seed=5)
-    for p_c, p_ref, p_0 in zip(c.q.parameters(), ref.q.parameters(), fresh.q.parameters()):
-        np.testing.assert_allclose(p_c.detach().numpy(), p_ref.detach().numpy(), atol=1e-4)
-        assert float((p_c - p_0).detach().abs().max()) > 5e-3  # the steps did change every layer
+    for layer_c, layer_ref, layer_0 in zip(c.weights, ref.weights, fresh.weights):
+        for p_c, p_ref, p_0 in zip(layer_c, layer_ref, layer_0):
+            np.testing.assert_allclose(p_c, p_ref, atol=1e-4)
+            assert float(np.abs(p_c - p_0).max()) > 5e-3  # the steps did change every layer
 
 
 def test_c_trainer_rejects_bad_buffers_and_actions():
@@ -148,10 +219,8 @@ def test_c_trainer_rejects_bad_buffers_and_actions():
         agent.remember(np.zeros(3, np.float32), 0, 1.0, np.zeros(3, np.float64))
     bad = np.zeros((1000, 3), np.float64)
     with pytest.raises(ValueError, match="obs_buf: expected 3000 contiguous float32 values"):
-        C51Trainer((3, 10), 2, 51, 0.0, 1.0, 0.9, 1e-3, [(l.weight.detach().numpy(), l.bias.detach().numpy())
-                   for l in agent.q.linear_layers()], [(l.weight.detach().numpy(), l.bias.detach().numpy())
-                   for l in agent.target.linear_layers()], bad, agent.next_buf, agent.act_buf, agent.rew_buf,
-                   128, 0)
+        C51Trainer((3, 10), 2, 51, 0.0, 1.0, 0.9, 1e-3, agent.weights, agent.target_weights, bad,
+                   agent.next_buf, agent.act_buf, agent.rew_buf, 128, 0)
     with pytest.raises(RuntimeError, match="replay buffer is empty"):
         agent.trainer.train(1.0, 0.0, 1.0)
 
@@ -166,7 +235,7 @@ def test_epsilon_greedy_is_seeded_and_explores():
     assert np.bincount(runs[0], minlength=3).min() > 60  # uniform over the three actions
 
 
-@pytest.mark.parametrize("trainer", ["c", "torch"])
+@pytest.mark.parametrize("trainer", ["c", pytest.param("torch", marks=requires("torch"))])
 def test_c51_learns_a_contextual_bandit(trainer):
     """Action 1 pays 1 when feature 0 is high, action 0 pays 1 when it is low; the other pays 0."""
     cfg = C51Config(gamma=0.0, lr=1e-2, epsilon=0.0, batch_size=64, buffer_size=1000, train_every=4,
@@ -259,8 +328,10 @@ def test_migration_agent_is_paid_for_credited_moves_only():
 
 def test_save_and_load_weights(tmp_path):
     h, _ = episode("harmonia", n=3000)
-    path = tmp_path / "h.pt"
+    path = tmp_path / "h.weights"  # written at exactly this path, whatever its suffix
     h.save(path)
+    with np.load(path, allow_pickle=False) as z:  # a plain .npz: no pickles
+        assert "placement/weights/net.0.weight" in z.files
     h2 = make_policy("harmonia", weights=path, train=False)
     env = make_env(h2, "perf_opt", "ycsb-b", n_requests=500)
     env.reset(seed=0)
@@ -275,17 +346,54 @@ def test_save_and_load_weights(tmp_path):
 
 def test_loading_weights_for_other_devices_is_refused(tmp_path):
     h, _ = episode("harmonia", n=1000)
-    path = tmp_path / "h.pt"
+    path = tmp_path / "h.npz"
     h.save(path)
     h3 = Harmonia(weights=path)
     env = make_env(h3, "tri", "ycsb-b", n_requests=100)
     env.reset(seed=0)
     with pytest.raises(ValueError, match="weights are for 2 devices .* this agent has 3"):
         h3.reset(env, 0)
-    bad = tmp_path / "bad.pt"
-    torch.save({"format": "something else"}, bad)
+    bad = tmp_path / "bad.npz"
+    save_state(bad, {"format": "something else"})
     with pytest.raises(ValueError, match="not a Harmonia weights file"):
         Harmonia(weights=bad)
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ValueError, match="text.npz: not an hss-gym weights file"):
+        Harmonia(weights=tmp_path / "text.npz")
+
+
+def test_weights_files_round_trip_nested_states(tmp_path):
+    state = {"format": "x", "a": {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "k": [1, 2], "s": None},
+             "curve": np.zeros((0, 2))}
+    save_state(tmp_path / "s.npz", state)
+    back = load_state(tmp_path / "s.npz")
+    assert back["format"] == "x" and back["a"]["k"] == [1, 2] and back["a"]["s"] is None
+    assert np.array_equal(back["a"]["w"], state["a"]["w"]) and back["curve"].shape == (0, 2)
+
+
+@requires("torch")
+def test_pytorch_weights_of_older_versions_load_and_convert(tmp_path, monkeypatch):
+    """Weights saved with torch.save by earlier builds load when PyTorch is installed (save them
+    again to convert them); without PyTorch the error says how to convert them."""
+    import torch
+    h, _ = episode("harmonia", n=1000)
+    old = tmp_path / "old.pt"
+    to_torch = lambda d: {k: to_torch(v) if isinstance(v, dict) else  # noqa: E731
+                          torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in d.items()}
+    torch.save(to_torch({"format": "hss-gym-harmonia/1", "placement": h.placement.agent.state_dict(),
+                         "migration": h.migration.agent.state_dict()}), old)
+    h2 = make_policy("harmonia", weights=old)
+    env = make_env(h2, "perf_opt", "ycsb-b", n_requests=100)
+    env.reset(seed=0)
+    h2.reset(env, 0)  # the weights load into the agents made here
+    h2.save(tmp_path / "new.npz")
+    for part in ("placement", "migration"):
+        new = load_state(tmp_path / "new.npz")[part]["weights"]
+        for k, v in getattr(h, part).agent.state_dict()["weights"].items():
+            assert np.array_equal(new[k], v), k
+    monkeypatch.setitem(sys.modules, "torch", None)  # as on a core install
+    with pytest.raises(ValueError, match=r"PyTorch weights of an earlier hss-gym.*pip install 'hss-gym\[agents\]'"):
+        make_policy("harmonia", weights=old)
 
 
 # ------------------------------------------------------------------ Sibyl, SAPM, combinations
@@ -306,7 +414,8 @@ def test_sapm_migrates_only_in_idle_time():
     assert not p._idle()
 
 
-@pytest.mark.parametrize("name", ["sibyl+k_svm", "sibyl+rnn_hss", "cde+rl_migr"])
+@pytest.mark.parametrize("name", [pytest.param("sibyl+k_svm", marks=requires("sklearn")),
+                                  pytest.param("sibyl+rnn_hss", marks=requires("torch")), "cde+rl_migr"])
 def test_combinations_run(name):
     p, r = episode(name, n=2500)
     assert np.isfinite(r.metrics.mean_latency_us) and "+" in p.name
@@ -353,7 +462,7 @@ def test_background_training_gives_the_synchronous_episode(policy):
         p = make_policy(policy, **({"placement": opts, "migration": opts} if policy == "harmonia" else {"config": opts}))
         res = run_episode(p, make_env(p, "perf_opt", "learn-phase", n_requests=3000), seed=2)
         parts = [p.placement, p.migration] if policy == "harmonia" else [p]
-        runs.append((res.metrics.mean_latency_us, [x.detach().numpy().copy() for q in parts for x in q.agent.q.parameters()],
+        runs.append((res.metrics.mean_latency_us, [x.copy() for q in parts for layer in q.agent.weights for x in layer],
                      [list(q.agent.loss_curve) for q in parts]))
     (lat0, w0, lc0), (lat1, w1, lc1) = runs
     assert len(lc0[0]) > 100 and lat0 == lat1 and lc0 == lc1
@@ -380,7 +489,7 @@ def test_background_training_survives_a_fork():
 
     ref, rng_ref = make(False)
     feed(ref, rng_ref, 600)
-    want = [w.copy() for w, _ in ref._q_views]
+    want = [w.copy() for w, _ in ref.weights]
     agent, rng = make(True)
     feed(agent, rng, 300)  # steps queued in the worker when the process forks
     ctx = multiprocessing.get_context("fork")
@@ -389,7 +498,7 @@ def test_background_training_survives_a_fork():
     def child() -> None:
         feed(agent, rng, 300)
         agent.wait()
-        send.send([w.copy() for w, _ in agent._q_views])
+        send.send([w.copy() for w, _ in agent.weights])
 
     proc = ctx.Process(target=child)
     proc.start()
@@ -398,7 +507,7 @@ def test_background_training_survives_a_fork():
     got = recv.recv()
     proc.join(60)
     assert proc.exitcode == 0 and agent.trainer.steps == ref.trainer.steps > 200
-    for mine, theirs, w in zip(agent._q_views, got, want):
+    for mine, theirs, w in zip(agent.weights, got, want):
         np.testing.assert_array_equal(mine[0], w)
         np.testing.assert_array_equal(theirs, w)
 
@@ -424,7 +533,7 @@ def test_fast_loop_gives_the_pettingzoo_loops_episode(policy):
         res = run_episode(p, env, seed=1)
         parts = [p.placement, p.migration] if policy in ("harmonia", "harmonia_paper") else [p]
         runs.append((env.latencies(), res.steps, [list(q.agent.loss_curve) for q in parts],
-                     [x.detach().numpy().copy() for q in parts for x in q.agent.q.parameters()], res.metrics))
+                     [x.copy() for q in parts for layer in q.agent.weights for x in layer], res.metrics))
         if fast:
             assert steps == [4000]  # the fast loop ran the episode
     (lat0, n0, lc0, w0, m0), (lat1, n1, lc1, w1, m1) = runs

@@ -83,6 +83,22 @@ def test_bench_dry_run_lists_jobs(capsys, tmp_path):
     assert len(lines) == 4 and all("perf_opt" in x for x in lines)
 
 
+def test_bench_leaves_out_policies_whose_extra_is_missing(capsys, tmp_path, monkeypatch):
+    """On a core install (no PyTorch, no scikit-learn) the suite's own policy list runs without the
+    policies that need them, saying so; naming one with --policies is refused up front."""
+    for module in ("torch", "sklearn"):
+        monkeypatch.setitem(sys.modules, module, None)
+    assert cli.main(["bench", "--suite", "quick", "--workloads", "ycsb-b", "--configs", "perf_opt", "--n", "300",
+                     "--out", str(tmp_path), "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert "left out (5 of 17 policies" in err and "k_svm needs sklearn" in err and "rnn_hss needs torch" in err
+    ran = {line.split("\t")[3] for line in out.strip().splitlines()}
+    assert {"harmonia", "sibyl", "sapm", "hps"} <= ran and not ran & {"archivist", "k_svm", "rnn_hss"}
+    assert cli.main(["bench", "--suite", "quick", "--policies", "harmonia,rnn_hss", "--n", "300",
+                     "--out", str(tmp_path)]) == 2
+    assert "--policies: not installed here: rnn_hss needs torch" in capsys.readouterr().err
+
+
 def test_failed_runs_are_reported_with_exit_status_3(tmp_path, capsys):
     rc = cli.main(["bench", "--suite", "quick", "--policies", "no_such_mod_abc:make", "--no-oracle",
                    "--workloads", "ycsb-b", "--configs", "perf_opt", "--n", "1000", "--jobs", "1", "--seeds", "0",

@@ -138,14 +138,14 @@ def main() -> None:
     obs = np.random.default_rng(0).random(7, dtype=np.float32)
     act_us = per_call_us(lambda: agent.act(obs), 200_000)
     raw_us = per_call_us(lambda: agent.infer.act(obs), 200_000)
-    t_obs = torch.from_numpy(obs)[None]
+    ref = C51Agent(7, 2, replace(PLACEMENT_DEFAULTS, trainer="torch"), seed=0)
+    t_obs, net, z = torch.from_numpy(obs)[None], ref._torch.q, ref._torch.z
 
     def torch_act() -> int:
         with torch.inference_mode():
-            return int((torch.softmax(agent.q(t_obs), 2) * agent.z).sum(2).argmax())
+            return int((torch.softmax(net(t_obs), 2) * z).sum(2).argmax())
 
     torch_us = per_call_us(torch_act, 5_000)
-    ref = C51Agent(7, 2, replace(PLACEMENT_DEFAULTS, trainer="torch"), seed=0)
     rng = np.random.default_rng(1)
     for i in range(1000):
         o, nx = rng.random(7, dtype=np.float32), rng.random(7, dtype=np.float32)

@@ -40,7 +40,7 @@ def record(thread: bool) -> dict[str, np.ndarray]:
                 for part, pol in parts.items():
                     out[f"{key}-{part}-loss"] = np.array(pol.agent.loss_curve, dtype=np.float64)
                     out[f"{key}-{part}-weights"] = np.concatenate(
-                        [x.detach().numpy().ravel() for x in pol.agent.q.parameters()])
+                        [x.ravel() for layer in pol.agent.weights for x in layer])
     return out
 
 
