@@ -1,13 +1,36 @@
-"""The policy interface: what the harness, the examples and users' own agents implement.
+"""The policy protocol every problem shares, and the HSS problem's policies, loop and registry.
 
-A :class:`Policy` acts for one or both agents of ``hss/Harmonia-v0``
-(:class:`hss_gym.envs.parallel.HSSParallelEnv`). The loop that drives it is :func:`run_episode`:
+Every policy of every problem (HSS placement/migration, FleetIO, RLAlloc, L-QoCo) subclasses
+:class:`BasePolicy` and is driven the same way, by its problem's ``run_episode(policy, env, seed)``:
 
->>> env = hss_gym.parallel_env("perf_opt", "ycsb-b", **policy.env_options)
->>> obs, infos = env.reset(seed=0); policy.reset(env, seed=0)
->>> while env.agents:
-...     obs, rewards, terms, truncs, infos = env.step(policy.act(obs, infos))
-...     policy.observe(obs, rewards, infos)          # learners train here; others ignore it
+>>> obs, infos = env.reset(seed=seed); policy.reset(env, seed)
+>>> while running:              # PettingZoo: env.agents; Gymnasium: not (terminated or truncated)
+...     obs, rewards, terminated, truncated, infos = env.step(policy.act(obs, infos))
+...     if policy.learns:
+...         policy.observe(obs, rewards, infos)          # learners train here
+
+* ``reset(env, seed=None)``: a new episode of ``env`` starts (after ``env.reset(seed=seed)``);
+  learned state persists unless the policy clears it.
+* ``act(observations, infos) -> actions``: the env's latest observations and infos (from
+  ``reset`` or the last ``step``), in the env's own form; the actions to step with.
+* ``observe(observations, rewards, infos)``: the outcome of the last ``act``, as ``step``
+  returned it (next observations, rewards, infos). A learner that needs the observation or action
+  before it keeps them from its ``act``; the episode's end is the loop's business (each env puts
+  what a learner may need about it in its infos). The loops skip ``observe`` unless ``learns``.
+
+What differs between problems is the form of the values, which is the env's: the multi-agent envs
+(HSS's two agents, FleetIO's vSSDs) pass dicts keyed by agent and take a dict of actions; RLAlloc
+and L-QoCo pass one observation, one float reward and one info dict, and take one action (an
+L-QoCo policy may also return a float: the next admitted rate in MB/s). Each problem's base class
+adds what its env needs around the protocol: :class:`Policy` here (``agents``, ``env_options``,
+``run_fast``), ``FleetIOPolicy`` (``env_options``, ``prepare`` to plan before the env is built),
+``AllocPolicy``, ``ControlPolicy`` (``env_options``), in ``agents/<problem>/``. A subclass whose
+``reset``, ``act`` or ``observe`` cannot be called as the protocol calls it (e.g. FleetIO's former
+``act(obs)``, RLAlloc's former ``observe(obs, action, reward, next_obs, done)``) is refused when
+it is defined.
+
+The HSS problem: a :class:`Policy` acts for one or both agents of the two-agent env
+(:class:`hss_gym.envs.parallel.HSSParallelEnv`), driven by :func:`run_episode`.
 
 * ``act`` returns actions for the agents in :attr:`Policy.agents`; :func:`run_episode` fills the
   others in (placement on device 0, migration "stay"), so a placement-only policy needs no
@@ -21,15 +44,11 @@ A :class:`Policy` acts for one or both agents of ``hss/Harmonia-v0``
   in bulk on the critical path, and the Oracle, which reads the future.
 
 Policies are made by name (:data:`POLICIES`, :func:`make_policy`) or from a ``"module:factory"``
-string, the factory called with keyword arguments.
-
-The same two calls serve the other problems: ``make_policy("fleetio/ssdkeeper")``,
-``make_policy("rlalloc/static")``, ``make_policy("lqoco/coto")`` (a bare name is an HSS policy;
-``"hss/harmonia"`` is the same as ``"harmonia"``), and ``run_episode(policy, env, seed)`` plays one
-episode of any of the four environments with the loop of the policy's problem, returning a result
-with ``.metrics``. Each problem's policies keep its own small interface (``agents/<problem>/``),
-because their environments differ: FleetIO's act for every vSSD at once, RLAlloc's learn from
-whole transitions, L-QoCo's may return a rate.
+string, the factory called with keyword arguments. The same two calls serve every problem:
+``make_policy("fleetio/ssdkeeper")``, ``make_policy("rlalloc/static")``,
+``make_policy("lqoco/coto")`` (a bare name is an HSS policy; ``"hss/harmonia"`` is the same as
+``"harmonia"``), and ``run_episode(policy, env, seed)`` plays one episode of any of the four
+environments with the loop of the policy's problem, returning a result with ``.metrics``.
 """
 
 from __future__ import annotations
@@ -51,17 +70,60 @@ Obs = dict[str, np.ndarray]
 Infos = dict[str, dict[str, Any]]
 
 
-class Policy:
-    """Base class of every policy; see the module docstring."""
+#: The protocol's methods and the arguments the episode loops pass them, by position.
+PROTOCOL: dict[str, tuple[str, ...]] = {"reset": ("env", "seed"), "act": ("observations", "infos"),
+                                        "observe": ("observations", "rewards", "infos")}
+
+
+class BasePolicy:
+    """The base of every problem's policy class: the ``reset``/``act``/``observe`` protocol of the
+    module docstring, with ``name`` (results files report it) and ``learns``."""
 
     #: registry name (also used in results files)
     name: ClassVar[str] = "policy"
+    #: True if the policy learns from rewards (the loops call ``observe`` only then)
+    learns: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a subclass whose ``reset``, ``act`` or ``observe`` the loops cannot call."""
+        super().__init_subclass__(**kwargs)
+        for method, args in PROTOCOL.items():
+            func = cls.__dict__.get(method)
+            if not inspect.isfunction(func):
+                continue
+            sig = inspect.signature(func)
+            try:
+                sig.bind(cls, *args)
+            except TypeError:
+                raise TypeError(
+                    f"{cls.__module__}.{cls.__qualname__}.{method}{sig} cannot be called as "
+                    f"{method}({', '.join(args)}): every policy follows the protocol of "
+                    f"hss_gym.agents.base.BasePolicy (FleetIO's act(obs) is now act(observations, "
+                    f"infos); RLAlloc's observe(obs, action, reward, next_obs, done) is now "
+                    f"observe(observations, rewards, infos), the previous observation and action "
+                    f"kept by the policy from its act)") from None
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        """A new episode of ``env`` starts (after ``env.reset(seed=seed)``); ``seed`` drives the
+        policy's own randomness for it. Learned state persists by default."""
+        self.env = env
+
+    def act(self, observations: Any, infos: Any) -> Any:
+        """The actions for the env's latest ``observations`` and ``infos``."""
+        raise NotImplementedError
+
+    def observe(self, observations: Any, rewards: Any, infos: Any) -> None:
+        """The outcome of the last ``act``: next observations, rewards and infos (called when
+        :attr:`learns`)."""
+
+
+class Policy(BasePolicy):
+    """Base class of every HSS policy; see the module docstring."""
+
     #: the agents this policy acts for
     agents: ClassVar[tuple[str, ...]] = tuple(AGENTS)
     #: environment options the policy needs (merged into the env's keyword arguments)
     env_options: ClassVar[dict[str, Any]] = {}
-    #: True if the policy learns from rewards (``observe`` must be called)
-    learns: ClassVar[bool] = False
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         """Called after ``env.reset``: a new episode starts. Learned state persists by default."""
@@ -174,7 +236,8 @@ def run_episode(policy: Any, env: Any, seed: int = 0,
     An HSS :class:`Policy` runs in the loop below; a policy of another problem (made by
     ``make_policy("fleetio/...")``, ``"rlalloc/..."``, ``"lqoco/..."``) runs in its problem's loop
     (:func:`hss_gym.agents.fleetio.run_episode`, :func:`hss_gym.agents.rlalloc.run_episode`,
-    :func:`hss_gym.agents.lqoco.run_episode`), and the result has ``.metrics`` either way.
+    :func:`hss_gym.agents.lqoco.run_episode`), which makes the same ``reset``/``act``/``observe``
+    calls (:class:`BasePolicy`), and the result has ``.metrics`` either way.
 
     ``callback(step)`` is called every 10,000 steps (progress bars). An invalid action raises
     :class:`InvalidActionError` naming the policy.

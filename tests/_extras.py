@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from hss_gym.agents.base import EXTRAS, load_factory
+from hss_gym.agents.base import EXTRAS, load_factory, make_policy
 
 
 def requires(*modules: str) -> pytest.MarkDecorator:
@@ -21,9 +21,13 @@ def requires(*modules: str) -> pytest.MarkDecorator:
 
 def policy_param(name: str) -> object:
     """``name`` as a test parameter, skipped (with make_policy's reason) when its module cannot be
-    imported on this install."""
+    imported on this install. Another problem's policy (``"rlalloc/rlalloc_dqn"``) is made to find
+    out: its problem's ``make_policy`` imports the module."""
     try:
-        load_factory(name)
+        if "/" in name:
+            make_policy(name)
+        else:
+            load_factory(name)
     except ValueError as e:
         return pytest.param(name, marks=pytest.mark.skip(reason=str(e)))
     return name

@@ -211,7 +211,8 @@ def test_rllib_fleetio_adapter_and_one_iteration(tmp_path):
     from hss_gym.agents.fleetio import PPOPolicy
 
     pol = PPOPolicy.load(tmp_path / "rllib.npz")
-    acts = pol.act(obs if obs else env.reset(seed=1)[0])
+    obs, infos = env.reset(seed=1)
+    acts = pol.act(obs, infos)
     assert all(env.action_spaces[a].contains(v) for a, v in acts.items())
 
 

@@ -248,9 +248,9 @@ def test_trained_agents_beat_hardware_isolation_on_held_out_mix() -> None:
         for seed in range(3):
             pol = make_policy(name)
             env = FleetIOEnv("mix4", windows=60, **pol.env_options)
-            obs, _ = env.reset(seed=seed)
+            obs, infos = env.reset(seed=seed)
             while env.agents:
-                obs, *_ = env.step(pol.act(obs))
+                obs, _, _, _, infos = env.step(pol.act(obs, infos))
             vals.append(env.episode_metrics()["utilization"])
         util[name] = vals
     assert all(p > h for p, h in zip(util["fleetio_ppo"], util["hardware_isolation"])), util
@@ -270,14 +270,14 @@ def test_trained_policy_is_state_dependent(name: str) -> None:
     for seed in range(2):
         pol = make_policy(name)
         env = FleetIOEnv("mix4", windows=8, **pol.env_options)
-        obs, _ = env.reset(seed=seed)
+        obs, infos = env.reset(seed=seed)
         per_agent: list[list[int]] = [[] for _ in env.possible_agents]
         while env.agents:
-            act = pol.act(obs)
+            act = pol.act(obs, infos)
             for i, a in enumerate(env.possible_agents):
                 prio[env.categories[i]].append(int(act[a][2]))
                 per_agent[i].append(int(act[a][0]))
-            obs, *_ = env.step(act)
+            obs, _, _, _, infos = env.step(act)
         harvest += per_agent
     assert np.mean(prio["latency"]) >= np.mean(prio["bandwidth"]) + 0.5, prio
     assert sum(len(set(h)) > 1 for h in harvest) >= len(harvest) // 2, harvest

@@ -1,8 +1,10 @@
 """FleetIO's reference agent (PPO per vSSD) and the baselines of its §4.1.
 
-A policy is created fresh per episode: ``policy.env_options`` are the keyword arguments its
-environment needs (the baselines are sharing schemes: ``isolation=`` ...), ``policy.act(obs)``
-maps the env's per-agent observations to per-agent actions. :func:`make_env` builds the env a
+A policy is created fresh per episode and follows the protocol every problem shares
+(:class:`hss_gym.agents.base.BasePolicy`): ``reset(env, seed)``, ``act(observations, infos)``
+from the env's per-vSSD observations and infos to per-vSSD actions, ``observe(observations,
+rewards, infos)`` for learners. ``policy.env_options`` are the keyword arguments its environment
+needs (the baselines are sharing schemes: ``isolation=`` ...). :func:`make_env` builds the env a
 policy runs on and :func:`run_episode` plays one episode (both also through
 ``hss_gym.agents.make_policy("fleetio/<name>")`` and ``hss_gym.agents.run_episode``).
 """

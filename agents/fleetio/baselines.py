@@ -18,31 +18,31 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from hss_gym.agents.base import BasePolicy, EpisodeResult
 from hss_gym.envs.fleetio import N_CHANNELS, FleetIOEnv
 from hss_gym.workloads.fleetio import mix_workloads
-
-if TYPE_CHECKING:
-    from hss_gym.agents.base import EpisodeResult
 
 
 _SSDKEEPER_CACHE: dict[tuple, tuple[int, ...]] = {}
 
 
-class FleetIOPolicy:
-    """A policy for every vSSD of one episode. ``env_options``: keywords its env needs."""
+class FleetIOPolicy(BasePolicy):
+    """A policy for every vSSD of one episode (:class:`~hss_gym.agents.base.BasePolicy`'s protocol:
+    observations, rewards and infos are dicts keyed by vSSD, ``act`` returns one
+    ``MultiDiscrete([17, 17, 3])`` action per vSSD). ``env_options``: keywords its env needs."""
 
-    name = "policy"
     env_options: dict[str, Any] = {}
 
     def prepare(self, mix: Any, env_kwargs: dict[str, Any]) -> None:
         """Called before the env is built (SSDKeeper plans its partition here)."""
 
-    def act(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {a: np.array([0, 0, 1]) for a in obs}
+    def act(self, observations: dict[str, np.ndarray], infos: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+        """No harvest, no offer, normal priority for every vSSD: the sharing scheme is the env's."""
+        return {a: np.array([0, 0, 1]) for a in observations}
 
 
 class HardwareIsolation(FleetIOPolicy):
@@ -150,18 +150,21 @@ def _check_env(policy: FleetIOPolicy, env: FleetIOEnv) -> None:
                          f"but this env has {got}: build it with hss_gym.agents.fleetio.make_env(policy, mix, ...)")
 
 
-def run_episode(policy: FleetIOPolicy, env: FleetIOEnv, seed: int = 0) -> "EpisodeResult":
-    """Play one episode of ``env`` (reset with ``seed``): every window, ``policy.act`` for all
-    vSSDs. The result's ``metrics`` are ``env.episode_metrics()``; ``curves["mean_reward"]`` the
-    mean reward over the vSSDs per window."""
-    from hss_gym.agents.base import EpisodeResult
-
+def run_episode(policy: FleetIOPolicy, env: FleetIOEnv, seed: int = 0) -> EpisodeResult:
+    """Play one episode of ``env`` (reset with ``seed``): ``policy.reset``, then every window
+    ``policy.act`` for all vSSDs and, for a learner, ``policy.observe`` of the outcome. The
+    result's ``metrics`` are ``env.episode_metrics()``; ``curves["mean_reward"]`` the mean reward
+    over the vSSDs per window."""
     _check_env(policy, env)
     start = time.perf_counter()
-    obs, _ = env.reset(seed=seed)
+    obs, infos = env.reset(seed=seed)
+    policy.reset(env, seed)
+    learns = policy.learns
     rewards: list[float] = []
     while env.agents:
-        obs, rew, _, _, _ = env.step(policy.act(obs))
+        obs, rew, _, _, infos = env.step(policy.act(obs, infos))
+        if learns:
+            policy.observe(obs, rew, infos)
         rewards.append(float(np.mean(list(rew.values()))))
     return EpisodeResult(policy.name, env.episode_metrics(), len(rewards), time.perf_counter() - start,
                          {"mean_reward": rewards})

@@ -56,9 +56,10 @@ class PPOPolicy(FleetIOPolicy):
         z = h @ w["wa"] + w["ba"]
         return np.split(z, np.cumsum(HEADS)[:-1], axis=-1)
 
-    def act(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        agents = list(obs)
-        heads = self.logits(np.stack([obs[a] for a in agents]).astype(np.float64))
+    def act(self, observations: dict[str, np.ndarray], infos: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+        """Every vSSD's action from its own observation (the infos are not read)."""
+        agents = list(observations)
+        heads = self.logits(np.stack([observations[a] for a in agents]).astype(np.float64))
         out = np.zeros((len(agents), 3), np.int64)
         for j, z in enumerate(heads):
             if self.deterministic:

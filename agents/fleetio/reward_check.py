@@ -36,14 +36,14 @@ def run(name: str, mix: str, windows: int, seeds: int, offer: int) -> dict[str, 
     harvest: dict[str, list[int]] = {"latency": [], "bandwidth": []}
     for seed in range(seeds):
         env = FleetIOEnv(mix, windows=windows, **opts)
-        obs, _ = env.reset(seed=seed)
+        obs, infos = env.reset(seed=seed)
         tot = np.zeros(len(env.possible_agents))
         while env.agents:
-            act = hand_actions(env, offer) if pol is None else pol.act(obs)
+            act = hand_actions(env, offer) if pol is None else pol.act(obs, infos)
             acts.update(tuple(int(v) for v in a) for a in act.values())
             for i, a in enumerate(env.possible_agents):
                 harvest.setdefault(env.categories[i], []).append(int(act[a][0]))
-            obs, r, _, _, _ = env.step(act)
+            obs, r, _, _, infos = env.step(act)
             tot += [r[a] for a in env.possible_agents]
         rew.append(tot / windows)
         mets.append(env.episode_metrics())

@@ -1,19 +1,22 @@
-"""The single-agent policy interface of ``hss/LQoCo-v0`` and its episode loop.
+"""The policy base class of ``hss/LQoCo-v0`` and its episode loop.
 
-Like :class:`hss_gym.agents.base.Policy` (which is for the two-agent placement/migration env), a
-:class:`ControlPolicy` is driven by :func:`run_episode`:
+A :class:`ControlPolicy` follows the protocol every problem shares
+(:class:`hss_gym.agents.base.BasePolicy`), on one observation, one float reward and one info dict,
+and is driven by :func:`run_episode`:
 
 >>> obs, info = env.reset(seed=seed); policy.reset(env, seed)
 >>> while not done:
 ...     action = policy.act(obs, info)       # int: a Discrete(5) action; float: a rate in MB/s
 ...     obs, reward, term, trunc, info = env.step(action)  # or env.unwrapped.step_rate(rate)
-...     policy.observe(obs, reward, info)    # learners update here
+...     if policy.learns:
+...         policy.observe(obs, reward, info)    # learners update here
 
 * ``act`` returns an ``int`` (one of the env's five adjustments) or a ``float`` (the next admitted
   bandwidth I_{t+1} in MB/s, ``math.inf`` for no limit): rule-based controllers (CoTo's eq. 10,
   L-QoCo's fine tuning) need rates the five discrete actions do not reach.
 * ``env_options`` are environment keyword arguments the policy needs (``bypass``: ``bypass_us``).
-* ``learns``: the policy's result depends on its online learning (the seed matters twice).
+* ``learns``: the policy learns online, so its result depends on it (the seed matters twice);
+  :func:`run_episode` calls ``observe`` only then.
 """
 
 from __future__ import annotations
@@ -26,23 +29,20 @@ from typing import Any, Callable, ClassVar
 
 import gymnasium as gym
 
+from hss_gym.agents.base import BasePolicy
 
-class ControlPolicy:
+
+class ControlPolicy(BasePolicy):
     """Base class; see the module docstring."""
 
-    name: ClassVar[str] = "policy"
     env_options: ClassVar[dict[str, Any]] = {}
-    learns: ClassVar[bool] = False
 
     def reset(self, env: gym.Env, seed: int | None = None) -> None:
-        """A new episode starts (after ``env.reset``)."""
+        """A new episode starts (after ``env.reset``); the policy keeps the unwrapped env."""
         self.env = env.unwrapped
 
-    def act(self, obs: Any, info: dict[str, Any]) -> "int | float":
+    def act(self, observations: Any, infos: dict[str, Any]) -> "int | float":
         raise NotImplementedError
-
-    def observe(self, obs: Any, reward: float, info: dict[str, Any]) -> None:
-        """The outcome of the last ``act``."""
 
 
 @dataclass

@@ -15,7 +15,7 @@ class NoControl(ControlPolicy):
 
     name = "no_control"
 
-    def act(self, obs: Any, info: dict[str, Any]) -> float:
+    def act(self, observations: Any, infos: dict[str, Any]) -> float:
         return math.inf
 
 
@@ -26,7 +26,7 @@ class Bypass(ControlPolicy):
     name = "bypass"
     env_options: ClassVar[dict[str, Any]] = {"bypass_us": 20_000.0}
 
-    def act(self, obs: Any, info: dict[str, Any]) -> float:
+    def act(self, observations: Any, infos: dict[str, Any]) -> float:
         return math.inf
 
 
@@ -50,12 +50,12 @@ class CoTo(ControlPolicy):
     def level(self, w: float) -> int:
         return 0 if w < self.low else 1 if w < self.high else 2
 
-    def act(self, obs: Any, info: dict[str, Any]) -> float:
-        s = self.level(info["W"])
-        rate = info["rate_mbps"]
+    def act(self, observations: Any, infos: dict[str, Any]) -> float:
+        s = self.level(infos["W"])
+        rate = infos["rate_mbps"]
         if self.prev is not None and s != self.prev:
-            o = max(info.get("flush_mbps", rate), 1e-9)
-            alpha = (s - self.prev) / 3.0 * abs(info.get("admitted_mbps", rate) - o) / o
+            o = max(infos.get("flush_mbps", rate), 1e-9)
+            alpha = (s - self.prev) / 3.0 * abs(infos.get("admitted_mbps", rate) - o) / o
         elif s == 2:
             alpha = -self.r
         elif s == 0:

@@ -111,10 +111,10 @@ class LQoCo(ControlPolicy):
         self.prev_w: float | None = None
         self.q_list = self.q.tolist()
 
-    def act(self, obs: Any, info: dict[str, Any]) -> "int | float":
-        s = int(obs)
+    def act(self, observations: Any, infos: dict[str, Any]) -> "int | float":
+        s = int(observations)
         w, p, b = decode_state(s)
-        rate, W = info["rate_mbps"], info["W"]
+        rate, W = infos["rate_mbps"], infos["W"]
         prev_w, self.prev_w = self.prev_w, W
         self.pending = None
         if self.bound is None and self.adaptive_bound:
@@ -146,12 +146,14 @@ class LQoCo(ControlPolicy):
         self.pending = (s, a)
         return a
 
-    def observe(self, obs: Any, reward: float, info: dict[str, Any]) -> None:
+    def observe(self, observations: Any, rewards: float, infos: dict[str, Any]) -> None:
+        """One-step Q-learning on the state and action of the last ``act`` (when it was learned
+        from) and the next state ``observations``."""
         if self.pending is None:
             return
         s, a = self.pending
         row = self.q_list[s]
-        target = reward + self.gamma * max(self.q_list[int(obs)])
+        target = rewards + self.gamma * max(self.q_list[int(observations)])
         row[a] += self.lr * (target - row[a])
         self.q[s, a] = row[a]
 

@@ -1,4 +1,4 @@
-"""RLAlloc baselines and the policy interface shared with the DQN.
+"""RLAlloc baselines and the problem's policy base class, shared with the DQN.
 
 * **Static** (Yang et al., IEEE CAL 2014; the paper's "Static"): chips split equally among the
   streams at start and never changed (the env's starting allocation; the policy answers the no-op).
@@ -26,33 +26,28 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import numpy as np
 
+from hss_gym.agents.base import BasePolicy, EpisodeResult
 from hss_gym.envs.rlalloc import RLAllocEnv, static_allocation
 
-if TYPE_CHECKING:
-    from hss_gym.agents.base import EpisodeResult
 
+class AllocPolicy(BasePolicy):
+    """A policy of ``hss/RLAlloc-v0``, on :class:`~hss_gym.agents.base.BasePolicy`'s protocol:
+    ``reset`` once per episode, then every period ``act`` on the state vector and the info dict
+    (an action of the env's action space) and, for a learner (``learns``), ``observe`` of the
+    period's outcome (next state, reward, info); a learner keeps the state and action of its last
+    ``act`` to make the transition."""
 
-class AllocPolicy:
-    """A policy of ``hss/RLAlloc-v0``: ``reset`` once per episode, then ``act`` every period and
-    ``observe`` the transition (learning policies learn there)."""
-
-    name = "policy"
-
-    def reset(self, env: RLAllocEnv, seed: int) -> None:
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
         """Start an episode of ``env`` (the unwrapped env; allocation rules may call
         ``env.set_allocation``); ``seed`` drives the policy's own randomness."""
         self.env = env
 
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
         raise NotImplementedError
-
-    def observe(self, obs: np.ndarray, action: Any, reward: float, next_obs: np.ndarray,
-                done: bool) -> None:
-        """One transition; the default does not learn."""
 
 
 class StaticPolicy(AllocPolicy):
@@ -60,7 +55,7 @@ class StaticPolicy(AllocPolicy):
 
     name = "static"
 
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
         return 0 if self.env.action_mode == "flat" else [self.env.n_streams, 0, 0]
 
 
@@ -69,11 +64,11 @@ class RandomPolicy(AllocPolicy):
 
     name = "random"
 
-    def reset(self, env: RLAllocEnv, seed: int) -> None:
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
         env.action_space.seed(seed)
 
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
         return self.env.action_space.sample()
 
 
@@ -87,18 +82,18 @@ class DynamicPolicy(AllocPolicy):
             raise ValueError(f"alpha must be in (0, 1], got {alpha}")
         self.alpha = alpha
 
-    def reset(self, env: RLAllocEnv, seed: int) -> None:
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
         self.own = static_allocation(env.n_streams, env.n_channels, env.chips_per_channel)
         self.demand = np.zeros(env.n_streams)
 
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
         env = self.env
-        if "read_tx" in info:
-            rd = np.asarray(info["read_tx"], dtype=np.float64)
-            wr = np.asarray(info["write_tx"], dtype=np.float64)
+        if "read_tx" in infos:
+            rd = np.asarray(infos["read_tx"], dtype=np.float64)
+            wr = np.asarray(infos["write_tx"], dtype=np.float64)
             wshare = np.divide(wr, rd + wr, out=np.zeros_like(wr), where=rd + wr > 0)
-            now = wr + np.asarray(info["backlog"], dtype=np.float64) * wshare
+            now = wr + np.asarray(infos["backlog"], dtype=np.float64) * wshare
             self.demand = self.alpha * now + (1 - self.alpha) * self.demand
         total = self.demand.sum()
         alloc = [u.copy() for u in self.own]
@@ -113,7 +108,7 @@ class DynamicPolicy(AllocPolicy):
                 pick = others[np.lexsort((others, busy[others]))[:extra]]
                 alloc[s] = np.union1d(alloc[s], pick).astype(np.int32)
         env.set_allocation(alloc)
-        return StaticPolicy.act(self, obs, info)
+        return StaticPolicy.act(self, observations, infos)
 
 
 def pair_scores(obs: np.ndarray, n_streams: int, n_channels: int, chips_per_channel: int,
@@ -157,13 +152,13 @@ class DemandPolicy(AllocPolicy):
             raise ValueError(f"threshold must be > 0, got {threshold}")
         self.threshold = threshold
 
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> Any:
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
         env = self.env
         if env.action_mode != "flat":
             raise ValueError("the demand policy acts with action_mode='flat'")
-        if "demand_write_tx" not in info:
+        if "demand_write_tx" not in infos:
             return 0
-        s = pair_scores(obs, env.n_streams, env.n_channels, env.chips_per_channel, self.threshold)
+        s = pair_scores(observations, env.n_streams, env.n_channels, env.chips_per_channel, self.threshold)
         return int(np.argmax(s))
 
 
@@ -183,12 +178,11 @@ def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
 
 
 def run_episode(policy: AllocPolicy, env: RLAllocEnv, seed: int = 0,
-                on_step: Callable[[float, dict[str, Any]], None] | None = None) -> "EpisodeResult":
-    """Play one episode of ``env`` (reset with ``seed``) with ``policy``. The result's ``metrics``
-    are the episode's (``info["metrics"]`` at its end), ``curves["reward"]`` the reward per period;
-    ``on_step(reward, info)`` is called after every period."""
-    from hss_gym.agents.base import EpisodeResult
-
+                on_step: Callable[[float, dict[str, Any]], None] | None = None) -> EpisodeResult:
+    """Play one episode of ``env`` (reset with ``seed``) with ``policy``: ``policy.reset``, then
+    every period ``policy.act`` and, for a learner, ``policy.observe`` of the outcome. The result's
+    ``metrics`` are the episode's (``info["metrics"]`` at its end), ``curves["reward"]`` the reward
+    per period; ``on_step(reward, info)`` is called after every period."""
     if isinstance(policy, RLAllocEnv) or not isinstance(env, RLAllocEnv):
         raise TypeError(f"run_episode(policy, env, seed) takes an AllocPolicy and an RLAllocEnv, got "
                         f"{type(policy).__name__} and {type(env).__name__} (hss-gym 0.5.0 put the policy first, "
@@ -196,15 +190,15 @@ def run_episode(policy: AllocPolicy, env: RLAllocEnv, seed: int = 0,
     start = time.perf_counter()
     obs, info = env.reset(seed=seed)
     policy.reset(env, seed)
+    learns = policy.learns
     rewards: list[float] = []
     while True:
-        action = policy.act(obs, info)
-        nxt, reward, term, trunc, info = env.step(action)
-        policy.observe(obs, action, reward, nxt, term or trunc)
+        obs, reward, term, trunc, info = env.step(policy.act(obs, info))
+        if learns:
+            policy.observe(obs, reward, info)
         rewards.append(float(reward))
         if on_step is not None:
             on_step(reward, info)
-        obs = nxt
         if term or trunc:
             return EpisodeResult(policy.name, info["metrics"], len(rewards), time.perf_counter() - start,
                                  {"reward": rewards})

@@ -307,18 +307,24 @@ class DQNPolicy(AllocPolicy):
     TD updates on the episode's own transitions, which carry no teacher scores, drifted the
     allocation: 31.4-32.0k IOPS on three held-out seeds against 32.2k without online updates). The
     shipped weights are for the Table I mix; on other streams (the sweep) it first pre-trains
-    offline for ``pretrain_steps`` periods on a training seed distinct from the evaluation seed."""
+    offline for ``pretrain_steps`` periods on a training seed distinct from the evaluation seed.
+    With ``online=False`` it does not learn in the episode (``learns`` is False: not observed)."""
 
     name = "rlalloc_dqn"
+    learns = True
 
     def __init__(self, weights: str | None = WEIGHTS, eps: float = 0.01, online: bool = True,
                  pretrain_steps: int = 2000, pretrain_updates: int = 300, **overrides: Any) -> None:
-        self.weights, self.eps, self.online = weights, eps, online
+        self.weights, self.eps = weights, eps
+        self.learns = online  # type: ignore[misc]
         self.pretrain_steps, self.pretrain_updates = pretrain_steps, pretrain_updates
         self.args = Args(**{**asdict(Args()), "learning_starts": 200, "train_every": 8, **overrides})
         self.pretrained_from = ""
 
-    def reset(self, env: RLAllocEnv, seed: int) -> None:
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
+        """A fresh agent for the episode, seeded with ``seed`` (0 if None): the shipped weights
+        when they fit ``env``, else pre-trained here on ``seed + 10_007``."""
+        seed = 0 if seed is None else seed
         super().reset(env, seed)
         if env.action_mode != "flat":
             raise ValueError("rlalloc_dqn needs action_mode='flat' (the paper's 57 outputs)")
@@ -339,14 +345,18 @@ class DQNPolicy(AllocPolicy):
         for group in self.agent.opt.param_groups:
             group["lr"] = self.args.online_lr
 
-    def act(self, obs: np.ndarray, info: dict[str, Any]) -> int:
-        return self.agent.act(obs, self.eps)
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> int:
+        """Epsilon-greedy on the Q-network; the state and action are kept for :meth:`observe`."""
+        action = self.agent.act(observations, self.eps)
+        self.last = (observations, action)
+        return action
 
-    def observe(self, obs: np.ndarray, action: Any, reward: float, next_obs: np.ndarray, done: bool) -> None:
-        if not self.online:
-            return
+    def observe(self, observations: np.ndarray, rewards: float, infos: dict[str, Any]) -> None:
+        """Store the transition from the last ``act``'s state and action to ``observations`` (never
+        terminal: an episode ends by truncation) and update every ``train_every`` transitions."""
+        obs, action = self.last
         ag = self.agent
-        ag.buffer.add(obs, int(action), reward, next_obs, False)
+        ag.buffer.add(obs, action, rewards, observations, False)
         if len(ag.buffer) >= self.args.learning_starts and len(ag.buffer) % self.args.train_every == 0:
             ag.update()
 

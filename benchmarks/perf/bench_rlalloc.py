@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
-from hss_gym.agents.rlalloc import make_policy, run_episode
+from hss_gym.agents.rlalloc import AllocPolicy, make_policy, run_episode
 from hss_gym.envs.rlalloc import RLAllocEnv
 
 TARGET = 200.0
@@ -32,20 +33,20 @@ def rate(policy: str, periods: int, streams: int, **pkw) -> tuple[float, float]:
     return periods / (time.perf_counter() - start), periods / (time.process_time() - cpu)
 
 
-class _Prepared:
+class _Prepared(AllocPolicy):
     """Wraps a policy already reset, so run_episode's reset does not redo pre-training."""
 
-    def __init__(self, pol) -> None:
-        self.pol, self.name = pol, pol.name
+    def __init__(self, pol: AllocPolicy) -> None:
+        self.pol, self.name, self.learns = pol, pol.name, pol.learns
 
-    def reset(self, env, seed) -> None:
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
         self.pol.env = env
 
-    def act(self, obs, info):
-        return self.pol.act(obs, info)
+    def act(self, observations: Any, infos: dict[str, Any]) -> Any:
+        return self.pol.act(observations, infos)
 
-    def observe(self, *a) -> None:
-        self.pol.observe(*a)
+    def observe(self, observations: Any, rewards: float, infos: dict[str, Any]) -> None:
+        self.pol.observe(observations, rewards, infos)
 
 
 def main() -> None:
