@@ -28,6 +28,13 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
+/* the request-completion code is shared by the flash and the DRAM paths but stays inlined in the
+ * flash one, the hot path with the cache off */
+#if defined(__GNUC__)
+#define FL_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define FL_ALWAYS_INLINE inline
+#endif
 /* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
  * whole queues, which under deep queues costs time for rare matches: see docs/flash-model.md) */
 #define MP_SCAN 16
@@ -600,7 +607,7 @@ static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 }
 
 /* Give a write transaction its physical page (or stall it until the plane frees a block). */
-static int place_write(fl_sim *s, int32_t t)
+static FL_ALWAYS_INLINE int place_write(fl_sim *s, int32_t t)
 {
     tx_t *x = &s->tx[t];
     uint32_t page;
@@ -896,7 +903,7 @@ static uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
  * data from the page's old location (the write waits for it). Tracked at 4 KiB granularity: full
  * and any are the chunks the write covers wholly and at all (with pages of 4 KiB or less, bit 0
  * of full is the whole page), data_bytes the bytes it writes. */
-static void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any, int64_t data_bytes, int prio)
+static inline void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any, int64_t data_bytes, int prio)
 {
     uint32_t lpn = s->tx[t].lpn, old = L2P(s, lpn);
     int64_t ps = s->c.page_size;
@@ -919,7 +926,7 @@ static void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any
 }
 
 /* The chunks of a page that the byte range [lo, hi) covers wholly (*full) and at all (*any). */
-static void range_chunks(const fl_sim *s, int64_t lo, int64_t hi, unsigned *full, unsigned *any)
+static inline void range_chunks(const fl_sim *s, int64_t lo, int64_t hi, unsigned *full, unsigned *any)
 {
     int64_t ps = s->c.page_size;
     *full = *any = 0;
@@ -931,7 +938,7 @@ static void range_chunks(const fl_sim *s, int64_t lo, int64_t hi, unsigned *full
     }
 }
 
-static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
+static FL_ALWAYS_INLINE void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
 {
     unsigned full, any;
     range_chunks(s, lo, hi, &full, &any);
@@ -1379,7 +1386,7 @@ static void cache_fill(fl_sim *s, int32_t t)
     dram_submit(s, DX_FILL, (int64_t)popc(m) * 512, -1, si);
 }
 
-static void finish_request(fl_sim *s, int32_t r);
+static FL_ALWAYS_INLINE void finish_request(fl_sim *s, int32_t r);
 
 /* A write-back has reached flash: its back pressure is released, its slot dropped unless newer
  * data came, and the waiting writes retried in order until back pressure is over its limit again
@@ -1446,6 +1453,90 @@ static void on_dram_done(fl_sim *s, int32_t d)
     if (--s->batching == 0) flush_dirty(s);
 }
 
+/* A user write transaction of page lp ([lo, hi) of the request), placed and queued (after its
+ * update read, if it needs one). */
+static FL_ALWAYS_INLINE void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio)
+{
+    int64_t ps = s->c.page_size;
+    int32_t t = tx_alloc(s);
+    tx_t *x = &s->tx[t];
+    x->req = r; x->lpn = (uint32_t)lp; x->bytes = (uint32_t)(hi - lo); x->stream = (uint8_t)s->rq[r].stream;
+    x->kind = TX_WRITE;
+    x->pl = write_plane(s, st, (uint32_t)lp);
+    s->host_page_writes++;
+    update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
+    if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
+}
+
+/* A user read transaction of page lp ([lo, hi) of the request, bytes of it from flash), queued. */
+static FL_ALWAYS_INLINE void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi,
+                           uint32_t bytes, int prio)
+{
+    int64_t ps = s->c.page_size;
+    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
+    int32_t t = tx_alloc(s);
+    tx_t *x = &s->tx[t];
+    x->req = r; x->lpn = (uint32_t)lp; x->bytes = bytes; x->stream = (uint8_t)s->rq[r].stream;
+    uint32_t lpn = (uint32_t)lp;
+    x->kind = TX_READ;
+    uint32_t ppn = L2P(s, lpn);
+    x->ppn = ppn;
+    if (ppn != NONE) {
+        x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
+        x->page = ppn % (uint32_t)s->G;
+    } else if (s->c.map_unwritten_reads
+               && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
+        /* mapped now (MQSim's online_create_entry_for_reads) */
+    } else {
+        /* never written: read where CWDP over the stream's units would put it */
+        uint32_t nu = (uint32_t)st->n_units;
+        x->pl = ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
+        x->page = (lpn / (nu * D * P)) % (uint32_t)s->G;
+    }
+    enqueue_tx(s, t, Q_UR + prio);
+}
+
+/* A request with the data cache on: a write absorbed (write caching), or a read whose pages the
+ * cache holds taken from DRAM (one transfer) and the rest from flash. */
+static void cache_admit(fl_sim *s, int32_t r, uint64_t first, uint64_t last, int prio)
+{
+    req_t *q = &s->rq[r];
+    if (q->write && s->cache_wr) { cache_admit_write(s, r); return; }
+    const stream_t *st = &s->streams[q->stream];
+    int64_t ps = s->c.page_size, hit_sectors = 0;
+    for (uint64_t lp = first; lp <= last; lp++) {
+        int64_t lo = (int64_t)lp * ps, hi = lo + ps;
+        if (lo < q->off) lo = q->off;
+        if (hi > q->off + q->size) hi = q->off + q->size;
+        if (q->write) {   /* read caching only: the write goes to flash */
+            write_tx(s, r, st, lp, lo, hi, prio);
+            q = &s->rq[r];
+            continue;
+        }
+        uint64_t want = sector_mask(lo - (int64_t)lp * ps, hi - (int64_t)lp * ps);
+        uint64_t got = cache_read_hit(s, q->stream, (uint32_t)lp, want);
+        int64_t cut = 0;   /* bytes of the page read from DRAM instead */
+        if (got == want) {
+            hit_sectors += popc(want);
+            s->cst.read_hits++;
+            q->remaining--;
+            continue;
+        }
+        if (got) {
+            hit_sectors += popc(got);
+            s->cst.read_partial_hits++;
+            cut = (int64_t)popc(got) * 512;
+            if (cut > hi - lo - 1) cut = hi - lo - 1;
+        }
+        read_tx(s, r, st, lp, lo, hi, (uint32_t)(hi - lo - cut), prio);
+        q = &s->rq[r];
+    }
+    if (hit_sectors) {
+        q->dram++;
+        dram_submit(s, DX_USER, hit_sectors * 512, r, q->stream);
+    }
+}
+
 static void admit(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
@@ -1458,70 +1549,23 @@ static void admit(fl_sim *s, int32_t r)
     uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
     q->remaining = (int32_t)(last - first + 1);
     q->dram = 0;
-    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
     int prio = st->prio;
     s->batching++;
-    if (q->write && s->cache_wr) {
-        cache_admit_write(s, r);
+    if (s->c.cache_mode) {
+        cache_admit(s, r, first, last, prio);
         if (--s->batching == 0) flush_dirty(s);
         return;
     }
-    int cache = s->c.cache_mode;
-    int64_t hit_sectors = 0;
     for (uint64_t lp = first; lp <= last; lp++) {
         int64_t lo = (int64_t)lp * ps, hi = lo + ps;
         if (lo < q->off) lo = q->off;
         if (hi > q->off + q->size) hi = q->off + q->size;
-        int64_t cut = 0;   /* bytes of the page read from the data cache instead */
-        if (cache && !q->write) {
-            uint64_t want = sector_mask(lo - (int64_t)lp * ps, hi - (int64_t)lp * ps);
-            uint64_t got = cache_read_hit(s, q->stream, (uint32_t)lp, want);
-            if (got == want) {
-                hit_sectors += popc(want);
-                s->cst.read_hits++;
-                q->remaining--;
-                continue;
-            }
-            if (got) {
-                hit_sectors += popc(got);
-                s->cst.read_partial_hits++;
-                cut = (int64_t)popc(got) * 512;
-                if (cut > hi - lo - 1) cut = hi - lo - 1;
-            }
-        }
-        int32_t t = tx_alloc(s);
-        q = &s->rq[r];
-        tx_t *x = &s->tx[t];
-        x->req = r; x->lpn = (uint32_t)lp; x->bytes = (uint32_t)(hi - lo - cut); x->stream = (uint8_t)q->stream;
-        uint32_t lpn = (uint32_t)lp;
         if (q->write) {
-            x->kind = TX_WRITE;
-            x->pl = write_plane(s, st, lpn);
-            s->host_page_writes++;
-            update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
-            if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
+            write_tx(s, r, st, lp, lo, hi, prio);
         } else {
-            x->kind = TX_READ;
-            uint32_t ppn = L2P(s, lpn);
-            x->ppn = ppn;
-            if (ppn != NONE) {
-                x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
-                x->page = ppn % (uint32_t)s->G;
-            } else if (s->c.map_unwritten_reads
-                       && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
-                /* mapped now (MQSim's online_create_entry_for_reads) */
-            } else {
-                /* never written: read where CWDP over the stream's units would put it */
-                uint32_t nu = (uint32_t)st->n_units;
-                x->pl = ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
-                x->page = (lpn / (nu * D * P)) % (uint32_t)s->G;
-            }
-            enqueue_tx(s, t, Q_UR + prio);
+            read_tx(s, r, st, lp, lo, hi, (uint32_t)(hi - lo), prio);
+            q = &s->rq[r];
         }
-    }
-    if (hit_sectors) {
-        q->dram++;
-        dram_submit(s, DX_USER, hit_sectors * 512, r, q->stream);
     }
     if (--s->batching == 0) flush_dirty(s);
 }
@@ -1563,7 +1607,7 @@ static void complete_user(fl_sim *s, int32_t t)
 }
 
 /* The request's last transaction (flash or DRAM) is done: log it, admit the next. */
-static void finish_request(fl_sim *s, int32_t r)
+static FL_ALWAYS_INLINE void finish_request(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
     stream_t *st = &s->streams[q->stream];
