@@ -18,7 +18,8 @@ The ``cache-*`` scenarios (issue #32, scenario (c)) turn the DRAM data cache on 
 ``cache_mode="write"``): tpcc-small on MQSim's ssdconfig.xml as shipped (256 MiB cache, a slow
 100 MT/s x 1-byte DRAM), and a write burst, a trace of 8 KiB random writes arriving faster than
 flash programs them, with MQSim's own DRAM defaults (800 MT/s x 4 bytes), so that the write-backs
-and their back pressure, not the DRAM, set the pace; and the same writes at a pace flash keeps up
+and their back pressure, not the DRAM, set the pace; scenario (a)'s reader and writer sharing the
+cache (``cache-2flows``); and the same writes at a pace flash keeps up
 with (``cache-write-light``: not within tolerance, MQSim's host interface dominates, see
 docs/flash-model.md).
 """
@@ -109,6 +110,8 @@ def scenarios() -> dict[str, Scenario]:
                  config=off, caching_mode="WRITE_CACHE"),
         Scenario("cache-write-burst", [Flow()], make_trace=write_burst_trace, caching_mode="WRITE_CACHE",
                  config={**off, **fast_dram}),
+        # two streams sharing the cache: scenario (a)'s reader and writer, write caching on for both
+        Scenario("cache-2flows", ls, config=off, flow_ranges=True, caching_mode="WRITE_CACHE"),
         # the same writes at a pace flash keeps up with: every write is absorbed in 1.3 us of DRAM
         # time, and MQSim's host interface (PCIe transfer of the 8 KiB, NVMe queue messages: 2.6 us,
         # not in the model) is two thirds of its latency. NOT within tolerance (docs/flash-model.md).

@@ -78,6 +78,13 @@ def test_mqsim_cache_write_burst(tmp_path):
 
 
 @needs_mqsim
+def test_mqsim_cache_two_streams(tmp_path):
+    """(c) a QD 4 reader beside a QD 32 writer sharing the cache (write caching on for both): the
+    writer's 16 KiB writes queue for the DRAM (41 us each), the reader for the write-backs."""
+    _check("cache-2flows", tmp_path)
+
+
+@needs_mqsim
 @pytest.mark.xfail(strict=True, reason="MQSim's host interface, not in the model, is 2.6 of its 3.9 us per cached "
                    "8 KiB write (PCIe transfer of the data, NVMe queue messages); see docs/flash-model.md")
 def test_mqsim_cache_light_writes(tmp_path):
