@@ -607,7 +607,7 @@ static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 }
 
 /* Give a write transaction its physical page (or stall it until the plane frees a block). */
-static FL_ALWAYS_INLINE int place_write(fl_sim *s, int32_t t)
+static int place_write(fl_sim *s, int32_t t)
 {
     tx_t *x = &s->tx[t];
     uint32_t page;
