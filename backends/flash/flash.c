@@ -71,8 +71,9 @@ typedef struct {
 
 typedef struct {
     int64_t arr_ns, off, size, admit_ns;
-    int32_t next, remaining;
-    int32_t dram;      /* data-cache DRAM transfers of the request still under way */
+    int32_t next;
+    int32_t remaining; /* its flash transactions and data-cache DRAM transfers under way, plus, for a
+                          write into the cache, 1 until all its pages are absorbed */
     int32_t cur;       /* a cached write: its next page to absorb into the cache */
     uint16_t stream;
     uint8_t write;
@@ -757,14 +758,18 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             i = nx;
         }
     }
+    /* the chip operation of each transaction kind */
+    static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
+                                    [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
+                                    [TX_ERASE] = TX_ERASE};
     int n = un->n_active;
-    int kind = s->tx[un->active[0]].kind;
+    int kind = op_of[s->tx[un->active[0]].kind];
     int64_t dur, op;
-    if (kind == TX_READ || kind == TX_GCREAD || kind == TX_UPDREAD) {
+    if (kind == TX_READ) {
         un->kind = TX_READ;
         dur = s->cmd_read[n];
         op = s->c.read_ns;
-    } else if (kind == TX_WRITE || kind == TX_GCWRITE || kind == TX_CWRITE) {
+    } else if (kind == TX_WRITE) {
         un->kind = TX_WRITE;
         dur = s->cmd_prog[n];
         for (int i = 0; i < n; i++) dur += xfer_ns(s, s->tx[un->active[i]].bytes);
@@ -1270,7 +1275,7 @@ static void cache_destage(fl_sim *s, int32_t r)
     req_t *q = &s->rq[r];
     int si = q->stream;
     cpart_t *cp = &s->parts[part_of(s, si)];
-    int64_t ps = s->c.page_size, last = last_page(s, q), ev = 0, wb = 0, dram = 0;
+    int64_t ps = s->c.page_size, last = last_page(s, q), ev = 0, wb = 0, dram = 0, cur0 = q->cur;
     int32_t ev_head = -1, ev_tail = -1, wb_head = -1, wb_tail = -1;
     while (q->cur <= last && cp->bp + ev + wb < s->bp_max) {
         int64_t lp = q->cur++, lo = lp * ps, hi = lo + ps;
@@ -1313,9 +1318,10 @@ static void cache_destage(fl_sim *s, int32_t r)
     cp->bp += ev + wb;
     if (ev) dram_submit(s, DX_EVICT, ev * 512, ev_head, si);
     if (dram) {
-        q->dram++;
+        q->remaining++;
         dram_submit(s, DX_USER, dram * 512, r, si);
     }
+    if (cur0 <= last && q->cur > last) q->remaining--; /* all absorbed (a DRAM transfer is under way) */
     for (int32_t t = wb_head; t >= 0;) {
         int32_t nx = s->tx[t].next;
         s->tx[t].next = -1;
@@ -1332,7 +1338,7 @@ static void cache_destage(fl_sim *s, int32_t r)
 static void cache_admit_write(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
-    q->remaining = 0;
+    q->remaining = 1;
     q->cur = (int32_t)(q->off / s->c.page_size);
     cache_destage(s, r);
     q = &s->rq[r];
@@ -1427,9 +1433,7 @@ static void on_dram_done(fl_sim *s, int32_t d)
     s->dx_free = d;
     s->batching++;
     if (x.type == DX_USER) {
-        req_t *q = &s->rq[x.arg];
-        q->dram--;
-        if (!q->remaining && !q->dram && !(q->write && s->cache_wr && q->cur <= last_page(s, q))) finish_request(s, x.arg);
+        if (--s->rq[x.arg].remaining == 0) finish_request(s, x.arg);
     } else if (x.type == DX_EVICT) {
         for (int32_t t = x.arg; t >= 0;) {
             int32_t nx = s->tx[t].next;
@@ -1532,7 +1536,7 @@ static void cache_admit(fl_sim *s, int32_t r, uint64_t first, uint64_t last, int
         q = &s->rq[r];
     }
     if (hit_sectors) {
-        q->dram++;
+        q->remaining++;
         dram_submit(s, DX_USER, hit_sectors * 512, r, q->stream);
     }
 }
@@ -1548,7 +1552,6 @@ static void admit(fl_sim *s, int32_t r)
     int64_t ps = s->c.page_size;
     uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
     q->remaining = (int32_t)(last - first + 1);
-    q->dram = 0;
     int prio = st->prio;
     s->batching++;
     if (s->c.cache_mode) {
@@ -1602,7 +1605,7 @@ static void complete_user(fl_sim *s, int32_t t)
     }
     tx_release(s, t);
     req_t *q = &s->rq[r];
-    if (--q->remaining > 0 || q->dram) return;
+    if (--q->remaining > 0) return;
     finish_request(s, r);
 }
 
@@ -1638,11 +1641,11 @@ static void finish_gc_move(fl_sim *s, uint32_t pl, int owner)
 static void complete_tx(fl_sim *s, int32_t t)
 {
     tx_t *x = &s->tx[t];
-    switch (x->kind) {
-    case TX_READ:
-    case TX_WRITE:
+    if (x->kind <= TX_WRITE) { /* TX_READ, TX_WRITE: the common case first */
         complete_user(s, t);
         return;
+    }
+    switch (x->kind) {
     case TX_CWRITE:
         cache_write_done(s, t);
         return;
@@ -1804,7 +1807,7 @@ void fl_run_until(fl_sim *s, double t_us)
             break;
         case EV_BUS: on_bus_done(s, e.arg); break;
         case EV_ARRAY: on_array_done(s, (uint32_t)e.arg); break;
-        case EV_DRAM: on_dram_done(s, e.arg); break;
+        default: on_dram_done(s, e.arg); break; /* EV_DRAM */
         }
     }
     if (T > s->now) s->now = T;
