@@ -18,7 +18,10 @@
  *   chip's expected finish, which is not moved by a resume), is issued at once. On the operation's
  *   die the operation is suspended: the new command's bus phase first carries the suspend command
  *   and the suspend time, and the operation resumes with its remaining time when the chip is idle
- *   again. On another die it runs on alongside (die interleaving, no suspend cost).
+ *   again. On another die it runs on alongside (die interleaving, no suspend cost);
+ * - with the DRAM data cache on (MQSim's Data_Cache_Manager_Flash_Advanced): writes absorbed in DRAM
+ *   and written back under MQSim's back pressure, read hits served from DRAM, one DRAM channel with
+ *   MQSim's access-time estimate (see the "DRAM data cache" section below).
  * Time is kept in integer nanoseconds. */
 #include "flash.h"
 
@@ -28,8 +31,8 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
-/* the request-completion code is shared by the flash and the DRAM paths but stays inlined in the
- * flash one, the hot path with the cache off */
+/* helpers shared by the uncached and the data-cache paths (a request's admission and completion,
+ * update reads) stay inlined in the uncached one, the hot path with the cache off */
 #if defined(__GNUC__)
 #define FL_ALWAYS_INLINE inline __attribute__((always_inline))
 #else

@@ -2,7 +2,8 @@
  * the flash-transaction level, with MQSim's timing semantics (channel bus shared by the chips of a
  * channel, one command per chip at a time, multi-plane commands on one die, ONFI NV-DDR2 command
  * overheads), a page-level FTL with per-stream write frontiers in CWDP order, greedy GC that holds
- * the chip, and compact state (a uint32 physical page per logical page, a bit-packed reverse map).
+ * the chip, optional program/erase suspension and a write-back DRAM data cache, and compact state
+ * (a uint32 physical page per logical page, a bit-packed reverse map).
  * Plain C99, no allocation on the hot path except for growing pools. Driven by module.c. */
 #ifndef HSS_FLASH_H
 #define HSS_FLASH_H
