@@ -18,7 +18,10 @@
  *   chip's expected finish, which is not moved by a resume), is issued at once. On the operation's
  *   die the operation is suspended: the new command's bus phase first carries the suspend command
  *   and the suspend time, and the operation resumes with its remaining time when the chip is idle
- *   again. On another die it runs on alongside (die interleaving, no suspend cost).
+ *   again. On another die it runs on alongside (die interleaving, no suspend cost);
+ * - with the DRAM data cache on (MQSim's Data_Cache_Manager_Flash_Advanced): writes absorbed in DRAM
+ *   and written back under MQSim's back pressure, read hits served from DRAM, one DRAM channel with
+ *   MQSim's access-time estimate (see the "DRAM data cache" section below).
  * Time is kept in integer nanoseconds. */
 #include "flash.h"
 
@@ -28,13 +31,22 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
+/* helpers shared by the uncached and the data-cache paths (a request's admission and completion,
+ * update reads) stay inlined in the uncached one, the hot path with the cache off */
+#if defined(__GNUC__)
+#define FL_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define FL_ALWAYS_INLINE inline
+#endif
 /* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
  * whole queues, which under deep queues costs time for rare matches: see docs/flash-model.md) */
 #define MP_SCAN 16
 
-/* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write) */
-enum { TX_READ, TX_WRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE, TX_UPDREAD };
-enum { EV_ARRIVE, EV_BUS, EV_ARRAY };
+/* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write);
+ * TX_CWRITE: a data-cache write-back of a page (no request waits for it). Host-data kinds first:
+ * kind <= TX_CWRITE is user traffic (conflicts are counted for it), the rest is GC. */
+enum { TX_READ, TX_WRITE, TX_UPDREAD, TX_CWRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
+enum { EV_ARRIVE, EV_BUS, EV_ARRAY, EV_DRAM };
 enum { PH_CMD, PH_DATAOUT };
 enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
 /* a chip's second command: a suspended one (held) or one running on another die (background) */
@@ -51,15 +63,21 @@ typedef struct {
     uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
     uint32_t bytes;
     int32_t link;      /* TX_UPDREAD: the write waiting for it */
+    /* TX_CWRITE keeps its data's timestamp (MQSim's DataTimeStamp) in req (high half) and link
+     * (low half), and until it is dispatched its 4 KiB chunk masks in page (see cache_write_tx) */
     uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
     uint8_t kind, stream, pid;
     uint8_t held;      /* a write waiting for its update read */
     uint8_t placed;    /* a write that has its physical page */
+    uint8_t wq;        /* TX_CWRITE: its chip queue */
 } tx_t;
 
 typedef struct {
     int64_t arr_ns, off, size, admit_ns;
-    int32_t next, remaining;
+    int32_t next;
+    int32_t remaining; /* its flash transactions and data-cache DRAM transfers under way, plus, for a
+                          write into the cache, 1 until all its pages are absorbed */
+    int32_t cur;       /* a cached write: its next page to absorb into the cache */
     uint16_t stream;
     uint8_t write;
 } req_t;
@@ -107,6 +125,31 @@ typedef struct {
 } plane_t;
 
 typedef struct { int32_t blk; uint32_t wp; } frontier_t;
+
+/* ---- DRAM data cache (MQSim's Data_Cache_Manager_Flash_Advanced / Data_Cache_Flash) */
+enum { CS_CLEAN, CS_DIRTY, CS_WB };   /* clean; dirty, not written back; write-back in flight */
+enum { DX_USER, DX_EVICT, DX_FILL };  /* DRAM transfer of a request; eviction read; read-cache fill */
+
+typedef struct {
+    int64_t ts;                /* MQSim's slot Timestamp: admission time of the newest data */
+    uint64_t sectors;          /* the page's 512-byte sectors held */
+    uint32_t lpn;
+    int32_t prev, next;        /* LRU list of its partition (head = most recently used) */
+    int32_t hnext;             /* hash chain; free-list link */
+    uint16_t stream;
+    uint8_t status;
+} cslot_t;
+
+typedef struct {
+    int32_t lru_head, lru_tail, n;
+    int64_t bp;                /* sectors of write-backs in flight (MQSim's back_pressure_buffer_depth) */
+    int32_t wait_head, wait_tail;  /* write requests waiting for write-back room, in arrival order */
+    int32_t dq_head, dq_tail;      /* DRAM transfers waiting for the memory channel */
+} cpart_t;
+
+typedef struct { uint32_t *k; uint32_t cap, n; } lset_t;  /* open-addressing set of lpn + 1 */
+
+typedef struct { int64_t bytes; int32_t next, arg; uint16_t stream; uint8_t type; } dram_t;
 
 typedef struct {
     int qd, prio;
@@ -166,6 +209,22 @@ struct fl_sim {
     int64_t program_suspends, erase_suspends;
     int64_t susp_cmd_ns;           /* ONFI suspend command: tCS + 3 tWC (MQSim's *SuspendCommandTime) */
     uint64_t rng;
+    /* DRAM data cache (NULL / 0 when off) */
+    int cache_wr, cache_rd, n_parts, spp;
+    int64_t part_cap;              /* slots per partition */
+    int64_t bp_max;                /* MQSim: one page per plane, in sectors */
+    cslot_t *slots;
+    int32_t slot_cap, slot_free, slot_used;
+    int32_t *bucket;
+    uint32_t n_buckets;
+    cpart_t *parts;
+    lset_t *seen;                  /* per stream: pages written since the last reset (MQSim's bloom_filter) */
+    int64_t seen_reset_at;
+    dram_t *dx;
+    int32_t dx_cap, dx_free;
+    int dram_busy, dram_turn;
+    double dram_burst_ns;
+    fl_cache_stats cst;
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -376,8 +435,23 @@ static int check_cfg(const fl_config *c, char *err, size_t errlen)
     if (c->susp_program_read_min_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_program_for_read_min_us", (double)c->susp_program_read_min_ns / 1000);
     if (c->susp_erase_read_min_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_erase_for_read_min_us", (double)c->susp_erase_read_min_ns / 1000);
     if (c->susp_erase_write_min_ns < 0) return cfg_error(err, errlen, "must be >= 0", "suspend_erase_for_write_min_us", (double)c->susp_erase_write_min_ns / 1000);
+    if (c->cache_mode < 0 || c->cache_mode > (FL_CACHE_WRITE | FL_CACHE_READ)) return cfg_error(err, errlen, "must be 0..3", "cache_mode", c->cache_mode);
+    if (c->cache_mode) {
+        int parts = c->cache_partitioned ? c->n_streams : 1;
+        if (c->page_size > 32768) return cfg_error(err, errlen, "must be <= 32768 bytes with the data cache on (64 sectors)", "page_size", c->page_size);
+        if (c->cache_bytes / c->page_size < parts || c->cache_bytes / c->page_size > INT32_MAX / 2)
+            return cfg_error(err, errlen, "must hold at least one page per partition (and < 2^30 pages)", "cache_capacity_bytes", (double)c->cache_bytes);
+        if (c->dram_row_bytes < 1) return cfg_error(err, errlen, "must be >= 1", "cache_dram_row_bytes", c->dram_row_bytes);
+        if (c->dram_burst_bytes < 1) return cfg_error(err, errlen, "must be >= 1", "cache_dram_burst_bytes", c->dram_burst_bytes);
+        if (!(c->dram_mtps > 0) || !isfinite(c->dram_mtps)) return cfg_error(err, errlen, "must be > 0", "cache_dram_mtps", c->dram_mtps);
+        if (c->dram_trcd_ns < 0 || c->dram_tcl_ns < 0 || c->dram_trp_ns < 0)
+            return cfg_error(err, errlen, "must be >= 0", "cache_dram_trcd/tcl/trp_ns", (double)(c->dram_trcd_ns < 0 ? c->dram_trcd_ns : c->dram_tcl_ns < 0 ? c->dram_tcl_ns : c->dram_trp_ns));
+    }
     return 0;
 }
+
+static void cache_free(fl_sim *s);
+static int cache_init(fl_sim *s);
 
 fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
 {
@@ -462,6 +536,11 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     }
     s->tx_free = s->rq_free = -1;
     s->rng = cfg->seed ^ 0x5DEECE66Dull;
+    if (cfg->cache_mode && cache_init(s) < 0) {
+        fl_free(s);
+        snprintf(err, errlen, "out of memory for the data cache");
+        return NULL;
+    }
     return s;
 }
 
@@ -472,6 +551,7 @@ void fl_free(fl_sim *s)
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
     free(s->lat); free(s->dev_lat); free(s->lat_stream);
+    cache_free(s);
     free(s);
 }
 
@@ -609,7 +689,7 @@ static void enqueue_tx(fl_sim *s, int32_t t, int q)
     unit_t *un = &s->units[u];
     x->die = (uint16_t)die_of_plane(s, x->pl);
     x->pid = (uint8_t)plane_in_die(s, x->pl);
-    if (x->kind == TX_READ || x->kind == TX_WRITE || x->kind == TX_UPDREAD) {
+    if (x->kind <= TX_CWRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
         un->gc_ops++;
@@ -681,14 +761,18 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             i = nx;
         }
     }
+    /* the chip operation of each transaction kind */
+    static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
+                                    [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
+                                    [TX_ERASE] = TX_ERASE};
     int n = un->n_active;
-    int kind = s->tx[un->active[0]].kind;
+    int kind = op_of[s->tx[un->active[0]].kind];
     int64_t dur, op;
-    if (kind == TX_READ || kind == TX_GCREAD || kind == TX_UPDREAD) {
+    if (kind == TX_READ) {
         un->kind = TX_READ;
         dur = s->cmd_read[n];
         op = s->c.read_ns;
-    } else if (kind == TX_WRITE || kind == TX_GCWRITE) {
+    } else if (kind == TX_WRITE) {
         un->kind = TX_WRITE;
         dur = s->cmd_prog[n];
         for (int i = 0; i < n; i++) dur += xfer_ns(s, s->tx[un->active[i]].bytes);
@@ -824,22 +908,18 @@ static uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
 }
 
 /* MQSim's update read: a write of part of a page whose other data is on flash first reads that
- * data from the page's old location (the write waits for it). Tracked at 4 KiB granularity. */
-static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
+ * data from the page's old location (the write waits for it). Tracked at 4 KiB granularity: full
+ * and any are the chunks the write covers wholly and at all (with pages of 4 KiB or less, bit 0
+ * of full is the whole page), data_bytes the bytes it writes. */
+static inline void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any, int64_t data_bytes, int prio)
 {
     uint32_t lpn = s->tx[t].lpn, old = L2P(s, lpn);
     int64_t ps = s->c.page_size;
-    unsigned full = 0, any = 0, prev;
+    unsigned prev;
     if (s->cbits) {
-        for (int k = 0; k < s->cbits; k++) {
-            int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
-            if (lo <= c0 && hi >= c1) full |= 1u << k;
-            if (lo < c1 && hi > c0) any |= 1u << k;
-        }
         prev = old == NONE ? 0 : bits_get(s->cstat, s->cbits, lpn);
         bits_set(s->cstat, s->cbits, lpn, prev | any);
     } else {
-        full = (lo == 0 && hi == ps) ? 1u : 0u;
         prev = old == NONE ? 0u : 1u;
     }
     if (!(prev & ~full)) return;
@@ -848,9 +928,29 @@ static void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
     x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
     x->pl = old / (uint32_t)s->G / (uint32_t)s->B;
     x->page = old % (uint32_t)s->G;
-    x->bytes = (uint32_t)(ps - (hi - lo) > 512 ? ps - (hi - lo) : 512);
+    x->bytes = (uint32_t)(ps - data_bytes > 512 ? ps - data_bytes : 512);
     w->held = 1;
     enqueue_tx(s, r, Q_UR + prio);
+}
+
+/* The chunks of a page that the byte range [lo, hi) covers wholly (*full) and at all (*any). */
+static inline void range_chunks(const fl_sim *s, int64_t lo, int64_t hi, unsigned *full, unsigned *any)
+{
+    int64_t ps = s->c.page_size;
+    *full = *any = 0;
+    if (!s->cbits) { *full = (lo == 0 && hi == ps) ? 1u : 0u; *any = 1u; return; }
+    for (int k = 0; k < s->cbits; k++) {
+        int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
+        if (lo <= c0 && hi >= c1) *full |= 1u << k;
+        if (lo < c1 && hi > c0) *any |= 1u << k;
+    }
+}
+
+static FL_ALWAYS_INLINE void update_read(fl_sim *s, int32_t t, int64_t lo, int64_t hi, int prio)
+{
+    unsigned full, any;
+    range_chunks(s, lo, hi, &full, &any);
+    update_read_chunks(s, t, full, any, hi - lo, prio);
 }
 
 /* A read of a never-written page: as MQSim (online_create_entry_for_reads), give it a page of the
@@ -874,6 +974,576 @@ static int create_read_mapping(fl_sim *s, int32_t t, const stream_t *st, int64_t
     return 1;
 }
 
+/* ------------------------------------------------------------------ DRAM data cache */
+/* MQSim's Data_Cache_Manager_Flash_Advanced (its default Caching_Mechanism), read from its source:
+ * - slots of one page each, keyed by (stream, logical page), LRU per partition (one shared cache,
+ *   or one per stream of capacity / n_streams with EQUAL_PARTITIONING);
+ * - a write is absorbed page by page while the sectors of write-backs in flight (back pressure) stay
+ *   below one page per plane: a page already cached is updated, else inserted, evicting the LRU
+ *   slot (written back first if dirty: DRAM read, then a flash write of the top priority class);
+ *   a page not written since the last reset of its stream's "bloom filter" (a set, cleared every
+ *   simulated second) is cold and written back at once, its slot dropped when that write ends (if
+ *   no newer data came); a page written again within the second stays dirty in DRAM. The request
+ *   completes when its data has crossed the DRAM (one transfer of its absorbed sectors); pages
+ *   left over wait, in arrival order, and are retried whenever a write-back ends;
+ * - a read takes the sectors the cache holds from DRAM (one transfer) and the rest from flash; with
+ *   read caching, pages read from flash are inserted (a DRAM write nobody waits for);
+ * - one DRAM channel, transfers in FIFO order (round robin over the streams' queues when
+ *   partitioned), each taking MQSim's estimate_dram_access_time. */
+
+static inline int part_of(const fl_sim *s, int stream) { return s->c.cache_partitioned ? stream : 0; }
+
+static inline int popc(uint64_t m) { return __builtin_popcountll(m); }
+
+/* 512-byte sectors of a page touched by the byte range [lo, hi) of it */
+static uint64_t sector_mask(int64_t lo, int64_t hi)
+{
+    int a = (int)(lo / 512), b = (int)((hi + 511) / 512);
+    uint64_t upto = b >= 64 ? ~0ull : (1ull << b) - 1;
+    return upto & ~((1ull << a) - 1);
+}
+
+static uint32_t slot_hash(const fl_sim *s, int stream, uint32_t lpn)
+{
+    uint64_t k = (((uint64_t)stream << 32) | lpn) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(k >> 40) & (s->n_buckets - 1);
+}
+
+static int cache_init(fl_sim *s)
+{
+    const fl_config *c = &s->c;
+    s->cache_wr = (c->cache_mode & FL_CACHE_WRITE) != 0;
+    s->cache_rd = (c->cache_mode & FL_CACHE_READ) != 0;
+    s->n_parts = c->cache_partitioned ? c->n_streams : 1;
+    s->spp = c->page_size / 512;
+    /* MQSim: capacity_in_pages = capacity / (512 * sectors per page), split equally when partitioned;
+     * back_pressure_buffer_max_depth = planes * sectors per page */
+    s->part_cap = (c->cache_bytes / (512 * (int64_t)s->spp)) / s->n_parts;
+    s->bp_max = (int64_t)s->n_planes * s->spp;
+    s->dram_burst_ns = 1e9 / (c->dram_mtps * 1e6);
+    s->n_buckets = 1024;
+    s->bucket = malloc(s->n_buckets * sizeof(int32_t));
+    s->parts = calloc((size_t)s->n_parts, sizeof(cpart_t));
+    s->seen = calloc((size_t)c->n_streams, sizeof(lset_t));
+    if (!s->bucket || !s->parts || !s->seen) return -1;
+    for (uint32_t i = 0; i < s->n_buckets; i++) s->bucket[i] = -1;
+    for (int p = 0; p < s->n_parts; p++) {
+        cpart_t *cp = &s->parts[p];
+        cp->lru_head = cp->lru_tail = cp->wait_head = cp->wait_tail = cp->dq_head = cp->dq_tail = -1;
+    }
+    s->slot_free = s->dx_free = -1;
+    return 0;
+}
+
+static void cache_free(fl_sim *s)
+{
+    if (s->seen)
+        for (int i = 0; i < s->c.n_streams; i++) free(s->seen[i].k);
+    free(s->seen); free(s->parts); free(s->bucket); free(s->slots); free(s->dx);
+}
+
+static int32_t slot_find(const fl_sim *s, int stream, uint32_t lpn)
+{
+    for (int32_t i = s->bucket[slot_hash(s, stream, lpn)]; i >= 0; i = s->slots[i].hnext)
+        if (s->slots[i].lpn == lpn && s->slots[i].stream == stream) return i;
+    return -1;
+}
+
+static void lru_unlink(fl_sim *s, int32_t i)
+{
+    cslot_t *x = &s->slots[i];
+    cpart_t *cp = &s->parts[part_of(s, x->stream)];
+    if (x->prev >= 0) s->slots[x->prev].next = x->next; else cp->lru_head = x->next;
+    if (x->next >= 0) s->slots[x->next].prev = x->prev; else cp->lru_tail = x->prev;
+}
+
+static void lru_push_front(fl_sim *s, int32_t i)
+{
+    cslot_t *x = &s->slots[i];
+    cpart_t *cp = &s->parts[part_of(s, x->stream)];
+    x->prev = -1;
+    x->next = cp->lru_head;
+    if (cp->lru_head >= 0) s->slots[cp->lru_head].prev = i; else cp->lru_tail = i;
+    cp->lru_head = i;
+}
+
+/* MQSim's Get_slot / Update_data: the slot becomes the most recently used */
+static void slot_touch(fl_sim *s, int32_t i)
+{
+    if (s->parts[part_of(s, s->slots[i].stream)].lru_head == i) return;
+    lru_unlink(s, i);
+    lru_push_front(s, i);
+}
+
+/* the hash table with nb buckets, rebuilt from the LRU lists */
+static void rehash(fl_sim *s, uint32_t nb)
+{
+    int32_t *b = malloc(nb * sizeof(int32_t));
+    if (!b) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    free(s->bucket);
+    s->bucket = b;
+    s->n_buckets = nb;
+    for (uint32_t h = 0; h < nb; h++) b[h] = -1;
+    for (int p = 0; p < s->n_parts; p++)
+        for (int32_t i = s->parts[p].lru_head; i >= 0; i = s->slots[i].next) {
+            uint32_t h = slot_hash(s, s->slots[i].stream, s->slots[i].lpn);
+            s->slots[i].hnext = b[h];
+            b[h] = i;
+        }
+}
+
+static int32_t slot_insert(fl_sim *s, int stream, uint32_t lpn, uint64_t sectors, int64_t ts, int status)
+{
+    if (s->slot_free < 0) {
+        int32_t old = s->slot_cap;
+        s->slots = grow(s->slots, sizeof(cslot_t), &s->slot_cap, old + 1);
+        for (int32_t k = s->slot_cap - 1; k >= old; k--) { s->slots[k].hnext = s->slot_free; s->slot_free = k; }
+    }
+    if ((uint32_t)s->slot_used + 1 > s->n_buckets) rehash(s, s->n_buckets * 2);
+    int32_t i = s->slot_free;
+    cslot_t *x = &s->slots[i];
+    s->slot_free = x->hnext;
+    x->ts = ts; x->sectors = sectors; x->lpn = lpn; x->stream = (uint16_t)stream; x->status = (uint8_t)status;
+    uint32_t h = slot_hash(s, stream, lpn);
+    x->hnext = s->bucket[h];
+    s->bucket[h] = i;
+    lru_push_front(s, i);
+    s->parts[part_of(s, stream)].n++;
+    s->slot_used++;
+    return i;
+}
+
+static void slot_remove(fl_sim *s, int32_t i)
+{
+    cslot_t *x = &s->slots[i];
+    int32_t *pp = &s->bucket[slot_hash(s, x->stream, x->lpn)];
+    while (*pp != i) pp = &s->slots[*pp].hnext;
+    *pp = x->hnext;
+    lru_unlink(s, i);
+    s->parts[part_of(s, x->stream)].n--;
+    s->slot_used--;
+    x->hnext = s->slot_free;
+    s->slot_free = i;
+}
+
+static inline uint32_t lset_slot(uint32_t key, uint32_t cap) { return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (cap - 1); }
+
+static int lset_has(const lset_t *z, uint32_t lpn)
+{
+    if (!z->cap) return 0;
+    uint32_t key = lpn + 1, m = z->cap - 1;
+    for (uint32_t h = lset_slot(key, z->cap); z->k[h]; h = (h + 1) & m)
+        if (z->k[h] == key) return 1;
+    return 0;
+}
+
+/* add lpn (not in the set) */
+static void lset_add(lset_t *z, uint32_t lpn)
+{
+    if (2 * (z->n + 1) > z->cap) {
+        uint32_t cap = z->cap ? 2 * z->cap : 1024, *k = calloc(cap, sizeof(uint32_t));
+        if (!k) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+        for (uint32_t j = 0; j < z->cap; j++) {
+            if (!z->k[j]) continue;
+            uint32_t h = lset_slot(z->k[j], cap);
+            while (k[h]) h = (h + 1) & (cap - 1);
+            k[h] = z->k[j];
+        }
+        free(z->k);
+        z->k = k;
+        z->cap = cap;
+    }
+    uint32_t h = lset_slot(lpn + 1, z->cap);
+    while (z->k[h]) h = (h + 1) & (z->cap - 1);
+    z->k[h] = lpn + 1;
+    z->n++;
+}
+
+static void lset_clear(lset_t *z)
+{
+    if (z->cap) memset(z->k, 0, z->cap * sizeof(uint32_t));
+    z->n = 0;
+}
+
+/* MQSim's estimate_dram_access_time, integer divisions and truncations included (a transfer of more
+ * than a row is charged by whole pairs of rows plus the remainder at the burst rate) */
+static int64_t dram_ns(const fl_sim *s, int64_t bytes)
+{
+    const fl_config *c = &s->c;
+    int64_t row = c->dram_row_bytes, burst = c->dram_burst_bytes, rc = c->dram_trcd_ns + c->dram_tcl_ns;
+    double bt = s->dram_burst_ns;
+    if (bytes <= row) return rc + (int64_t)((double)(bytes / burst / 2) * bt);
+    double per2rows = (double)(int64_t)((double)(row / burst / 2) * bt + (double)c->dram_trp_ns);
+    return (int64_t)((double)rc + per2rows * (double)(bytes / row / 2) + (double)rc
+                     + (double)(int64_t)((double)(bytes % row) / ((double)burst * bt)));
+}
+
+static void dram_start(fl_sim *s, int32_t d)
+{
+    s->dram_busy = 1;
+    ev_push(s, s->now + dram_ns(s, s->dx[d].bytes), EV_DRAM, d);
+}
+
+/* MQSim's service_dram_access_request: start at once on an idle channel, else queue */
+static void dram_submit(fl_sim *s, int type, int64_t bytes, int32_t arg, int stream)
+{
+    if (s->dx_free < 0) {
+        int32_t old = s->dx_cap;
+        s->dx = grow(s->dx, sizeof(dram_t), &s->dx_cap, old + 1);
+        for (int32_t k = s->dx_cap - 1; k >= old; k--) { s->dx[k].next = s->dx_free; s->dx_free = k; }
+    }
+    int32_t d = s->dx_free;
+    dram_t *x = &s->dx[d];
+    s->dx_free = x->next;
+    x->bytes = bytes; x->arg = arg; x->type = (uint8_t)type; x->stream = (uint16_t)stream; x->next = -1;
+    if (!s->dram_busy) {
+        s->dram_turn = stream;
+        dram_start(s, d);
+        return;
+    }
+    cpart_t *cp = &s->parts[part_of(s, stream)];
+    if (cp->dq_tail < 0) cp->dq_head = d; else s->dx[cp->dq_tail].next = d;
+    cp->dq_tail = d;
+}
+
+static int32_t dq_pop(fl_sim *s, cpart_t *cp)
+{
+    int32_t d = cp->dq_head;
+    if (d >= 0) { cp->dq_head = s->dx[d].next; if (cp->dq_head < 0) cp->dq_tail = -1; }
+    return d;
+}
+
+static inline int64_t cw_ts(const tx_t *x) { return (int64_t)(((uint64_t)(uint32_t)x->req << 32) | (uint32_t)x->link); }
+
+/* A write-back of sectors of page lpn, not yet dispatched: its chunk masks for the update read are
+ * kept in page until cache_dispatch (which places it when the FTL sees it, as MQSim's AMU). */
+static int32_t cache_write_tx(fl_sim *s, int stream, uint32_t lpn, uint64_t sectors, int64_t ts, int urgent)
+{
+    unsigned full = 0, any = 0;
+    if (s->cbits) {
+        for (int k = 0; k < s->cbits; k++) {
+            int a = 8 * k, b = 8 * k + 8 < s->spp ? 8 * k + 8 : s->spp;
+            uint64_t cm = (b >= 64 ? ~0ull : (1ull << b) - 1) & ~((1ull << a) - 1);
+            if ((sectors & cm) == cm) full |= 1u << k;
+            if (sectors & cm) any |= 1u << k;
+        }
+    } else {
+        uint64_t all = s->spp >= 64 ? ~0ull : (1ull << s->spp) - 1;
+        full = (sectors & all) == all;
+        any = 1;
+    }
+    int32_t t = tx_alloc(s);
+    tx_t *x = &s->tx[t];
+    x->kind = TX_CWRITE; x->stream = (uint8_t)stream; x->lpn = lpn;
+    x->bytes = (uint32_t)popc(sectors) * 512u;
+    x->req = (int32_t)(uint32_t)((uint64_t)ts >> 32);
+    x->link = (int32_t)(uint32_t)(uint64_t)ts;
+    x->wq = (uint8_t)(Q_UW + (urgent ? FL_PRIO - 1 : s->streams[stream].prio));
+    x->page = full | (any << 8);
+    return t;
+}
+
+static void cache_dispatch(fl_sim *s, int32_t t)
+{
+    tx_t *x = &s->tx[t];
+    unsigned full = x->page & 0xFFu, any = x->page >> 8;
+    x->page = 0;
+    x->pl = write_plane(s, &s->streams[x->stream], x->lpn);
+    update_read_chunks(s, t, full, any, x->bytes, s->tx[t].wq - Q_UW);
+    if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, s->tx[t].wq);
+}
+
+/* Evict the LRU slot of partition cp for a new one; a dirty one is written back after a DRAM read.
+ * Returns its write-back (not dispatched, *sectors set) or -1. */
+static int32_t cache_evict(fl_sim *s, cpart_t *cp, int64_t *sectors)
+{
+    int32_t v = cp->lru_tail, t = -1;
+    cslot_t *y = &s->slots[v];
+    *sectors = 0;
+    if (y->status == CS_DIRTY) {
+        *sectors = popc(y->sectors);
+        t = cache_write_tx(s, y->stream, y->lpn, y->sectors, y->ts, 1);
+        s->cst.evictions++;
+    }
+    slot_remove(s, v);
+    return t;
+}
+
+static inline int64_t last_page(const fl_sim *s, const req_t *q) { return (q->off + q->size - 1) / s->c.page_size; }
+
+/* MQSim's write_to_destage_buffer: absorb the request's pages from q->cur on, while back pressure
+ * allows (see the block comment above). */
+static void cache_destage(fl_sim *s, int32_t r)
+{
+    req_t *q = &s->rq[r];
+    int si = q->stream;
+    cpart_t *cp = &s->parts[part_of(s, si)];
+    int64_t ps = s->c.page_size, last = last_page(s, q), ev = 0, wb = 0, dram = 0, cur0 = q->cur;
+    int32_t ev_head = -1, ev_tail = -1, wb_head = -1, wb_tail = -1;
+    while (q->cur <= last && cp->bp + ev + wb < s->bp_max) {
+        int64_t lp = q->cur++, lo = lp * ps, hi = lo + ps;
+        if (lo < q->off) lo = q->off;
+        if (hi > q->off + q->size) hi = q->off + q->size;
+        uint64_t m = sector_mask(lo - lp * ps, hi - lp * ps);
+        uint32_t lpn = (uint32_t)lp;
+        int32_t i = slot_find(s, si, lpn);
+        if (i >= 0) {
+            slot_touch(s, i);
+            cslot_t *x = &s->slots[i];
+            x->sectors |= m;
+            if (q->admit_ns > x->ts) x->ts = q->admit_ns;
+            x->status = CS_DIRTY;
+        } else {
+            if (cp->n >= s->part_cap) {
+                int64_t n;
+                int32_t t = cache_evict(s, cp, &n);
+                if (t >= 0) {
+                    ev += n;
+                    if (ev_tail < 0) ev_head = t; else s->tx[ev_tail].next = t;
+                    ev_tail = t;
+                }
+            }
+            i = slot_insert(s, si, lpn, m, q->admit_ns, CS_DIRTY);
+        }
+        dram += popc(m);
+        s->host_page_writes++;
+        s->cst.write_pages++;
+        if (!lset_has(&s->seen[si], lpn)) { /* cold: written back at once */
+            s->slots[i].status = CS_WB;
+            wb += popc(m);
+            lset_add(&s->seen[si], lpn);
+            int32_t t = cache_write_tx(s, si, lpn, m, q->admit_ns, 0);
+            if (wb_tail < 0) wb_head = t; else s->tx[wb_tail].next = t;
+            wb_tail = t;
+            s->cst.writebacks++;
+        }
+    }
+    cp->bp += ev + wb;
+    if (ev) dram_submit(s, DX_EVICT, ev * 512, ev_head, si);
+    if (dram) {
+        q->remaining++;
+        dram_submit(s, DX_USER, dram * 512, r, si);
+    }
+    if (cur0 <= last && q->cur > last) q->remaining--; /* all absorbed (a DRAM transfer is under way) */
+    for (int32_t t = wb_head; t >= 0;) {
+        int32_t nx = s->tx[t].next;
+        s->tx[t].next = -1;
+        cache_dispatch(s, t);
+        t = nx;
+    }
+    if (s->now > s->seen_reset_at) { /* MQSim resets only the stream whose write passes the milestone */
+        lset_clear(&s->seen[si]);
+        s->seen_reset_at = s->now + 1000000000;
+    }
+}
+
+/* A write request with write caching on: absorbed now, or (its rest) queued for back-pressure room. */
+static void cache_admit_write(fl_sim *s, int32_t r)
+{
+    req_t *q = &s->rq[r];
+    q->remaining = 1;
+    q->cur = (int32_t)(q->off / s->c.page_size);
+    cache_destage(s, r);
+    q = &s->rq[r];
+    if (q->cur <= last_page(s, q)) {
+        cpart_t *cp = &s->parts[part_of(s, q->stream)];
+        q->next = -1;
+        if (cp->wait_tail < 0) cp->wait_head = r; else s->rq[cp->wait_tail].next = r;
+        cp->wait_tail = r;
+        s->cst.waits++;
+    }
+}
+
+/* The sectors of page lp the cache holds for a read of [lo, hi) of it (MQSim: Exists, Get_slot). */
+static uint64_t cache_read_hit(fl_sim *s, int stream, uint32_t lpn, uint64_t want)
+{
+    int32_t i = slot_find(s, stream, lpn);
+    if (i < 0) return 0;
+    slot_touch(s, i);
+    return s->slots[i].sectors & want;
+}
+
+/* Read caching: the page just read from flash goes into the cache (a DRAM write nobody waits for).
+ * MQSim's Update_data would also mark an already cached page dirty; here it stays as it was. */
+static void cache_fill(fl_sim *s, int32_t t)
+{
+    const tx_t *x = &s->tx[t];
+    const req_t *q = &s->rq[x->req];
+    int si = x->stream;
+    uint32_t lpn = x->lpn;
+    int64_t ps = s->c.page_size, lo = (int64_t)lpn * ps, hi = lo + ps, ts = q->admit_ns;
+    if (lo < q->off) lo = q->off;
+    if (hi > q->off + q->size) hi = q->off + q->size;
+    uint64_t m = sector_mask(lo - (int64_t)lpn * ps, hi - (int64_t)lpn * ps);
+    int32_t i = slot_find(s, si, lpn);
+    if (i >= 0) {
+        slot_touch(s, i);
+        s->slots[i].sectors |= m;
+        if (ts > s->slots[i].ts) s->slots[i].ts = ts;
+        return;
+    }
+    cpart_t *cp = &s->parts[part_of(s, si)];
+    if (cp->n >= s->part_cap) {
+        int64_t n;
+        int32_t w = cache_evict(s, cp, &n);
+        if (w >= 0) {
+            cp->bp += n;
+            dram_submit(s, DX_EVICT, n * 512, w, si);
+        }
+    }
+    slot_insert(s, si, lpn, m, ts, CS_CLEAN);
+    dram_submit(s, DX_FILL, (int64_t)popc(m) * 512, -1, si);
+}
+
+static FL_ALWAYS_INLINE void finish_request(fl_sim *s, int32_t r);
+
+/* A write-back has reached flash: its back pressure is released, its slot dropped unless newer
+ * data came, and the waiting writes retried in order until back pressure is over its limit again
+ * (MQSim's handle_transaction_serviced_signal_from_PHY). */
+static void cache_write_done(fl_sim *s, int32_t t)
+{
+    const tx_t *x = &s->tx[t];
+    int si = x->stream;
+    uint32_t lpn = x->lpn;
+    int64_t ts = cw_ts(x), sectors = (x->bytes + 511) / 512;
+    s->streams[si].st.write_tx++;
+    s->flash_programs++;
+    tx_release(s, t);
+    cpart_t *cp = &s->parts[part_of(s, si)];
+    cp->bp -= sectors;
+    int32_t i = slot_find(s, si, lpn);
+    if (i >= 0 && ts >= s->slots[i].ts) slot_remove(s, i);
+    int32_t prev = -1, r = cp->wait_head;
+    while (r >= 0) {
+        cache_destage(s, r);
+        int32_t nx = s->rq[r].next;
+        if (s->rq[r].cur > last_page(s, &s->rq[r])) {
+            if (prev < 0) cp->wait_head = nx; else s->rq[prev].next = nx;
+            if (cp->wait_tail == r) cp->wait_tail = prev;
+            s->rq[r].next = -1;
+        } else {
+            prev = r;
+        }
+        r = nx;
+        if (cp->bp > s->bp_max) break;
+    }
+}
+
+static void on_dram_done(fl_sim *s, int32_t d)
+{
+    dram_t x = s->dx[d];
+    s->dx[d].next = s->dx_free;
+    s->dx_free = d;
+    s->batching++;
+    if (x.type == DX_USER) {
+        if (--s->rq[x.arg].remaining == 0) finish_request(s, x.arg);
+    } else if (x.type == DX_EVICT) {
+        for (int32_t t = x.arg; t >= 0;) {
+            int32_t nx = s->tx[t].next;
+            s->tx[t].next = -1;
+            cache_dispatch(s, t);
+            t = nx;
+        }
+    }
+    /* MQSim frees the channel after handling the event: transfers it started wait their turn */
+    s->dram_busy = 0;
+    int32_t nd = -1;
+    if (!s->c.cache_partitioned) {
+        nd = dq_pop(s, &s->parts[0]);
+    } else {
+        for (int k = 0; k < s->n_parts && nd < 0; k++) {
+            s->dram_turn = (s->dram_turn + 1) % s->n_parts;
+            nd = dq_pop(s, &s->parts[s->dram_turn]);
+        }
+    }
+    if (nd >= 0) dram_start(s, nd);
+    if (--s->batching == 0) flush_dirty(s);
+}
+
+/* A user write transaction of page lp ([lo, hi) of the request), placed and queued (after its
+ * update read, if it needs one). */
+static FL_ALWAYS_INLINE void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio)
+{
+    int64_t ps = s->c.page_size;
+    int32_t t = tx_alloc(s);
+    tx_t *x = &s->tx[t];
+    x->req = r; x->lpn = (uint32_t)lp; x->bytes = (uint32_t)(hi - lo); x->stream = (uint8_t)s->rq[r].stream;
+    x->kind = TX_WRITE;
+    x->pl = write_plane(s, st, (uint32_t)lp);
+    s->host_page_writes++;
+    update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
+    if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
+}
+
+/* A user read transaction of page lp ([lo, hi) of the request, bytes of it from flash), queued. */
+static FL_ALWAYS_INLINE void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi,
+                           uint32_t bytes, int prio)
+{
+    int64_t ps = s->c.page_size;
+    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
+    int32_t t = tx_alloc(s);
+    tx_t *x = &s->tx[t];
+    x->req = r; x->lpn = (uint32_t)lp; x->bytes = bytes; x->stream = (uint8_t)s->rq[r].stream;
+    uint32_t lpn = (uint32_t)lp;
+    x->kind = TX_READ;
+    uint32_t ppn = L2P(s, lpn);
+    x->ppn = ppn;
+    if (ppn != NONE) {
+        x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
+        x->page = ppn % (uint32_t)s->G;
+    } else if (s->c.map_unwritten_reads
+               && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
+        /* mapped now (MQSim's online_create_entry_for_reads) */
+    } else {
+        /* never written: read where CWDP over the stream's units would put it */
+        uint32_t nu = (uint32_t)st->n_units;
+        x->pl = ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
+        x->page = (lpn / (nu * D * P)) % (uint32_t)s->G;
+    }
+    enqueue_tx(s, t, Q_UR + prio);
+}
+
+/* A request with the data cache on: a write absorbed (write caching), or a read whose pages the
+ * cache holds taken from DRAM (one transfer) and the rest from flash. */
+static void cache_admit(fl_sim *s, int32_t r, uint64_t first, uint64_t last, int prio)
+{
+    req_t *q = &s->rq[r];
+    if (q->write && s->cache_wr) { cache_admit_write(s, r); return; }
+    const stream_t *st = &s->streams[q->stream];
+    int64_t ps = s->c.page_size, hit_sectors = 0;
+    for (uint64_t lp = first; lp <= last; lp++) {
+        int64_t lo = (int64_t)lp * ps, hi = lo + ps;
+        if (lo < q->off) lo = q->off;
+        if (hi > q->off + q->size) hi = q->off + q->size;
+        if (q->write) {   /* read caching only: the write goes to flash */
+            write_tx(s, r, st, lp, lo, hi, prio);
+            q = &s->rq[r];
+            continue;
+        }
+        uint64_t want = sector_mask(lo - (int64_t)lp * ps, hi - (int64_t)lp * ps);
+        uint64_t got = cache_read_hit(s, q->stream, (uint32_t)lp, want);
+        int64_t cut = 0;   /* bytes of the page read from DRAM instead */
+        if (got == want) {
+            hit_sectors += popc(want);
+            s->cst.read_hits++;
+            q->remaining--;
+            continue;
+        }
+        if (got) {
+            hit_sectors += popc(got);
+            s->cst.read_partial_hits++;
+            cut = (int64_t)popc(got) * 512;
+            if (cut > hi - lo - 1) cut = hi - lo - 1;
+        }
+        read_tx(s, r, st, lp, lo, hi, (uint32_t)(hi - lo - cut), prio);
+        q = &s->rq[r];
+    }
+    if (hit_sectors) {
+        q->remaining++;
+        dram_submit(s, DX_USER, hit_sectors * 512, r, q->stream);
+    }
+}
+
 static void admit(fl_sim *s, int32_t r)
 {
     req_t *q = &s->rq[r];
@@ -885,41 +1555,22 @@ static void admit(fl_sim *s, int32_t r)
     int64_t ps = s->c.page_size;
     uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
     q->remaining = (int32_t)(last - first + 1);
-    uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
     int prio = st->prio;
     s->batching++;
+    if (s->c.cache_mode) {
+        cache_admit(s, r, first, last, prio);
+        if (--s->batching == 0) flush_dirty(s);
+        return;
+    }
     for (uint64_t lp = first; lp <= last; lp++) {
         int64_t lo = (int64_t)lp * ps, hi = lo + ps;
         if (lo < q->off) lo = q->off;
         if (hi > q->off + q->size) hi = q->off + q->size;
-        int32_t t = tx_alloc(s);
-        q = &s->rq[r];
-        tx_t *x = &s->tx[t];
-        x->req = r; x->lpn = (uint32_t)lp; x->bytes = (uint32_t)(hi - lo); x->stream = (uint8_t)q->stream;
-        uint32_t lpn = (uint32_t)lp;
         if (q->write) {
-            x->kind = TX_WRITE;
-            x->pl = write_plane(s, st, lpn);
-            s->host_page_writes++;
-            update_read(s, t, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps, prio);
-            if (place_write(s, t) && !s->tx[t].held) enqueue_tx(s, t, Q_UW + prio);
+            write_tx(s, r, st, lp, lo, hi, prio);
         } else {
-            x->kind = TX_READ;
-            uint32_t ppn = L2P(s, lpn);
-            x->ppn = ppn;
-            if (ppn != NONE) {
-                x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
-                x->page = ppn % (uint32_t)s->G;
-            } else if (s->c.map_unwritten_reads
-                       && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
-                /* mapped now (MQSim's online_create_entry_for_reads) */
-            } else {
-                /* never written: read where CWDP over the stream's units would put it */
-                uint32_t nu = (uint32_t)st->n_units;
-                x->pl = ((uint32_t)st->units[lpn % nu] * D + (lpn / nu) % D) * P + (lpn / (nu * D)) % P;
-                x->page = (lpn / (nu * D * P)) % (uint32_t)s->G;
-            }
-            enqueue_tx(s, t, Q_UR + prio);
+            read_tx(s, r, st, lp, lo, hi, (uint32_t)(hi - lo), prio);
+            q = &s->rq[r];
         }
     }
     if (--s->batching == 0) flush_dirty(s);
@@ -948,11 +1599,24 @@ static void complete_user(fl_sim *s, int32_t t)
     tx_t *x = &s->tx[t];
     int32_t r = x->req;
     stream_t *st = &s->streams[x->stream];
-    if (x->kind == TX_READ) st->st.read_tx++;
-    else { st->st.write_tx++; s->flash_programs++; }
+    if (x->kind == TX_READ) {
+        st->st.read_tx++;
+        if (s->cache_rd) cache_fill(s, t);
+    } else {
+        st->st.write_tx++;
+        s->flash_programs++;
+    }
     tx_release(s, t);
     req_t *q = &s->rq[r];
     if (--q->remaining > 0) return;
+    finish_request(s, r);
+}
+
+/* The request's last transaction (flash or DRAM) is done: log it, admit the next. */
+static FL_ALWAYS_INLINE void finish_request(fl_sim *s, int32_t r)
+{
+    req_t *q = &s->rq[r];
+    stream_t *st = &s->streams[q->stream];
     double lat = (double)(s->now - q->arr_ns) / 1000.0;
     st->st.completed++;
     st->st.lat_sum_us += lat;
@@ -980,16 +1644,20 @@ static void finish_gc_move(fl_sim *s, uint32_t pl, int owner)
 static void complete_tx(fl_sim *s, int32_t t)
 {
     tx_t *x = &s->tx[t];
-    switch (x->kind) {
-    case TX_READ:
-    case TX_WRITE:
+    if (x->kind <= TX_WRITE) { /* TX_READ, TX_WRITE: the common case first */
         complete_user(s, t);
+        return;
+    }
+    switch (x->kind) {
+    case TX_CWRITE:
+        cache_write_done(s, t);
         return;
     case TX_UPDREAD: {
         int32_t w = x->link;
         tx_release(s, t);
         s->tx[w].held = 0;
-        if (s->tx[w].placed) enqueue_tx(s, w, Q_UW + s->streams[s->tx[w].stream].prio);
+        if (s->tx[w].placed)
+            enqueue_tx(s, w, s->tx[w].kind == TX_CWRITE ? s->tx[w].wq : Q_UW + s->streams[s->tx[w].stream].prio);
         return;
     }
     case TX_GCREAD: {
@@ -1032,7 +1700,8 @@ static void complete_tx(fl_sim *s, int32_t t)
             int32_t w = fifo_pop(s, &p->stalled);
             if (!place_write(s, w)) break;
             if (!s->tx[w].held)
-                enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : Q_UW + s->streams[s->tx[w].stream].prio);
+                enqueue_tx(s, w, s->tx[w].kind == TX_GCWRITE ? Q_GCW : s->tx[w].kind == TX_CWRITE ? s->tx[w].wq
+                                 : Q_UW + s->streams[s->tx[w].stream].prio);
         }
         gc_check(s, pl);
         if (--s->batching == 0) flush_dirty(s);
@@ -1141,6 +1810,7 @@ void fl_run_until(fl_sim *s, double t_us)
             break;
         case EV_BUS: on_bus_done(s, e.arg); break;
         case EV_ARRAY: on_array_done(s, (uint32_t)e.arg); break;
+        default: on_dram_done(s, e.arg); break; /* EV_DRAM */
         }
     }
     if (T > s->now) s->now = T;
@@ -1418,6 +2088,8 @@ void fl_suspend_counters(const fl_sim *s, int64_t *program_suspends, int64_t *er
     *erase_suspends = s->erase_suspends;
 }
 
+void fl_cache_counters(const fl_sim *s, fl_cache_stats *out) { *out = s->cst; }
+
 size_t fl_latency_count(const fl_sim *s) { return s->lat_n; }
 const double *fl_latency_values(const fl_sim *s) { return s->lat; }
 const double *fl_device_latency_values(const fl_sim *s) { return s->dev_lat; }
@@ -1471,6 +2143,28 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
         snprintf(err, errlen, "unit counters disagree: valid %lld vs %llu, free %lld vs %lld", (long long)uv,
                  (unsigned long long)mapped, (long long)uf, (long long)pf);
         return -1;
+    }
+    if (s->c.cache_mode) {
+        int64_t used = 0;
+        for (int p = 0; p < s->n_parts; p++) {
+            const cpart_t *cp = &s->parts[p];
+            int64_t n = 0;
+            for (int32_t i = cp->lru_head; i >= 0; i = s->slots[i].next, n++)
+                if (slot_find(s, s->slots[i].stream, s->slots[i].lpn) != i || part_of(s, s->slots[i].stream) != p) {
+                    snprintf(err, errlen, "cache slot %d (page %u) is not found where it should be", i, s->slots[i].lpn);
+                    return -1;
+                }
+            if (n != cp->n || n > s->part_cap || cp->bp < 0) {
+                snprintf(err, errlen, "cache partition %d: %lld slots listed, %d counted, capacity %lld, back pressure %lld",
+                         p, (long long)n, cp->n, (long long)s->part_cap, (long long)cp->bp);
+                return -1;
+            }
+            used += n;
+        }
+        if (used != s->slot_used) {
+            snprintf(err, errlen, "cache: %lld slots listed, %d in use", (long long)used, s->slot_used);
+            return -1;
+        }
     }
     return 0;
 }

@@ -2,7 +2,8 @@
  * the flash-transaction level, with MQSim's timing semantics (channel bus shared by the chips of a
  * channel, one command per chip at a time, multi-plane commands on one die, ONFI NV-DDR2 command
  * overheads), a page-level FTL with per-stream write frontiers in CWDP order, greedy GC that holds
- * the chip, and compact state (a uint32 physical page per logical page, a bit-packed reverse map).
+ * the chip, optional program/erase suspension and a write-back DRAM data cache, and compact state
+ * (a uint32 physical page per logical page, a bit-packed reverse map).
  * Plain C99, no allocation on the hot path except for growing pools. Driven by module.c. */
 #ifndef HSS_FLASH_H
 #define HSS_FLASH_H
@@ -34,7 +35,21 @@ typedef struct {
     int susp_program, susp_erase;
     int64_t susp_program_ns, susp_erase_ns;   /* cost of suspending (on the bus, before the command) */
     int64_t susp_program_read_min_ns, susp_erase_read_min_ns, susp_erase_write_min_ns;
+    /* DRAM data cache (MQSim's Data_Cache_Manager_Flash_Advanced; cache_mode 0 = off, the model's
+     * behaviour before the cache existed). cache_mode is a set of FL_CACHE_WRITE (writes absorbed
+     * into DRAM and written back to flash) and FL_CACHE_READ (pages read from flash kept in DRAM);
+     * read hits are served from DRAM in every mode. cache_partitioned: MQSim's EQUAL_PARTITIONING
+     * (each stream its own 1/n of the capacity and its own DRAM queue), else SHARED. The DRAM
+     * timing is MQSim's Data_Cache_DRAM_* (row and burst in bytes, data rate in MT/s). */
+    int cache_mode, cache_partitioned;
+    int64_t cache_bytes;
+    int dram_row_bytes, dram_burst_bytes;
+    double dram_mtps;
+    int64_t dram_trcd_ns, dram_tcl_ns, dram_trp_ns;
 } fl_config;
+
+#define FL_CACHE_WRITE 1
+#define FL_CACHE_READ 2
 
 /* Cumulative counters (the Python wrapper diffs two snapshots to get a window). */
 typedef struct {
@@ -85,6 +100,13 @@ void fl_global_counters(const fl_sim *s, int64_t *host_page_writes, int64_t *fla
                         int64_t *gc_runs, int64_t *erases);
 /* Suspensions issued: of programs, of erases. */
 void fl_suspend_counters(const fl_sim *s, int64_t *program_suspends, int64_t *erase_suspends);
+/* Data cache counters (all 0 with the cache off): pages of reads served wholly from DRAM, pages
+ * of reads served partly from it, pages of writes absorbed, eager write-backs of first-written
+ * pages, write-backs of dirty pages evicted (LRU), requests that waited for write-back room. */
+typedef struct {
+    int64_t read_hits, read_partial_hits, write_pages, writebacks, evictions, waits;
+} fl_cache_stats;
+void fl_cache_counters(const fl_sim *s, fl_cache_stats *out);
 /* The latency log: every completed request's latency (us) and stream, in completion order. */
 size_t fl_latency_count(const fl_sim *s);
 const double *fl_latency_values(const fl_sim *s);

@@ -50,7 +50,9 @@ static int Sim_init(SimObject *self, PyObject *args, PyObject *kw)
                              "read_ns", "program_ns", "erase_ns", "channel_mtps", "channel_width",
                              "queue_depth", "seed", "map_unwritten_reads", "susp_program", "susp_erase",
                              "susp_program_ns", "susp_erase_ns", "susp_program_read_min_ns", "susp_erase_read_min_ns",
-                             "susp_erase_write_min_ns", NULL};
+                             "susp_erase_write_min_ns", "cache_mode", "cache_partitioned", "cache_bytes",
+                             "dram_row_bytes", "dram_burst_bytes", "dram_mtps", "dram_trcd_ns", "dram_tcl_ns",
+                             "dram_trp_ns", NULL};
     fl_config c;
     memset(&c, 0, sizeof c);
     PyObject *qd;
@@ -58,11 +60,20 @@ static int Sim_init(SimObject *self, PyObject *args, PyObject *kw)
     long long rn, pn, en;
     int mur = 0, sp = 0, se = 0;
     long long spn = 0, sen = 0, sprm = 0, serm = 0, sewm = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiiiiddLLLdiO|KpppLLLLL", kwlist, &c.n_channels, &c.chips_per_channel,
-                                     &c.dies_per_chip, &c.planes_per_die, &c.blocks_per_plane, &c.pages_per_block,
-                                     &c.page_size, &c.op_ratio, &c.gc_threshold, &rn, &pn, &en, &c.channel_mtps,
-                                     &c.channel_width, &qd, &seed, &mur, &sp, &se, &spn, &sen, &sprm, &serm, &sewm))
+    int cpart = 0;
+    long long cbytes = 0, trcd = 0, tcl = 0, trp = 0;
+    c.dram_row_bytes = c.dram_burst_bytes = 1;
+    c.dram_mtps = 1.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiiiiiddLLLdiO|KpppLLLLLipLiidLLL", kwlist, &c.n_channels,
+                                     &c.chips_per_channel, &c.dies_per_chip, &c.planes_per_die, &c.blocks_per_plane,
+                                     &c.pages_per_block, &c.page_size, &c.op_ratio, &c.gc_threshold, &rn, &pn, &en,
+                                     &c.channel_mtps, &c.channel_width, &qd, &seed, &mur, &sp, &se, &spn, &sen, &sprm,
+                                     &serm, &sewm, &c.cache_mode, &cpart, &cbytes, &c.dram_row_bytes,
+                                     &c.dram_burst_bytes, &c.dram_mtps, &trcd, &tcl, &trp))
         return -1;
+    c.cache_partitioned = cpart;
+    c.cache_bytes = cbytes;
+    c.dram_trcd_ns = trcd; c.dram_tcl_ns = tcl; c.dram_trp_ns = trp;
     c.susp_program = sp; c.susp_erase = se;
     c.susp_program_ns = spn; c.susp_erase_ns = sen;
     c.susp_program_read_min_ns = sprm; c.susp_erase_read_min_ns = serm; c.susp_erase_write_min_ns = sewm;
@@ -322,7 +333,18 @@ static PyObject *Sim_suspends(SimObject *self, PyObject *Py_UNUSED(a))
     return Py_BuildValue("LL", (long long)ps, (long long)es);
 }
 
+static PyObject *Sim_cache_counters(SimObject *self, PyObject *Py_UNUSED(a))
+{
+    if (check_sim(self) < 0) return NULL;
+    fl_cache_stats c;
+    fl_cache_counters(self->sim, &c);
+    return Py_BuildValue("LLLLLL", (long long)c.read_hits, (long long)c.read_partial_hits, (long long)c.write_pages,
+                         (long long)c.writebacks, (long long)c.evictions, (long long)c.waits);
+}
+
 static PyMethodDef Sim_methods[] = {
+    {"cache_counters", (PyCFunction)Sim_cache_counters, METH_NOARGS,
+     "cache_counters() -> (read hits, partial read hits, write pages, write-backs, evictions, waits)"},
     {"suspends", (PyCFunction)Sim_suspends, METH_NOARGS, "suspends() -> (program suspensions, erase suspensions)"},
     {"check", (PyCFunction)Sim_check, METH_NOARGS, "Verify the FTL state's consistency (raises AssertionError)."},
     {"close", (PyCFunction)Sim_close, METH_NOARGS, "Free the simulator."},

@@ -200,6 +200,7 @@ class Flow:
     trace: str | None = None
     relay: int = 1
     priority: str = "HIGH"
+    caching_mode: str = "TURNED_OFF"           # Device_Level_Data_Caching_Mode: WRITE_CACHE, READ_CACHE, ...
 
 
 def _ids(v: Sequence[int] | None, n: int) -> str:
@@ -207,10 +208,11 @@ def _ids(v: Sequence[int] | None, n: int) -> str:
 
 
 def workload_xml(flows: Sequence[Flow], n_channels: int, n_chips: int, n_dies: int, n_planes: int) -> str:
-    """MQSim's IO scenario file for flows (one scenario), with caching turned off."""
+    """MQSim's IO scenario file for flows (one scenario); each flow's DRAM data cache as its
+    ``caching_mode`` says (off by default)."""
     out = ['<?xml version="1.0" encoding="us-ascii"?>', "<MQSim_IO_Scenarios>", "<IO_Scenario>"]
     for f in flows:
-        common = [("Priority_Class", f.priority), ("Device_Level_Data_Caching_Mode", "TURNED_OFF"),
+        common = [("Priority_Class", f.priority), ("Device_Level_Data_Caching_Mode", f.caching_mode),
                   ("Channel_IDs", _ids(f.channels, n_channels)), ("Chip_IDs", _ids(f.chips, n_chips)),
                   ("Die_IDs", _ids(None, n_dies)), ("Plane_IDs", _ids(None, n_planes)),
                   ("Initial_Occupancy_Percentage", f.occupancy_pct)]

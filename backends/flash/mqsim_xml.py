@@ -11,6 +11,12 @@ is read as MQSim reads it: optional, with MQSim's defaults when absent. MQSim's 
 ``Prefered_suspend_erase_time_for_read`` (one r; Device_Parameter_Set.cpp), so the correctly spelled
 ``Preferred_suspend_erase_time_for_read`` of its own ssdconfig.xml has no effect there (the 700 us
 default holds); it is accepted and, like in MQSim, ignored.
+
+The DRAM data cache (``Caching_Mechanism``, ``Data_Cache_Sharing_Mode``, ``Data_Cache_Capacity``,
+``Data_Cache_DRAM_*``) is read the same way, with MQSim's own defaults (Device_Parameter_Set.cpp:
+512 MiB, 800 MT/s, 4-byte bursts; its shipped ssdconfig.xml says 256 MiB, 100 MT/s, 1 byte) when a
+field is absent. Whether the cache is used is MQSim's per-flow workload setting, not in the file:
+``load_ssdconfig(path, caching_mode="WRITE_CACHE")``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,21 @@ USED = {
 _SUSP = {"NONE": "none", "PROGRAM": "program", "ERASE": "erase", "PROGRAM_ERASE": "program_erase"}
 
 
+_CACHE_SHARING = {"SHARED": "shared", "EQUAL_PARTITIONING": "equal"}
+_CACHE_MECHANISM = {"ADVANCED": "advanced", "SIMPLE": "simple"}
+# MQSim's Device_Level_Data_Caching_Mode (a workload-file field) -> profile cache_mode
+CACHING_MODES = {"TURNED_OFF": "off", "WRITE_CACHE": "write", "READ_CACHE": "read", "WRITE_READ_CACHE": "write_read"}
+
+
+def _choice(table: dict[str, str]):
+    def conv(v: str) -> str:
+        out = table.get(v.strip().upper())
+        if out is None:
+            raise ValueError(f"must be one of {sorted(table)}")
+        return out
+    return conv
+
+
 def _suspension(v: str) -> str:
     mode = _SUSP.get(v.strip().upper())
     if mode is None:
@@ -57,16 +78,27 @@ OPTIONAL = {
     "Preferred_suspend_write_time_for_read": ("suspend_program_for_read_min_us", lambda v: float(v) / 1000.0),
     "Prefered_suspend_erase_time_for_read": ("suspend_erase_for_read_min_us", lambda v: float(v) / 1000.0),
     "Preferred_suspend_erase_time_for_write": ("suspend_erase_for_write_min_us", lambda v: float(v) / 1000.0),
+    "Caching_Mechanism": ("cache_mechanism", _choice(_CACHE_MECHANISM)),
+    "Data_Cache_Sharing_Mode": ("cache_sharing", _choice(_CACHE_SHARING)),
+    "Data_Cache_Capacity": ("cache_capacity_bytes", int),
+    "Data_Cache_DRAM_Row_Size": ("cache_dram_row_bytes", int),
+    "Data_Cache_DRAM_Data_Rate": ("cache_dram_mtps", float),
+    "Data_Cache_DRAM_Data_Busrt_Size": ("cache_dram_burst_bytes", int),
+    "Data_Cache_DRAM_tRCD": ("cache_dram_trcd_ns", float),
+    "Data_Cache_DRAM_tCL": ("cache_dram_tcl_ns", float),
+    "Data_Cache_DRAM_tRP": ("cache_dram_trp_ns", float),
 }
+_CHOICES = {"CMD_Suspension_Support", "Caching_Mechanism", "Data_Cache_Sharing_Mode"}
+# MQSim's values of the cache fields when the file has none (Device_Parameter_Set.cpp)
+MQSIM_CACHE_DEFAULTS = {"cache_capacity_bytes": 512 * 2**20, "cache_dram_row_bytes": 8192, "cache_dram_mtps": 800.0,
+                        "cache_dram_burst_bytes": 4, "cache_dram_trcd_ns": 13.0, "cache_dram_tcl_ns": 13.0,
+                        "cache_dram_trp_ns": 13.0}
 
 # MQSim fields the model does not simulate (accepted, ignored).
 IGNORED = {
     "PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "SATA_Processing_Delay", "Enable_ResponseTime_Logging",
     "ResponseTime_Logging_Period_Length", "Seed", "Enabled_Preconditioning", "Memory_Type",
-    "HostInterface_Type", "IO_Queue_Depth", "Queue_Fetch_Size", "Caching_Mechanism",
-    "Data_Cache_Sharing_Mode", "Data_Cache_Capacity", "Data_Cache_DRAM_Row_Size",
-    "Data_Cache_DRAM_Data_Rate", "Data_Cache_DRAM_Data_Busrt_Size", "Data_Cache_DRAM_tRCD",
-    "Data_Cache_DRAM_tCL", "Data_Cache_DRAM_tRP", "Address_Mapping", "Ideal_Mapping_Table",
+    "HostInterface_Type", "IO_Queue_Depth", "Queue_Fetch_Size", "Address_Mapping", "Ideal_Mapping_Table",
     "CMT_Capacity", "CMT_Sharing_Mode", "Plane_Allocation_Scheme", "Transaction_Scheduling_Policy",
     "GC_Block_Selection_Policy", "Use_Copyback_for_GC", "Preemptible_GC_Enabled", "GC_Hard_Threshold",
     "Dynamic_Wearleveling_Enabled", "Static_Wearleveling_Enabled", "Static_Wearleveling_Threshold",
@@ -82,8 +114,12 @@ def _line_of(text: str, tag: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def load_ssdconfig(path: "str | Path") -> FlashProfile:
-    """Parse an MQSim ssdconfig.xml into a FlashProfile named after the file."""
+def load_ssdconfig(path: "str | Path", caching_mode: str = "TURNED_OFF") -> FlashProfile:
+    """Parse an MQSim ssdconfig.xml into a FlashProfile named after the file.
+
+    The file sizes and times the DRAM data cache, but whether it is used is a per-flow setting of
+    MQSim's workload file (``Device_Level_Data_Caching_Mode``): give it as ``caching_mode``
+    (TURNED_OFF, the default, WRITE_CACHE, READ_CACHE or WRITE_READ_CACHE) for all streams."""
     path = Path(path)
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
@@ -106,8 +142,14 @@ def load_ssdconfig(path: "str | Path") -> FlashProfile:
         try:
             values[field] = conv(raw)
         except ValueError as e:
-            what = str(e) if tag == "CMD_Suspension_Support" else "must be a number"
+            what = str(e) if tag in _CHOICES else "must be a number"
             raise FlashProfileError(f"{path}: line {line}: field <{tag}> {what} (got {raw!r})") from None
+    mode = CACHING_MODES.get(str(caching_mode).strip().upper())
+    if mode is None:
+        raise FlashProfileError(f"{path}: caching_mode must be one of {sorted(CACHING_MODES)} (got {caching_mode!r})")
+    values["cache_mode"] = mode
+    for field, v in MQSIM_CACHE_DEFAULTS.items():
+        values.setdefault(field, v)
     missing = [tag for tag, (field, _) in USED.items() if field not in values]
     if missing:
         raise FlashProfileError(f"{path}: missing field(s) {missing}")

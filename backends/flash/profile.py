@@ -23,6 +23,12 @@ MIN_BLOCKS = 64
 # MQSim's CMD_Suspension_Support values: which array operations a read (or, for erases, a program)
 # may suspend.
 SUSPENSION_MODES = ("none", "program", "erase", "program_erase")
+# The DRAM data cache: what it caches (MQSim's Device_Level_Data_Caching_Mode, per flow in MQSim's
+# workload file: TURNED_OFF, WRITE_CACHE, READ_CACHE, WRITE_READ_CACHE), how streams share it
+# (Data_Cache_Sharing_Mode SHARED, EQUAL_PARTITIONING) and MQSim's Caching_Mechanism.
+CACHE_MODES = ("off", "write", "read", "write_read")
+CACHE_SHARING = ("shared", "equal")
+CACHE_MECHANISMS = ("advanced", "simple")
 
 
 class FlashProfileError(ValueError):
@@ -62,6 +68,25 @@ class FlashProfile:
     suspend_program_for_read_min_us: float = 100.0
     suspend_erase_for_read_min_us: float = 700.0
     suspend_erase_for_write_min_us: float = 700.0
+    # DRAM data cache (off by default; MQSim's Data_Cache_Manager_Flash_Advanced, see
+    # docs/flash-model.md): "write" absorbs writes in DRAM (write-back: a page's first write in a
+    # second is written back at once, a rewritten page stays dirty until evicted, writes wait while
+    # one page per plane of write-backs is in flight), "read" keeps pages read from flash, and reads
+    # are served from DRAM for whatever the cache holds. "shared": one cache for all streams;
+    # "equal": each stream cache_capacity_bytes / n_streams. The DRAM (one channel) is MQSim's
+    # Data_Cache_DRAM_* (defaults: its ssdconfig.xml's 256 MiB, 8 KiB rows, 100 MT/s, 1-byte bursts,
+    # tRCD = tCL = tRP = 13 ns). Only the "advanced" mechanism is modelled ("simple" is refused
+    # with the cache on).
+    cache_mode: str = "off"
+    cache_sharing: str = "shared"
+    cache_mechanism: str = "advanced"
+    cache_capacity_bytes: int = 256 * 2**20
+    cache_dram_row_bytes: int = 8192
+    cache_dram_mtps: float = 100.0
+    cache_dram_burst_bytes: int = 1
+    cache_dram_trcd_ns: float = 13.0
+    cache_dram_tcl_ns: float = 13.0
+    cache_dram_trp_ns: float = 13.0
 
     def __post_init__(self) -> None:
         where = self.source or self.name
@@ -83,6 +108,30 @@ class FlashProfile:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 or v == float("inf"):
                 raise FlashProfileError(f"{where}: field {f!r} must be a finite number >= 0 (got {v!r})")
+        for f, allowed in (("cache_mode", CACHE_MODES), ("cache_sharing", CACHE_SHARING),
+                           ("cache_mechanism", CACHE_MECHANISMS)):
+            if getattr(self, f) not in allowed:
+                raise FlashProfileError(f"{where}: field {f!r} must be one of {list(allowed)} (got {getattr(self, f)!r})")
+        for f in ("cache_capacity_bytes", "cache_dram_row_bytes", "cache_dram_burst_bytes"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise FlashProfileError(f"{where}: field {f!r} must be a positive integer (got {v!r})")
+        v = self.cache_dram_mtps
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            raise FlashProfileError(f"{where}: field 'cache_dram_mtps' must be a positive number (got {v!r})")
+        for f in ("cache_dram_trcd_ns", "cache_dram_tcl_ns", "cache_dram_trp_ns"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+                raise FlashProfileError(f"{where}: field {f!r} must be a finite number >= 0 (got {v!r})")
+        if self.cache_mode != "off":
+            if self.cache_mechanism != "advanced":
+                raise FlashProfileError(f"{where}: cache_mechanism {self.cache_mechanism!r} is not modelled "
+                                        "(MQSim's Data_Cache_Manager_Flash_Advanced is: 'advanced')")
+            if self.page_size > 32768:
+                raise FlashProfileError(f"{where}: the data cache needs page_size <= 32768 bytes (got {self.page_size})")
+            if self.cache_capacity_bytes < self.page_size:
+                raise FlashProfileError(f"{where}: field 'cache_capacity_bytes' must hold at least one page "
+                                        f"({self.page_size} bytes; got {self.cache_capacity_bytes})")
         if not 0 < self.op_ratio < 0.9:
             raise FlashProfileError(f"{where}: field 'op_ratio' must be in (0, 0.9) (got {self.op_ratio!r})")
         if not 0 < self.gc_threshold < 0.5:
@@ -102,6 +151,11 @@ class FlashProfile:
                                     f"above the GC threshold {self.gc_threshold}")
 
     # derived ---------------------------------------------------------------------------------
+    @property
+    def cache_pages(self) -> int:
+        """Pages the data cache holds (0 when off): MQSim's capacity / page size."""
+        return 0 if self.cache_mode == "off" else self.cache_capacity_bytes // self.page_size
+
     @property
     def program_suspension(self) -> bool:
         """A read may suspend a running program."""

@@ -22,6 +22,9 @@ STREAM_FIELDS = ("completed", "reads", "writes", "read_bytes", "write_bytes", "r
                  "lat_sum_us", "slo_violations", "qdelay_sum_us", "issued", "conflicts", "gc_runs",
                  "gc_moved_pages")
 _F = {name: i for i, name in enumerate(STREAM_FIELDS)}
+# profile cache_mode -> the core's FL_CACHE_WRITE (1) | FL_CACHE_READ (2)
+_CACHE_BITS = {"off": 0, "write": 1, "read": 2, "write_read": 3}
+CACHE_FIELDS = ("read_hits", "read_partial_hits", "write_pages", "writebacks", "evictions", "waits")
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,12 @@ class FlashSSD:
                                susp_erase_ns=int(round(p.suspend_erase_us * 1000)),
                                susp_program_read_min_ns=int(round(p.suspend_program_for_read_min_us * 1000)),
                                susp_erase_read_min_ns=int(round(p.suspend_erase_for_read_min_us * 1000)),
-                               susp_erase_write_min_ns=int(round(p.suspend_erase_for_write_min_us * 1000)))
+                               susp_erase_write_min_ns=int(round(p.suspend_erase_for_write_min_us * 1000)),
+                               cache_mode=_CACHE_BITS[p.cache_mode], cache_partitioned=p.cache_sharing == "equal",
+                               cache_bytes=p.cache_capacity_bytes, dram_row_bytes=p.cache_dram_row_bytes,
+                               dram_burst_bytes=p.cache_dram_burst_bytes, dram_mtps=float(p.cache_dram_mtps),
+                               dram_trcd_ns=int(round(p.cache_dram_trcd_ns)), dram_tcl_ns=int(round(p.cache_dram_tcl_ns)),
+                               dram_trp_ns=int(round(p.cache_dram_trp_ns)))
         self._units_cache: dict[int, np.ndarray] = {}
         self._member: np.ndarray | None = None
         if stream_units is not None:
@@ -273,6 +281,13 @@ class FlashSSD:
         """Program and erase suspensions issued since construction (0, 0 with suspension off)."""
         ps, es = self._sim.suspends()
         return int(ps), int(es)
+
+    def cache_stats(self) -> dict[str, int]:
+        """DRAM data cache counters since construction (all 0 with the cache off): page reads served
+        wholly (``read_hits``) or partly (``read_partial_hits``) from DRAM, pages of writes absorbed
+        (``write_pages``), eager write-backs of first-written pages (``writebacks``), write-backs of
+        dirty pages evicted (``evictions``), write requests that waited for write-back room (``waits``)."""
+        return dict(zip(CACHE_FIELDS, (int(v) for v in self._sim.cache_counters())))
 
     def latencies(self, stream: int | None = None) -> np.ndarray:
         """Every completed request's latency (us, from its arrival), in completion order."""

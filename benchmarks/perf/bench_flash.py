@@ -3,8 +3,9 @@
 * Speed: MQSim's ``traces/tpcc-small.trace`` relayed 30 times (209,970 requests) on MQSim's
   default ssdconfig.xml, through MQSim (a copy built outside the repository, see
   ``hss_gym.backends.flash.mqsim_anchor``) and through ``FlashSSD`` loaded from the same file.
-  Both with the DRAM data cache off and an ideal mapping table; program and erase suspension on in
-  both (``--suspension``, default PROGRAM_ERASE; MQSim: the copy with its suspension bugs fixed,
+  Both with an ideal mapping table, the DRAM data cache off (``--cache WRITE_CACHE``: on in both,
+  MQSim's workload setting and the model's ``cache_mode="write"``); program and erase suspension on
+  in both (``--suspension``, default PROGRAM_ERASE; MQSim: the copy with its suspension bugs fixed,
   ``build_mqsim_suspension_fixed``; NONE: stock MQSim, the measurement before issue #32). Requests
   per second of CPU time (user + system, each simulator's set-up included: on a shared machine CPU
   time is what wall time would be unloaded), printed as "N.Nx MQSim" (goal >= 10x); the wall-time
@@ -13,6 +14,7 @@
   ``rlalloc`` profile's full 128 GB geometry (goal <= 8), with the process's RSS growth as a cross-check.
 
 Usage: python benchmarks/perf/bench_flash.py [--relay 30] [--skip-mqsim] [--suspension NONE|PROGRAM|ERASE|PROGRAM_ERASE]
+       [--cache TURNED_OFF|WRITE_CACHE|READ_CACHE|WRITE_READ_CACHE]
 """
 
 from __future__ import annotations
@@ -43,10 +45,10 @@ def relayed(tr: Trace, n: int) -> Trace:
     return Trace(times, np.tile(tr.op, n), np.tile(tr.offset, n), np.tile(tr.size, n), name=f"{tr.name}x{n}")
 
 
-def ours(cfg_path: Path, tr: Trace) -> tuple[float, float, int]:
+def ours(cfg_path: Path, tr: Trace, caching_mode: str = "TURNED_OFF") -> tuple[float, float, int]:
     """(wall s, CPU s, requests) of the model on the trace, set-up included."""
     t0, c0 = time.perf_counter(), time.process_time()
-    prof = load_ssdconfig(cfg_path)
+    prof = load_ssdconfig(cfg_path, caching_mode=caching_mode)
     ssd = FlashSSD(prof, n_streams=1, queue_depth=65535, precondition=None, map_unwritten_reads=True)
     submit_trace(ssd, tr, fit="wrap")
     end = float(tr.time_us[-1])
@@ -79,6 +81,7 @@ def main() -> int:
     ap.add_argument("--relay", type=int, default=30)
     ap.add_argument("--skip-mqsim", action="store_true")
     ap.add_argument("--suspension", default="PROGRAM_ERASE", choices=["NONE", "PROGRAM", "ERASE", "PROGRAM_ERASE"])
+    ap.add_argument("--cache", default="TURNED_OFF", choices=["TURNED_OFF", "WRITE_CACHE", "READ_CACHE", "WRITE_READ_CACHE"])
     args = ap.parse_args()
     memory()
     reason = unavailable_reason()
@@ -91,13 +94,14 @@ def main() -> int:
         cfg_path = Path(tmp) / "ssdconfig.xml"
         cfg_path.write_text(cfg)
         tr = relayed(load_trace(src / "traces" / "tpcc-small.trace", format="mqsim"), args.relay)
-        t_ours, c_ours, n_ours = ours(cfg_path, tr)
-        print(f"suspension: {args.suspension}")
+        t_ours, c_ours, n_ours = ours(cfg_path, tr, args.cache)
+        print(f"suspension: {args.suspension}; data cache: {args.cache}")
         print(f"hss-gym flash model: {n_ours:,} requests in {t_ours:.2f} s wall, {c_ours:.2f} s CPU = "
               f"{n_ours / c_ours / 1e6:.2f} M requests/s")
         if not args.skip_mqsim:
             prof = load_ssdconfig(cfg_path)
-            wl = workload_xml([Flow(trace=str(src / "traces" / "tpcc-small.trace"), relay=args.relay)],
+            wl = workload_xml([Flow(trace=str(src / "traces" / "tpcc-small.trace"), relay=args.relay,
+                                    caching_mode=args.cache)],
                               prof.n_channels, prof.chips_per_channel, prof.dies_per_chip, prof.planes_per_die)
             binary = build_mqsim() if args.suspension == "NONE" else build_mqsim_suspension_fixed()
             res = run_mqsim(binary, cfg.replace("<Enable_ResponseTime_Logging>true", "<Enable_ResponseTime_Logging>false"),

@@ -1,6 +1,6 @@
 /* The flash SSD model's core (backends/flash/flash.c) under AddressSanitizer + UBSan: configuration
  * errors, preconditioning, mixed multi-stream traffic through GC with unit changes and priorities,
- * the FTL's consistency after every window, and bad requests. Run by `make test-asan`. */
+ * suspension and the DRAM data cache, the FTL's consistency after every window, and bad requests. Run by `make test-asan`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +138,48 @@ int main(void)
     fl_global_counters(s3, &hw3, &fp3, &gr3, &er3);
     CHECK(ps > 0 && es > 0 && gr3 > 0);
     fl_free(s3);
+
+    /* the DRAM data cache: bad settings refused by name; then the mixed traffic (a dense burst, then
+     * spread over two simulated seconds, so that the first-write sets are reset) through GC with
+     * suspension on, write and read caching, shared and partitioned, a cache of 2048 pages (the
+     * slot table grows and rehashes) or of 6 (LRU evictions of dirty pages, write-backs waiting for
+     * back pressure): every request completes, FTL and cache stay consistent after every window */
+    bad = small();
+    bad.cache_mode = 4;
+    CHECK(fl_new(&bad, err, sizeof err) == NULL && strstr(err, "cache_mode"));
+    bad = small();
+    bad.cache_mode = FL_CACHE_WRITE; bad.cache_bytes = 4096;
+    bad.dram_row_bytes = 8192; bad.dram_burst_bytes = 1; bad.dram_mtps = 100;
+    CHECK(fl_new(&bad, err, sizeof err) == NULL && strstr(err, "cache_capacity_bytes"));
+    for (int i = 0; i < N; i++) t[i] = i < N / 2 ? i * 20.0 : (N / 2) * 20.0 + (i - N / 2) * 1000.0;
+    fl_cache_stats cs[4];
+    for (int k = 0; k < 4; k++) {
+        fl_config cc = sp;
+        cc.cache_mode = k < 2 ? FL_CACHE_WRITE | FL_CACHE_READ : FL_CACHE_WRITE;
+        cc.cache_partitioned = k % 2;
+        cc.cache_bytes = (k < 2 ? 2048 : 6) * (int64_t)cc.page_size;
+        cc.dram_row_bytes = 8192; cc.dram_burst_bytes = k < 2 ? 1 : 4; cc.dram_mtps = k < 2 ? 100 : 800;
+        cc.dram_trcd_ns = cc.dram_tcl_ns = cc.dram_trp_ns = 13;
+        fl_sim *s4 = fl_new(&cc, err, sizeof err);
+        CHECK(s4 != NULL);
+        CHECK(fl_precondition(s4, 0.8, NULL, NULL, NULL, 0, err, sizeof err) == 0);
+        CHECK(fl_submit(s4, N, t, st, off, sz, w, err, sizeof err) == 0);
+        for (int j = 1; j <= 60; j++) {
+            fl_run_until(s4, j * 50000.0);
+            CHECK(fl_check(s4, err, sizeof err) == 0);
+        }
+        fl_run_until(s4, 1e9);
+        CHECK(fl_check(s4, err, sizeof err) == 0);
+        CHECK(fl_latency_count(s4) == N);
+        fl_cache_counters(s4, &cs[k]);
+        CHECK(cs[k].write_pages > 0 && cs[k].writebacks > 0);
+        if (k < 2) CHECK(cs[k].read_hits > 0 && cs[k].read_partial_hits > 0);
+        else CHECK(cs[k].evictions > 0 && cs[k].waits > 0);
+        fl_free(s4);
+    }
     printf("test_flash: ok (%lld requests, %lld GC runs, WA %.2f; with suspension: %lld program and %lld erase "
-           "suspensions)\n", (long long)done, (long long)gr, (double)fp / hw, (long long)ps, (long long)es);
+           "suspensions; with a 6-page cache: %lld write-backs, %lld evictions, %lld waits)\n", (long long)done,
+           (long long)gr, (double)fp / hw, (long long)ps, (long long)es, (long long)cs[2].writebacks,
+           (long long)cs[2].evictions, (long long)cs[2].waits);
     return 0;
 }
