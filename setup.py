@@ -1,4 +1,5 @@
-"""Build the C extensions. Plain C99 against the CPython API, no system library needed:
+"""Build the C extensions. Plain C99 against the CPython API, no system library needed; all but the
+flash model's bindings share the glue of backends/binding.h (``backends`` is on their include paths):
 * hss_gym.backends._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
 * hss_gym.backends._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
@@ -37,6 +38,7 @@ def packages() -> list[str]:
 core = Extension(
     "hss_gym.backends._core",
     sources=["backends/core/module.c", "backends/core/hss.c", "backends/simdev.c"],
+    depends=["backends/binding.h"],
     include_dirs=["backends/core", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
@@ -44,14 +46,16 @@ core = Extension(
 lqoco = Extension(
     "hss_gym.backends._lqoco",
     sources=["backends/lqoco/module.c", "backends/lqoco/lqoco_sim.c"],
-    depends=["backends/lqoco/lqoco_sim.h"],
-    include_dirs=["backends/lqoco"],
+    depends=["backends/lqoco/lqoco_sim.h", "backends/binding.h"],
+    include_dirs=["backends/lqoco", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 
 fastparse = Extension(
     "hss_gym.workloads._fastparse",
     sources=["hss_gym/workloads/_fastparse.c"],
+    depends=["backends/binding.h"],
+    include_dirs=["backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
     optional=True,  # the readers fall back to NumPy (identical results, ~5x slower) without it
 )
@@ -60,8 +64,9 @@ c51 = Extension(
     "hss_gym.agents._c51",
     sources=["agents/_c51.c", "agents/_c51_credit.c", "agents/_c51_migration.c", "agents/c51_kernel.c",
              "agents/c51_async.c", "agents/page_credit.c"],
-    depends=["agents/_c51.h", "agents/c51_kernel.h", "agents/c51_async.h", "agents/page_credit.h"],
-    include_dirs=["agents"],
+    depends=["agents/_c51.h", "agents/c51_kernel.h", "agents/c51_async.h", "agents/page_credit.h",
+             "backends/binding.h"],
+    include_dirs=["agents", "backends"],
     # -O3 and no FP traps/errno: the trainer's batched loops (exp included) vectorise. No fast-math:
     # results match PyTorch's to float32 rounding.
     extra_compile_args=["-O3", "-fno-trapping-math", "-fno-math-errno", "-std=c99", "-Wall", "-Wextra"]
@@ -72,7 +77,7 @@ c51 = Extension(
 uring = Extension(
     "hss_gym.backends._uring",
     sources=["backends/uring/module.c", "backends/uring/engine.c"],
-    depends=["backends/uring/engine.h", "backends/core/hss.h"],
+    depends=["backends/uring/engine.h", "backends/core/hss.h", "backends/binding.h"],
     include_dirs=["backends/uring", "backends/core", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
     optional=True,  # raw io_uring syscalls: Linux only

@@ -94,15 +94,14 @@ static int check_buf(Py_buffer *v, Py_ssize_t count, int int64, const char *what
                    : (v->itemsize == 4 && strcmp(f, "f") == 0);
     if (ok && v->len == count * v->itemsize)
         return 0;
-    PyErr_Format(PyExc_ValueError, "%s: expected %zd contiguous %s values, got %zd bytes of format '%s'", what,
-                 count, int64 ? "int64" : "float32", v->len, f);
-    return -1;
+    return bind_raise(PyExc_ValueError, "%s: expected %zd contiguous %s values, got %zd bytes of format '%s'", what,
+                      count, int64 ? "int64" : "float32", v->len, f);
 }
 
 int c51_read_floats(PyObject *obj, float *dst, Py_ssize_t n, const char *what)
 {
     Py_buffer v;
-    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (bind_get_buffer(obj, &v, 0) < 0)
         return -1;
     int rc = check_buf(&v, n, 0, what);
     if (rc == 0)
@@ -130,18 +129,14 @@ static int C51Net_init(C51Net *self, PyObject *args, PyObject *kw)
     int n_actions, n_atoms;
     double v_min, v_max, epsilon = 0.0;
     unsigned long long seed = 0;
-    if (self->shape.nlayers) {
-        PyErr_SetString(PyExc_RuntimeError, "C51Net is already initialised");
-        return -1;
-    }
+    if (self->shape.nlayers)
+        return bind_raise(PyExc_RuntimeError, "C51Net is already initialised");
     if (!PyArg_ParseTupleAndKeywords(args, kw, "Oiidd|dK", kwlist, &sizes, &n_actions, &n_atoms, &v_min, &v_max,
                                      &epsilon, &seed)
         || make_shape(&self->shape, sizes, n_actions, n_atoms, v_min, v_max) < 0)
         return -1;
-    if (!(epsilon >= 0.0 && epsilon <= 1.0)) {
-        PyErr_Format(PyExc_ValueError, "epsilon must be in [0, 1], got %g", epsilon);
-        return -1;
-    }
+    if (!(epsilon >= 0.0 && epsilon <= 1.0))
+        return bind_raise(PyExc_ValueError, "epsilon must be in [0, 1], got %g", epsilon);
     self->epsilon = epsilon;
     self->rng = seed;
     for (int l = 0; l < self->shape.nlayers; l++) {
@@ -241,11 +236,7 @@ static PyObject *C51Net_q(C51Net *self, PyObject *obs)
     return t;
 }
 
-static PyObject *C51Net_get_epsilon(C51Net *self, void *closure)
-{
-    (void)closure;
-    return PyFloat_FromDouble(self->epsilon);
-}
+BIND_GETTER(C51Net_get_epsilon, C51Net, PyFloat_FromDouble(self->epsilon))
 
 static int C51Net_set_epsilon(C51Net *self, PyObject *value, void *closure)
 {
@@ -253,10 +244,8 @@ static int C51Net_set_epsilon(C51Net *self, PyObject *value, void *closure)
     double e = value ? PyFloat_AsDouble(value) : -1.0;
     if (PyErr_Occurred())
         return -1;
-    if (!(e >= 0.0 && e <= 1.0)) {
-        PyErr_Format(PyExc_ValueError, "epsilon must be in [0, 1], got %g", e);
-        return -1;
-    }
+    if (!(e >= 0.0 && e <= 1.0))
+        return bind_raise(PyExc_ValueError, "epsilon must be in [0, 1], got %g", e);
     self->epsilon = e;
     return 0;
 }
@@ -315,8 +304,7 @@ static void C51Trainer_dealloc(C51Trainer *self)
         c51_async_free(self->async);
         Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < self->nheld; i++)
-        PyBuffer_Release(&self->bufs[i]);
+    bind_release(self->bufs, self->nheld);
     if (self->ready)
         c51_trainer_free(&self->t);
     PyMem_Free(self->idx);
@@ -331,7 +319,7 @@ static void C51Trainer_dealloc(C51Trainer *self)
 static void *hold(C51Trainer *self, PyObject *obj, Py_ssize_t count, int int64, int writable, const char *what)
 {
     Py_buffer *v = &self->bufs[self->nheld];
-    if (PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+    if (bind_get_buffer(obj, v, writable) < 0)
         return NULL;
     self->nheld++;
     return check_buf(v, count, int64, what) < 0 ? NULL : v->buf;
@@ -372,19 +360,15 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
     double v_min, v_max, gamma, lr, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
     unsigned long long seed;
     c51_shape shape;
-    if (self->ready) {
-        PyErr_SetString(PyExc_RuntimeError, "C51Trainer is already initialised");
-        return -1;
-    }
+    if (self->ready)
+        return bind_raise(PyExc_RuntimeError, "C51Trainer is already initialised");
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiddddOOOOOOiK|(dd)dOp", kwlist, &sizes, &n_actions, &n_atoms,
                                      &v_min, &v_max, &gamma, &lr, &params, &target, &obs, &next, &act, &rew,
                                      &batch, &seed, &beta1, &beta2, &eps, &disc, &cache)
         || make_shape(&shape, sizes, n_actions, n_atoms, v_min, v_max) < 0)
         return -1;
-    if (batch < 1 || !(gamma >= 0 && gamma < 1) || !(lr > 0)) {
-        PyErr_SetString(PyExc_ValueError, "C51Trainer: need batch_size >= 1, 0 <= gamma < 1 and lr > 0");
-        return -1;
-    }
+    if (batch < 1 || !(gamma >= 0 && gamma < 1) || !(lr > 0))
+        return bind_raise(PyExc_ValueError, "C51Trainer: need batch_size >= 1, 0 <= gamma < 1 and lr > 0");
     if (c51_trainer_init(&self->t, &shape, gamma, lr, beta1, beta2, eps, batch) < 0
         || !(self->idx = PyMem_Calloc((size_t)batch, sizeof(int64_t)))) {
         PyErr_NoMemory();
@@ -400,10 +384,8 @@ static int C51Trainer_init(C51Trainer *self, PyObject *args, PyObject *kw)
         return -1;
     Py_ssize_t cap = probe.itemsize ? probe.len / probe.itemsize : 0;
     PyBuffer_Release(&probe);
-    if (cap < 1 || cap > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "act_buf: the replay buffer needs a capacity of at least 1");
-        return -1;
-    }
+    if (cap < 1 || cap > INT32_MAX)
+        return bind_raise(PyExc_ValueError, "act_buf: the replay buffer needs a capacity of at least 1");
     self->cap = (int)cap;
     if (!(self->slotver = PyMem_Calloc((size_t)cap, sizeof(int64_t)))) {
         PyErr_NoMemory();
@@ -467,14 +449,10 @@ int c51_check_discount(C51Trainer *self, double g)
 
 static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 && nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "push(obs, action, reward, next_obs[, discount]) takes 4 or 5 arguments");
+    if (bind_nargs(nargs, 4, 5, "push(obs, action, reward, next_obs[, discount]) takes 4 or 5 arguments") < 0)
         return NULL;
-    }
-    if (!self->ready) {
-        PyErr_SetString(PyExc_RuntimeError, "C51Trainer is not initialised");
-        return NULL;
-    }
+    if (!self->ready)
+        return PyErr_Format(PyExc_RuntimeError, "C51Trainer is not initialised");
     long a = PyLong_AsLong(args[1]);
     double r = PyFloat_AsDouble(args[2]);
     double g = nargs == 5 ? PyFloat_AsDouble(args[4]) : self->t.gamma;
@@ -482,10 +460,8 @@ static PyObject *C51Trainer_push(C51Trainer *self, PyObject *const *args, Py_ssi
         return NULL;
     if (nargs == 5 && c51_check_discount(self, g) < 0)
         return NULL;
-    if (a < 0 || a >= self->t.shape.n_actions) {
-        PyErr_Format(PyExc_ValueError, "push: action %ld out of range 0..%d", a, self->t.shape.n_actions - 1);
-        return NULL;
-    }
+    if (a < 0 || a >= self->t.shape.n_actions)
+        return PyErr_Format(PyExc_ValueError, "push: action %ld out of range 0..%d", a, self->t.shape.n_actions - 1);
     int nin = self->t.shape.in[0];
     float obs[C51_MAX_WIDTH], next[C51_MAX_WIDTH];
     if (c51_read_floats(args[0], obs, nin, "obs") < 0 || c51_read_floats(args[3], next, nin, "next_obs") < 0)
@@ -512,10 +488,8 @@ static PyObject *C51Trainer_submit(C51Trainer *self, PyObject *args)
     double scale, r_lo, r_hi;
     if (!PyArg_ParseTuple(args, "ddd", &scale, &r_lo, &r_hi))
         return NULL;
-    if (!self->ready || self->size < 1) {
-        PyErr_SetString(PyExc_RuntimeError, "submit: the replay buffer is empty");
-        return NULL;
-    }
+    if (!self->ready || self->size < 1)
+        return PyErr_Format(PyExc_RuntimeError, "submit: the replay buffer is empty");
     if (!self->async && !(self->async = c51_async_new(&self->t, &self->rb, self->cap, self->t.shape.in[0],
                                                       ASYNC_STEPS, ASYNC_SHADOW)))
         return PyErr_NoMemory();
@@ -559,10 +533,8 @@ static PyObject *C51Trainer_train(C51Trainer *self, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kw, "ddd|Op", kwlist, &scale, &r_lo, &r_hi, &indices, &apply))
         return NULL;
     int B = self->t.batch;
-    if (!self->ready || self->size < 1) {
-        PyErr_SetString(PyExc_RuntimeError, "train: the replay buffer is empty");
-        return NULL;
-    }
+    if (!self->ready || self->size < 1)
+        return PyErr_Format(PyExc_RuntimeError, "train: the replay buffer is empty");
     trainer_wait(self);  /* the submitted steps come first */
     if (indices == Py_None) {
         sample(self);
@@ -684,21 +656,6 @@ static struct PyModuleDef c51module = {
 
 PyMODINIT_FUNC PyInit__c51(void)
 {
-    if (PyType_Ready(&C51NetType) < 0 || PyType_Ready(&C51TrainerType) < 0 || PyType_Ready(&PageCreditType) < 0
-        || PyType_Ready(&MigrationCreditType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&c51module);
-    if (!m)
-        return NULL;
-    PyTypeObject *types[4] = {&C51NetType, &C51TrainerType, &PageCreditType, &MigrationCreditType};
-    const char *names[4] = {"C51Net", "C51Trainer", "PageCredit", "MigrationCredit"};
-    for (int i = 0; i < 4; i++) {
-        Py_INCREF(types[i]);
-        if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(types[i]);
-            Py_DECREF(m);
-            return NULL;
-        }
-    }
-    return m;
+    return bind_module(&c51module,
+                       (PyTypeObject *[]){&C51NetType, &C51TrainerType, &PageCreditType, &MigrationCreditType, NULL});
 }

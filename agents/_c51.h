@@ -3,8 +3,7 @@
 #ifndef C51_MODULE_H
 #define C51_MODULE_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include "c51_async.h"
 #include "c51_kernel.h"

@@ -49,20 +49,17 @@ static int PageCredit_init(PageCreditObject *self, PyObject *args, PyObject *kw)
     double gamma;
     long long horizon, idle, every;
     int train_every, batch;
-    if (self->ready) {
-        PyErr_SetString(PyExc_RuntimeError, "PageCredit is already initialised");
-        return -1;
-    }
+    if (self->ready)
+        return bind_raise(PyExc_RuntimeError, "PageCredit is already initialised");
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O!dLLiiOL", kwlist, &C51TrainerType, &trainer, &gamma, &horizon,
                                      &idle, &train_every, &batch, &queue_step, &every))
         return -1;
     C51Trainer *tr = (C51Trainer *)trainer;
     if (!tr->ready || horizon < 1 || idle > horizon || train_every < 1 || batch < 1 || every < 1
-        || !PyCallable_Check(queue_step)) {
-        PyErr_SetString(PyExc_ValueError, "PageCredit: need an initialised trainer, horizon >= 1, idle_horizon "
-                        "<= horizon (< 0: none), train_every, batch_size and expire_every >= 1, a callable queue_step");
-        return -1;
-    }
+        || !PyCallable_Check(queue_step))
+        return bind_raise(PyExc_ValueError, "PageCredit: need an initialised trainer, horizon >= 1, idle_horizon "
+                          "<= horizon (< 0: none), train_every, batch_size and expire_every >= 1, "
+                          "a callable queue_step");
     if (pc_init(&self->c, tr->t.shape.in[0], gamma, horizon, idle < 0 ? -1 : idle, every, credit_emit, self) < 0) {
         PyErr_NoMemory();
         return -1;
@@ -79,19 +76,13 @@ static int PageCredit_init(PageCreditObject *self, PyObject *args, PyObject *kw)
 
 int credit_ready(PageCreditObject *self)
 {
-    if (self->ready)
-        return 0;
-    PyErr_SetString(PyExc_RuntimeError, "PageCredit is not initialised");
-    return -1;
+    return self->ready ? 0 : bind_raise(PyExc_RuntimeError, "PageCredit is not initialised");
 }
 
 static PyObject *PageCredit_decision(PageCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 5 || nargs > 7) {
-        PyErr_SetString(PyExc_TypeError, "decision(page, obs, action, reward, step[, discount, tag])");
-        return NULL;
-    }
-    if (credit_ready(self) < 0)
+    if (bind_nargs(nargs, 5, 7, "decision(page, obs, action, reward, step[, discount, tag])") < 0
+        || credit_ready(self) < 0)
         return NULL;
     int64_t page = c51_as_page(args[0]);
     long a = PyLong_AsLong(args[2]);
@@ -101,11 +92,9 @@ static PyObject *PageCredit_decision(PageCreditObject *self, PyObject *const *ar
     long tag = nargs > 6 ? PyLong_AsLong(args[6]) : -1;
     if (PyErr_Occurred())
         return NULL;
-    if (a < 0 || a >= self->trainer->t.shape.n_actions) {
-        PyErr_Format(PyExc_ValueError, "decision: action %ld out of range 0..%d", a,
-                     self->trainer->t.shape.n_actions - 1);
-        return NULL;
-    }
+    if (a < 0 || a >= self->trainer->t.shape.n_actions)
+        return PyErr_Format(PyExc_ValueError, "decision: action %ld out of range 0..%d", a,
+                            self->trainer->t.shape.n_actions - 1);
     float obs[C51_MAX_WIDTH];
     if (c51_read_floats(args[1], obs, self->c.nin, "obs") < 0)
         return NULL;
@@ -116,11 +105,7 @@ static PyObject *PageCredit_decision(PageCreditObject *self, PyObject *const *ar
 
 static PyObject *PageCredit_access(PageCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "access(page, reward)");
-        return NULL;
-    }
-    if (credit_ready(self) < 0)
+    if (bind_nargs(nargs, 2, 2, "access(page, reward)") < 0 || credit_ready(self) < 0)
         return NULL;
     int64_t page = c51_as_page(args[0]);
     double r = PyFloat_AsDouble(args[1]);
@@ -175,11 +160,9 @@ int credit_touch(PageCreditObject *self, int64_t first, int64_t last, int has_re
             continue;
         }
         int tag = self->c.e[k].tag;
-        if (tag < 0 || tag >= nb) {
-            PyErr_Format(PyExc_IndexError, "touch: page %lld has tag %d, outside the %zd baselines", (long long)p,
-                         tag, nb);
-            return -1;
-        }
+        if (tag < 0 || tag >= nb)
+            return bind_raise(PyExc_IndexError, "touch: page %lld has tag %d, outside the %zd baselines", (long long)p,
+                              tag, nb);
         double b = baselines[tag];
         if (0.0 > b)  /* max(b, 0.0) */
             b = 0.0;
@@ -190,20 +173,14 @@ int credit_touch(PageCreditObject *self, int64_t first, int64_t last, int has_re
 
 static PyObject *PageCredit_touch(PageCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "touch(first_page, last_page, reward, baselines)");
-        return NULL;
-    }
-    if (credit_ready(self) < 0)
+    if (bind_nargs(nargs, 4, 4, "touch(first_page, last_page, reward, baselines)") < 0 || credit_ready(self) < 0)
         return NULL;
     int64_t first = c51_as_page(args[0]), last = c51_as_page(args[1]);
     double r = args[2] == Py_None ? 0.0 : PyFloat_AsDouble(args[2]);
     if (PyErr_Occurred())
         return NULL;
-    if (!PyList_Check(args[3]) || PyList_GET_SIZE(args[3]) > PC_MAX_TAGS) {
-        PyErr_Format(PyExc_TypeError, "touch: baselines must be a list of at most %d floats", PC_MAX_TAGS);
-        return NULL;
-    }
+    if (!PyList_Check(args[3]) || PyList_GET_SIZE(args[3]) > PC_MAX_TAGS)
+        return PyErr_Format(PyExc_TypeError, "touch: baselines must be a list of at most %d floats", PC_MAX_TAGS);
     double b[PC_MAX_TAGS];
     Py_ssize_t nb = PyList_GET_SIZE(args[3]);
     for (Py_ssize_t i = 0; i < nb; i++)
@@ -273,17 +250,8 @@ static PySequenceMethods PageCredit_seq = {
     .sq_contains = (objobjproc)PageCredit_contains,
 };
 
-static PyObject *PageCredit_next_expiry(PageCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLongLong(self->ready ? self->c.next_expiry : 0);
-}
-
-static PyObject *PageCredit_nbytes(PageCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromSize_t(self->ready ? pc_bytes(&self->c) : 0);
-}
+BIND_GETTER(PageCredit_next_expiry, PageCreditObject, PyLong_FromLongLong(self->ready ? self->c.next_expiry : 0))
+BIND_GETTER(PageCredit_nbytes, PageCreditObject, PyLong_FromSize_t(self->ready ? pc_bytes(&self->c) : 0))
 
 static PyGetSetDef PageCredit_getset[] = {
     {"next_expiry", (getter)PageCredit_next_expiry, NULL, "expire() has nothing to do before this step", NULL},

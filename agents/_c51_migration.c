@@ -74,24 +74,18 @@ static void MigrationCredit_dealloc(MigrationCreditObject *self)
 
 static int MigrationCredit_init(MigrationCreditObject *self, PyObject *args, PyObject *kw)
 {
-    if (kw && PyDict_GET_SIZE(kw)) {
-        PyErr_SetString(PyExc_TypeError, "MigrationCredit takes positional arguments only");
-        return -1;
-    }
-    if (PyTuple_GET_SIZE(args) != 10) {
-        PyErr_SetString(PyExc_TypeError, "MigrationCredit(trainer, gamma, horizon, idle_horizon, train_every, "
-                        "batch_size, queue_step, expire_every, ref_us, n_devices)");
-        return -1;
-    }
+    if (kw && PyDict_GET_SIZE(kw))
+        return bind_raise(PyExc_TypeError, "MigrationCredit takes positional arguments only");
+    if (PyTuple_GET_SIZE(args) != 10)
+        return bind_raise(PyExc_TypeError, "MigrationCredit(trainer, gamma, horizon, idle_horizon, train_every, "
+                          "batch_size, queue_step, expire_every, ref_us, n_devices)");
     double ref = PyFloat_AsDouble(PyTuple_GET_ITEM(args, 8));
     long n = PyLong_AsLong(PyTuple_GET_ITEM(args, 9));
     if (PyErr_Occurred())
         return -1;
-    if (!(ref > 0) || n < 2 || n > PC_MAX_TAGS) {
-        PyErr_Format(PyExc_ValueError, "MigrationCredit: need ref_us > 0 and 2 <= n_devices <= %d, got %g, %ld",
-                     PC_MAX_TAGS, ref, n);
-        return -1;
-    }
+    if (!(ref > 0) || n < 2 || n > PC_MAX_TAGS)
+        return bind_raise(PyExc_ValueError, "MigrationCredit: need ref_us > 0 and 2 <= n_devices <= %d, got %g, %ld",
+                          PC_MAX_TAGS, ref, n);
     PyObject *head = PyTuple_GetSlice(args, 0, 8);
     if (!head)
         return -1;
@@ -99,11 +93,9 @@ static int MigrationCredit_init(MigrationCreditObject *self, PyObject *args, PyO
     Py_DECREF(head);
     if (rc < 0)
         return -1;
-    if (self->base.trainer->t.shape.n_actions != n) {
-        PyErr_Format(PyExc_ValueError, "MigrationCredit: the trainer has %d actions for %ld devices",
-                     self->base.trainer->t.shape.n_actions, n);
-        return -1;
-    }
+    if (self->base.trainer->t.shape.n_actions != n)
+        return bind_raise(PyExc_ValueError, "MigrationCredit: the trainer has %d actions for %ld devices",
+                          self->base.trainer->t.shape.n_actions, n);
     self->ref = ref;
     self->n = (int)n;
     for (int i = 0; i < PC_MAX_TAGS; i++)
@@ -118,16 +110,12 @@ static int MigrationCredit_init(MigrationCreditObject *self, PyObject *args, PyO
 static int read_request(MigrationCreditObject *self, PyObject *rq, long long served)
 {
     self->has_req = 0;
-    if (served >= self->n) {
-        PyErr_Format(PyExc_ValueError, "request: served device %lld out of range (-1..%d)", served, self->n - 1);
-        return -1;
-    }
+    if (served >= self->n)
+        return bind_raise(PyExc_ValueError, "request: served device %lld out of range (-1..%d)", served, self->n - 1);
     if (rq == Py_None)
         return 0;
-    if (!PyTuple_Check(rq) || PyTuple_GET_SIZE(rq) != 4) {
-        PyErr_SetString(PyExc_TypeError, "request: expected the env's (time, op, offset, size) tuple or None");
-        return -1;
-    }
+    if (!PyTuple_Check(rq) || PyTuple_GET_SIZE(rq) != 4)
+        return bind_raise(PyExc_TypeError, "request: expected the env's (time, op, offset, size) tuple or None");
     long op = PyLong_AsLong(PyTuple_GET_ITEM(rq, 1));
     long long off = PyLong_AsLongLong(PyTuple_GET_ITEM(rq, 2)), size = PyLong_AsLongLong(PyTuple_GET_ITEM(rq, 3));
     if (PyErr_Occurred())
@@ -139,10 +127,8 @@ static int read_request(MigrationCreditObject *self, PyObject *rq, long long ser
 
 static PyObject *MigrationCredit_request(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 && nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "request(request, served[, page, obs, action, reward, device])");
-        return NULL;
-    }
+    if (nargs != 2 && nargs != 7)
+        return PyErr_Format(PyExc_TypeError, "request(request, served[, page, obs, action, reward, device])");
     if (credit_ready(&self->base) < 0)
         return NULL;
     self->has_decision = 0;
@@ -155,10 +141,9 @@ static PyObject *MigrationCredit_request(MigrationCreditObject *self, PyObject *
         double r = PyFloat_AsDouble(args[5]);
         if (PyErr_Occurred())
             return NULL;
-        if (a < 0 || a >= self->n || dev < 0 || dev >= self->n) {
-            PyErr_Format(PyExc_ValueError, "request: action %ld and device %ld must be in 0..%d", a, dev, self->n - 1);
-            return NULL;
-        }
+        if (a < 0 || a >= self->n || dev < 0 || dev >= self->n)
+            return PyErr_Format(PyExc_ValueError, "request: action %ld and device %ld must be in 0..%d", a, dev,
+                                self->n - 1);
         if (c51_read_floats(args[3], self->obs, self->base.c.nin, "obs") < 0)
             return NULL;
         self->page = page, self->action = (int)a, self->reward = r, self->dev = (int)dev;
@@ -180,11 +165,10 @@ static PyObject *MigrationCredit_setup(MigrationCreditObject *self, PyObject *ar
     C51Net *nt = (C51Net *)net;
     if (nt->shape.n_actions != self->n || dev_at < 0 || dev_at >= nt->shape.in[0] || !PyCallable_Check(integers)
         || !PyCallable_Check(move_reward) || !(eps >= 0 && eps <= 1) || steps < 0 || explore_left < 0
-        || idle_left < 0 || !(rate >= 0 && rate <= 1) || (explore_left && !steps)) {
-        PyErr_SetString(PyExc_ValueError, "setup: need a network with one output per device, curr_dev_feature "
-                        "an input, callable integers and move_reward, 0 <= epsilon, explore_rate <= 1, budgets >= 0");
-        return NULL;
-    }
+        || idle_left < 0 || !(rate >= 0 && rate <= 1) || (explore_left && !steps))
+        return PyErr_Format(PyExc_ValueError, "setup: need a network with one output per device, curr_dev_feature "
+                            "an input, callable integers and move_reward, 0 <= epsilon, explore_rate <= 1, "
+                            "budgets >= 0");
     PyObject *cap = PyObject_GetAttrString(bg, "capsule");
     if (!cap)
         return NULL;
@@ -253,17 +237,11 @@ static long choose(MigrationCreditObject *self, PyObject *obs, long long step, l
 
 static PyObject *MigrationCredit_decide(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError,
-                        "decide(obs, acting, page, device, step, placement_obs, request, queue_length)");
+    if (bind_nargs(nargs, 8, 8, "decide(obs, acting, page, device, step, placement_obs, request, queue_length)") < 0
+        || credit_ready(&self->base) < 0)
         return NULL;
-    }
-    if (credit_ready(&self->base) < 0)
-        return NULL;
-    if (!self->net) {
-        PyErr_SetString(PyExc_RuntimeError, "decide: call setup() first");
-        return NULL;
-    }
+    if (!self->net)
+        return PyErr_Format(PyExc_RuntimeError, "decide: call setup() first");
     self->has_decision = 0;
     int acting = PyObject_IsTrue(args[1]);
     long long page = PyLong_AsLongLong(args[2]), step = PyLong_AsLongLong(args[4]);
@@ -282,10 +260,8 @@ static PyObject *MigrationCredit_decide(MigrationCreditObject *self, PyObject *c
         return NULL;
     if (!acting)
         return PyLong_FromLong(dev > 0 ? dev : 0);
-    if (dev < 0 || dev >= self->n) {
-        PyErr_Format(PyExc_ValueError, "decide: device %ld out of range 0..%d", dev, self->n - 1);
-        return NULL;
-    }
+    if (dev < 0 || dev >= self->n)
+        return PyErr_Format(PyExc_ValueError, "decide: device %ld out of range 0..%d", dev, self->n - 1);
     long a = choose(self, args[0], step, queue_length);
     if (a < 0 || a >= self->n) {
         if (!PyErr_Occurred())
@@ -312,10 +288,8 @@ static PyObject *MigrationCredit_decide(MigrationCreditObject *self, PyObject *c
 
 static PyObject *MigrationCredit_placed(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "placed(device, latency, evicted, step)");
+    if (bind_nargs(nargs, 4, 4, "placed(device, latency, evicted, step)") < 0)
         return NULL;
-    }
     long device = PyLong_AsLong(args[0]);
     double latency = PyFloat_AsDouble(args[1]);
     long evicted = PyLong_AsLong(args[2]);
@@ -340,11 +314,7 @@ static PyObject *MigrationCredit_placed(MigrationCreditObject *self, PyObject *c
 
 static PyObject *MigrationCredit_learned(MigrationCreditObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "learned(step, latency)");
-        return NULL;
-    }
-    if (credit_ready(&self->base) < 0)
+    if (bind_nargs(nargs, 2, 2, "learned(step, latency)") < 0 || credit_ready(&self->base) < 0)
         return NULL;
     long long step = PyLong_AsLongLong(args[0]);
     double latency = PyFloat_AsDouble(args[1]);
@@ -378,28 +348,13 @@ static PyObject *MigrationCredit_learned(MigrationCreditObject *self, PyObject *
     Py_RETURN_NONE;
 }
 
-static PyObject *MigrationCredit_read_reward(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    PyObject *out = PyList_New(self->n);
-    for (int i = 0; out && i < self->n; i++) {
-        PyObject *v = PyFloat_FromDouble(self->read_reward[i]);
-        if (!v) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, v);
-    }
-    return out;
-}
+BIND_GETTER(MigrationCredit_read_reward, MigrationCreditObject, bind_float_list(self->read_reward, self->n))
 
 static int MigrationCredit_set_read_reward(MigrationCreditObject *self, PyObject *value, void *closure)
 {
     (void)closure;
-    if (!value || !PyList_Check(value) || PyList_GET_SIZE(value) != self->n) {
-        PyErr_Format(PyExc_ValueError, "read_reward: expected a list of %d floats", self->n);
-        return -1;
-    }
+    if (!value || !PyList_Check(value) || PyList_GET_SIZE(value) != self->n)
+        return bind_raise(PyExc_ValueError, "read_reward: expected a list of %d floats", self->n);
     double v[PC_MAX_TAGS];
     for (int i = 0; i < self->n; i++)
         if ((v[i] = PyFloat_AsDouble(PyList_GET_ITEM(value, i))) == -1.0 && PyErr_Occurred())
@@ -408,11 +363,7 @@ static int MigrationCredit_set_read_reward(MigrationCreditObject *self, PyObject
     return 0;
 }
 
-static PyObject *MigrationCredit_evicted_at(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLongLong(self->evicted_at);
-}
+BIND_GETTER(MigrationCredit_evicted_at, MigrationCreditObject, PyLong_FromLongLong(self->evicted_at))
 
 static int MigrationCredit_set_evicted_at(MigrationCreditObject *self, PyObject *value, void *closure)
 {
@@ -427,17 +378,8 @@ static int MigrationCredit_set_evicted_at(MigrationCreditObject *self, PyObject 
     return 0;
 }
 
-static PyObject *MigrationCredit_evict_cost(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyFloat_FromDouble(self->evict_cost);
-}
-
-static PyObject *MigrationCredit_fast_write(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyFloat_FromDouble(self->fast_write);
-}
+BIND_GETTER(MigrationCredit_evict_cost, MigrationCreditObject, PyFloat_FromDouble(self->evict_cost))
+BIND_GETTER(MigrationCredit_fast_write, MigrationCreditObject, PyFloat_FromDouble(self->fast_write))
 
 static PyObject *MigrationCredit_decided(MigrationCreditObject *self, void *closure)
 {
@@ -452,19 +394,13 @@ static int set_count(long long *dst, PyObject *value, const char *what)
     long long v = value ? PyLong_AsLongLong(value) : -1;
     if (v == -1 && PyErr_Occurred())
         return -1;
-    if (v < 0) {
-        PyErr_Format(PyExc_ValueError, "%s must be an int >= 0", what);
-        return -1;
-    }
+    if (v < 0)
+        return bind_raise(PyExc_ValueError, "%s must be an int >= 0", what);
     *dst = v;
     return 0;
 }
 
-static PyObject *MigrationCredit_explore_left(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLongLong(self->explore_left);
-}
+BIND_GETTER(MigrationCredit_explore_left, MigrationCreditObject, PyLong_FromLongLong(self->explore_left))
 
 static int MigrationCredit_set_explore_left(MigrationCreditObject *self, PyObject *value, void *closure)
 {
@@ -473,17 +409,12 @@ static int MigrationCredit_set_explore_left(MigrationCreditObject *self, PyObjec
         return -1;
     if (self->explore_left && !self->explore_steps) {
         self->explore_left = 0;
-        PyErr_SetString(PyExc_ValueError, "explore_left: no warm-up was set up (explore_steps 0)");
-        return -1;
+        return bind_raise(PyExc_ValueError, "explore_left: no warm-up was set up (explore_steps 0)");
     }
     return 0;
 }
 
-static PyObject *MigrationCredit_idle_left(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyLong_FromLongLong(self->idle_left);
-}
+BIND_GETTER(MigrationCredit_idle_left, MigrationCreditObject, PyLong_FromLongLong(self->idle_left))
 
 static int MigrationCredit_set_idle_left(MigrationCreditObject *self, PyObject *value, void *closure)
 {
@@ -491,11 +422,7 @@ static int MigrationCredit_set_idle_left(MigrationCreditObject *self, PyObject *
     return set_count(&self->idle_left, value, "idle_left");
 }
 
-static PyObject *MigrationCredit_delay_cost(MigrationCreditObject *self, void *closure)
-{
-    (void)closure;
-    return PyFloat_FromDouble(self->delay_cost);
-}
+BIND_GETTER(MigrationCredit_delay_cost, MigrationCreditObject, PyFloat_FromDouble(self->delay_cost))
 
 static int MigrationCredit_set_delay_cost(MigrationCreditObject *self, PyObject *value, void *closure)
 {

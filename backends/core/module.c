@@ -6,8 +6,7 @@
  *                             the HSS core (hss.c) over a SimDevices object. Python wrappers in
  *                             hss_gym/hss.py; this file only converts arguments and errors.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include <math.h>
 #include <string.h>
@@ -29,25 +28,16 @@ static int raise_rc(int rc)
     return -1;
 }
 
-/* A buffer's struct format character, byte-order prefix stripped. */
-static const char *buf_fmt(const Py_buffer *b)
-{
-    const char *f = b->format ? b->format : "B";
-    return (*f == '<' || *f == '=' || *f == '@') ? f + 1 : f;
-}
-
 /* Get a C-contiguous 1-D buffer of the given struct format character ('d', 'B', 'q'). */
 static int get_buf(PyObject *o, char fmt, int writable, Py_buffer *b, const char *name)
 {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(o, b, flags) < 0)
+    if (bind_get_buffer(o, b, writable) < 0)
         return -1;
-    const char *f = buf_fmt(b);
+    const char *f = bind_format(b);
     int ok = b->ndim == 1 && (f[0] == fmt || (fmt == 'q' && f[0] == 'l' && b->itemsize == 8))
              && f[1] == '\0';
     if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s must be a 1-D contiguous array of format '%c' (got '%s')",
-                     name, fmt, f);
+        PyErr_Format(PyExc_TypeError, "%s must be a 1-D contiguous array of format '%c' (got '%s')", name, fmt, f);
         PyBuffer_Release(b);
         return -1;
     }
@@ -86,15 +76,13 @@ static int SimDevices_init(SimDevicesObject *self, PyObject *args, PyObject *kw)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     if (n < 1 || n > HSS_MAX_DEV) {
         Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "between 1 and %d devices are supported, got %zd", HSS_MAX_DEV, n);
-        return -1;
+        return bind_raise(PyExc_ValueError, "between 1 and %d devices are supported, got %zd", HSS_MAX_DEV, n);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyDict_Check(d)) {
             Py_DECREF(seq);
-            PyErr_SetString(PyExc_TypeError, "each device's params must be a dict");
-            return -1;
+            return bind_raise(PyExc_TypeError, "each device's params must be a dict");
         }
         simdev_params p;
         memset(&p, 0, sizeof p);
@@ -122,8 +110,7 @@ static int SimDevices_init(SimDevicesObject *self, PyObject *args, PyObject *kw)
         const char *err = simdev_check(&p);
         if (err) {
             Py_DECREF(seq);
-            PyErr_Format(PyExc_ValueError, "device %zd: %s", i, err);
-            return -1;
+            return bind_raise(PyExc_ValueError, "device %zd: %s", i, err);
         }
         simdev_init(&self->dev[i], &p, seed + (uint64_t)i);
     }
@@ -134,10 +121,8 @@ static int SimDevices_init(SimDevicesObject *self, PyObject *args, PyObject *kw)
 
 static int check_dev(SimDevicesObject *self, int d)
 {
-    if (d < 0 || d >= self->n) {
-        PyErr_Format(PyExc_IndexError, "device %d out of range 0..%d", d, self->n - 1);
-        return -1;
-    }
+    if (d < 0 || d >= self->n)
+        return bind_raise(PyExc_IndexError, "device %d out of range 0..%d", d, self->n - 1);
     return 0;
 }
 
@@ -149,10 +134,8 @@ static PyObject *SimDevices_io(SimDevicesObject *self, PyObject *args)
     double t;
     if (!PyArg_ParseTuple(args, "iiKId|p", &d, &op, &slot, &npages, &t, &bg) || check_dev(self, d) < 0)
         return NULL;
-    if ((op != SIMDEV_READ && op != SIMDEV_WRITE) || npages == 0) {
-        PyErr_SetString(PyExc_ValueError, "op must be 0 (read) or 1 (write) and npages > 0");
-        return NULL;
-    }
+    if ((op != SIMDEV_READ && op != SIMDEV_WRITE) || npages == 0)
+        return PyErr_Format(PyExc_ValueError, "op must be 0 (read) or 1 (write) and npages > 0");
     return PyFloat_FromDouble(simdev_io(&self->dev[d], op, slot, npages, t, bg));
 }
 
@@ -198,10 +181,7 @@ static PyObject *SimDevices_stats(SimDevicesObject *self, PyObject *Py_UNUSED(ig
     return out;
 }
 
-static PyObject *SimDevices_len(SimDevicesObject *self, void *Py_UNUSED(c))
-{
-    return PyLong_FromLong(self->n);
-}
+BIND_GETTER(SimDevices_len, SimDevicesObject, PyLong_FromLong(self->n))
 
 static PyMethodDef SimDevices_methods[] = {
     {"io", (PyCFunction)SimDevices_io, METH_VARARGS,
@@ -276,8 +256,7 @@ static int HSS_init(HSSObject *self, PyObject *args, PyObject *kw)
         return -1;
     if (PySequence_Fast_GET_SIZE(seq) != sd->n) {
         Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError, "%d devices but %zd capacities", sd->n, PySequence_Fast_GET_SIZE(seq));
-        return -1;
+        return bind_raise(PyExc_ValueError, "%d devices but %zd capacities", sd->n, PySequence_Fast_GET_SIZE(seq));
     }
     uint64_t cap[HSS_MAX_DEV];
     for (int i = 0; i < sd->n; i++) {
@@ -288,10 +267,8 @@ static int HSS_init(HSSObject *self, PyObject *args, PyObject *kw)
         }
     }
     Py_DECREF(seq);
-    if (qs < 0 || window < 1 || qd < 1) {
-        PyErr_SetString(PyExc_ValueError, "queue_size must be >= 0, scan_window >= 1 and queue_depth >= 1");
-        return -1;
-    }
+    if (qs < 0 || window < 1 || qd < 1)
+        return bind_raise(PyExc_ValueError, "queue_size must be >= 0, scan_window >= 1 and queue_depth >= 1");
     if (self->ready) {
         hss_free(&self->h);
         self->ready = 0;
@@ -329,33 +306,26 @@ static PyObject *HSS_replay(HSSObject *self, PyObject *args)
     Py_ssize_t start = 0, stop = -1;
     if (!PyArg_ParseTuple(args, "OOOOiO|nn", &ot, &oo, &ooff, &osz, &place, &olat, &start, &stop))
         return NULL;
-    if (place < 0 || place >= self->h.ndev) {
-        PyErr_Format(PyExc_ValueError, "place must be a device in 0..%d", self->h.ndev - 1);
-        return NULL;
-    }
-    Py_buffer bt, bo, boff, bsz, blat;
-    if (get_buf(ot, 'd', 0, &bt, "time_us") < 0)
-        return NULL;
-    if (get_buf(oo, 'B', 0, &bo, "op") < 0)
-        goto e1;
-    if (get_buf(ooff, 'q', 0, &boff, "offset") < 0)
-        goto e2;
-    if (get_buf(osz, 'q', 0, &bsz, "size") < 0)
-        goto e3;
-    if (get_buf(olat, 'd', 1, &blat, "latency_out") < 0)
-        goto e4;
-    Py_ssize_t n = bt.shape[0];
+    if (place < 0 || place >= self->h.ndev)
+        return PyErr_Format(PyExc_ValueError, "place must be a device in 0..%d", self->h.ndev - 1);
+    Py_buffer b[5] = {{0}};  /* time_us, op, offset, size, latency_out */
+    PyObject *ret = NULL;
+    if (get_buf(ot, 'd', 0, &b[0], "time_us") < 0 || get_buf(oo, 'B', 0, &b[1], "op") < 0
+        || get_buf(ooff, 'q', 0, &b[2], "offset") < 0 || get_buf(osz, 'q', 0, &b[3], "size") < 0
+        || get_buf(olat, 'd', 1, &b[4], "latency_out") < 0)
+        goto out;
+    Py_ssize_t n = b[0].shape[0];
     if (stop < 0)
         stop = n;
-    if (bo.shape[0] != n || boff.shape[0] != n || bsz.shape[0] != n || blat.shape[0] < n
+    if (b[1].shape[0] != n || b[2].shape[0] != n || b[3].shape[0] != n || b[4].shape[0] < n
         || start < 0 || stop > n || start > stop) {
         PyErr_SetString(PyExc_ValueError, "columns must have equal lengths and 0 <= start <= stop <= len");
-        goto e5;
+        goto out;
     }
-    const double *t = bt.buf;
-    const uint8_t *op = bo.buf;
-    const int64_t *off = boff.buf, *sz = bsz.buf;
-    double *lat = blat.buf;
+    const double *t = b[0].buf;
+    const uint8_t *op = b[1].buf;
+    const int64_t *off = b[2].buf, *sz = b[3].buf;
+    double *lat = b[4].buf;
     int rc = HSS_OK;
     Py_ssize_t i;
     Py_BEGIN_ALLOW_THREADS
@@ -371,25 +341,16 @@ static PyObject *HSS_replay(HSSObject *self, PyObject *args)
             break;
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&blat);
-    PyBuffer_Release(&bsz);
-    PyBuffer_Release(&boff);
-    PyBuffer_Release(&bo);
-    PyBuffer_Release(&bt);
-    if (rc != HSS_OK) {
-        if (rc == HSS_EINVAL)
-            PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0, size > 0 and offset + size < 4 PiB", i);
-        else
-            raise_rc(rc);
-        return NULL;
-    }
-    Py_RETURN_NONE;
-e5: PyBuffer_Release(&blat);
-e4: PyBuffer_Release(&bsz);
-e3: PyBuffer_Release(&boff);
-e2: PyBuffer_Release(&bo);
-e1: PyBuffer_Release(&bt);
-    return NULL;
+    if (rc == HSS_EINVAL)
+        PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0, size > 0 and offset + size < 4 PiB",
+                     i);
+    else if (rc != HSS_OK)
+        raise_rc(rc);
+    else
+        ret = Py_NewRef(Py_None);
+out:
+    bind_release(b, 5);
+    return ret;
 }
 
 static PyObject *HSS_begin(HSSObject *self, PyObject *args)
@@ -399,11 +360,9 @@ static PyObject *HSS_begin(HSSObject *self, PyObject *args)
     long long off, size;
     if (!PyArg_ParseTuple(args, "diLL", &t, &op, &off, &size))
         return NULL;
-    if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
-        PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld "
-                     "(op must be 0/1, offset >= 0, size > 0, offset + size < 4 PiB)", op, off, size);
-        return NULL;
-    }
+    if (off < 0 || size <= 0 || (op != 0 && op != 1))
+        return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld "
+                            "(op must be 0/1, offset >= 0, size > 0, offset + size < 4 PiB)", op, off, size);
     int rc = hss_begin(&self->h, t, op, (uint64_t)off, (uint64_t)size);
     if (rc != HSS_OK)
         return raise_rc(rc), NULL;
@@ -415,14 +374,10 @@ static PyObject *HSS_finish(HSSObject *self, PyObject *args)
     int place = 0;
     if (!PyArg_ParseTuple(args, "|i", &place))
         return NULL;
-    if (!self->h.cur.active) {
-        PyErr_SetString(PyExc_RuntimeError, "finish() called without a pending request (call begin() first)");
-        return NULL;
-    }
-    if (self->h.cur.needs_placement && (place < 0 || place >= self->h.ndev)) {
-        PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", self->h.ndev - 1, place);
-        return NULL;
-    }
+    if (!self->h.cur.active)
+        return PyErr_Format(PyExc_RuntimeError, "finish() called without a pending request (call begin() first)");
+    if (self->h.cur.needs_placement && (place < 0 || place >= self->h.ndev))
+        return PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", self->h.ndev - 1, place);
     double lat;
     int rc = hss_finish(&self->h, place, &lat);
     if (rc != HSS_OK)
@@ -444,11 +399,9 @@ static PyObject *HSS_clean(HSSObject *self, PyObject *args)
     long long k;
     if (!PyArg_ParseTuple(args, "iL|p", &d, &k, &force))
         return NULL;
-    if (d < 0 || d >= self->h.home || k < 1 || k > UINT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "clean: need 0 <= device < %d (not the home device) and 1 <= k < 2**32, "
-                     "got %d, %lld", self->h.home, d, k);
-        return NULL;
-    }
+    if (d < 0 || d >= self->h.home || k < 1 || k > UINT32_MAX)
+        return PyErr_Format(PyExc_ValueError, "clean: need 0 <= device < %d (not the home device) and 1 <= k < 2**32, "
+                            "got %d, %lld", self->h.home, d, k);
     int rc = hss_clean(&self->h, d, (uint32_t)k, force);
     if (rc < 0)
         return raise_rc(rc), NULL;
@@ -476,10 +429,9 @@ static PyObject *HSS_move(HSSObject *self, PyObject *args)
         return NULL;
     double done;
     int rc = hss_move(&self->h, page, target, t, &done);
-    if (rc == HSS_EINVAL) {
-        PyErr_Format(PyExc_ValueError, "cannot move page %llu to device %d (not placed, or no such device)", page, target);
-        return NULL;
-    }
+    if (rc == HSS_EINVAL)
+        return PyErr_Format(PyExc_ValueError, "cannot move page %llu to device %d (not placed, or no such device)",
+                            page, target);
     if (rc != HSS_OK)
         return raise_rc(rc), NULL;
     return PyFloat_FromDouble(done);
@@ -492,28 +444,18 @@ static PyObject *HSS_remap(HSSObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Ki", &page, &target))
         return NULL;
     int rc = hss_remap(&self->h, page, target);
-    if (rc == HSS_EINVAL) {
-        PyErr_Format(PyExc_ValueError, "cannot remap page %llu to device %d (not placed, or no such device)", page, target);
-        return NULL;
-    }
-    if (rc == HSS_EFULL) {
-        PyErr_Format(PyExc_ValueError, "cannot remap page %llu: device %d is full", page, target);
-        return NULL;
-    }
+    if (rc == HSS_EINVAL)
+        return PyErr_Format(PyExc_ValueError, "cannot remap page %llu to device %d (not placed, or no such device)",
+                            page, target);
+    if (rc == HSS_EFULL)
+        return PyErr_Format(PyExc_ValueError, "cannot remap page %llu: device %d is full", page, target);
     if (rc != HSS_OK)
         return raise_rc(rc), NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *HSS_get_evictions(HSSObject *self, void *Py_UNUSED(closure))
-{
-    return PyLong_FromUnsignedLongLong(self->h.c.evictions);
-}
-
-static PyObject *HSS_get_issue(HSSObject *self, void *Py_UNUSED(closure))
-{
-    return PyFloat_FromDouble(self->h.cur.t);
-}
+BIND_GETTER(HSS_get_evictions, HSSObject, PyLong_FromUnsignedLongLong(self->h.c.evictions))
+BIND_GETTER(HSS_get_issue, HSSObject, PyFloat_FromDouble(self->h.cur.t))
 
 static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
 {
@@ -525,20 +467,9 @@ static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
     return l;
 }
 
-static PyObject *HSS_get_mig_delay(HSSObject *self, void *Py_UNUSED(closure))
-{
-    return PyFloat_FromDouble(self->h.c.mig_delay_us);
-}
-
-static PyObject *HSS_get_clean_pending(HSSObject *self, void *Py_UNUSED(closure))
-{
-    return PyBool_FromLong(self->h.clean_k != 0);
-}
-
-static PyObject *HSS_get_queue_length(HSSObject *self, void *Py_UNUSED(closure))
-{
-    return PyLong_FromLong((long)self->h.mq_len);
-}
+BIND_GETTER(HSS_get_mig_delay, HSSObject, PyFloat_FromDouble(self->h.c.mig_delay_us))
+BIND_GETTER(HSS_get_clean_pending, HSSObject, PyBool_FromLong(self->h.clean_k != 0))
+BIND_GETTER(HSS_get_queue_length, HSSObject, PyLong_FromLong((long)self->h.mq_len))
 
 static PyGetSetDef HSS_getset[] = {
     {"evictions", (getter)HSS_get_evictions, NULL, "pages evicted so far (cheap; counters() has all)", NULL},
@@ -572,21 +503,17 @@ static PyObject *HSS_devices(HSSObject *self, PyObject *args)
     PyObject *opages, *oout;
     if (!PyArg_ParseTuple(args, "OO", &opages, &oout))
         return NULL;
-    Py_buffer bp, bo;
-    if (get_buf(opages, 'q', 0, &bp, "pages") < 0)
-        return NULL;
-    if (get_buf(oout, 'q', 1, &bo, "out") < 0) {
-        PyBuffer_Release(&bp);
-        return NULL;
-    }
+    Py_buffer b[2] = {{0}};  /* pages, out */
     PyObject *ret = Py_None;
-    if (bo.shape[0] != bp.shape[0]) {
-        PyErr_Format(PyExc_ValueError, "out has %zd entries for %zd pages", bo.shape[0], bp.shape[0]);
+    if (get_buf(opages, 'q', 0, &b[0], "pages") < 0 || get_buf(oout, 'q', 1, &b[1], "out") < 0)
+        ret = NULL;
+    else if (b[1].shape[0] != b[0].shape[0]) {
+        PyErr_Format(PyExc_ValueError, "out has %zd entries for %zd pages", b[1].shape[0], b[0].shape[0]);
         ret = NULL;
     } else {
-        const int64_t *pages = bp.buf;
-        int64_t *out = bo.buf;
-        for (Py_ssize_t i = 0; i < bp.shape[0]; i++) {
+        const int64_t *pages = b[0].buf;
+        int64_t *out = b[1].buf;
+        for (Py_ssize_t i = 0; i < b[0].shape[0]; i++) {
             if (pages[i] < 0) {
                 PyErr_Format(PyExc_ValueError, "pages[%zd] = %lld is negative", i, (long long)pages[i]);
                 ret = NULL;
@@ -596,8 +523,7 @@ static PyObject *HSS_devices(HSSObject *self, PyObject *args)
             out[i] = (!pg || !pg->dev) ? -1 : hss_dev_of(pg);
         }
     }
-    PyBuffer_Release(&bo);
-    PyBuffer_Release(&bp);
+    bind_release(b, 2);
     Py_XINCREF(ret);
     return ret;
 }
@@ -715,14 +641,13 @@ static int write_features(hss *h, long long page, int op, unsigned long long npa
     int bins[HSS_MAX_DEV + 8], nbins[HSS_MAX_DEV + 8];
     int k = compute_features(h, page, op, npages, sibyl, bins, nbins);
     Py_buffer b;
-    if (PyObject_GetBuffer(out, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+    if (bind_get_buffer(out, &b, 1) < 0)
         return -1;
-    const char *f = buf_fmt(&b);
+    const char *f = bind_format(&b);
     int is_f32 = f[0] == 'f' && b.itemsize == 4, is_i64 = (f[0] == 'q' || f[0] == 'l') && b.itemsize == 8;
     if (b.ndim != 1 || b.shape[0] != k || (!is_f32 && !is_i64)) {
         PyBuffer_Release(&b);
-        PyErr_Format(PyExc_ValueError, "out must be a float32 or int64 array of length %d", k);
-        return -1;
+        return bind_raise(PyExc_ValueError, "out must be a float32 or int64 array of length %d", k);
     }
     for (int i = 0; i < k; i++) {
         if (is_f32)
@@ -804,16 +729,12 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iiOOOipL", &place, &move, &next, &po, &mo, &sibyl, &scan, &step))
         return NULL;
     hss *h = &self->h;
-    if (!h->cur.active) {
-        PyErr_SetString(PyExc_RuntimeError, "env_step() without a pending request");
-        return NULL;
-    }
+    if (!h->cur.active)
+        return PyErr_Format(PyExc_RuntimeError, "env_step() without a pending request");
     if (!h->cur.needs_placement)
         place = 0;
-    else if (place < 0 || place >= h->ndev) {
-        PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", h->ndev - 1, place);
-        return NULL;
-    }
+    else if (place < 0 || place >= h->ndev)
+        return PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", h->ndev - 1, place);
     double lat;
     int rc = hss_finish(h, place, &lat);
     if (rc != HSS_OK)
@@ -839,10 +760,8 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
         long long off, size;
         if (!PyArg_ParseTuple(next, "diLL", &t, &op, &off, &size))
             return NULL;
-        if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
-            PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
-            return NULL;
-        }
+        if (off < 0 || size <= 0 || (op != 0 && op != 1))
+            return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
         rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
         if (rc != HSS_OK)
             return raise_rc(rc), NULL;
@@ -914,21 +833,17 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
         self->lat_held = 0;
     }
     if (lat != Py_None) {
-        if (PyObject_GetBuffer(lat, &self->lat, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+        if (bind_get_buffer(lat, &self->lat, 1) < 0)
             return NULL;
         self->lat_held = 1;
-        if (self->lat.itemsize != 8 || !self->lat.format || strcmp(self->lat.format, "d") != 0) {
-            PyErr_SetString(PyExc_ValueError, "env_begin: latencies must be a contiguous float64 array");
-            return NULL;
-        }
+        if (self->lat.itemsize != 8 || !self->lat.format || strcmp(self->lat.format, "d") != 0)
+            return PyErr_Format(PyExc_ValueError, "env_begin: latencies must be a contiguous float64 array");
     }
     self->evict_seen = 0;
     self->delay_seen = 0.0;
     self->pend_len = self->pend_head = 0;
-    if (off < 0 || size <= 0 || (op != 0 && op != 1)) {
-        PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
-        return NULL;
-    }
+    if (off < 0 || size <= 0 || (op != 0 && op != 1))
+        return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
     hss *h = &self->h;
     int rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
     if (rc != HSS_OK)
@@ -1030,21 +945,11 @@ static struct PyModuleDef coremodule = {
 
 PyMODINIT_FUNC PyInit__core(void)
 {
-    if (PyType_Ready(&SimDevicesType) < 0 || PyType_Ready(&HSSType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&coremodule);
-    if (!m)
-        return NULL;
-    Py_INCREF(&SimDevicesType);
-    Py_INCREF(&HSSType);
-    if (PyModule_AddObject(m, "SimDevices", (PyObject *)&SimDevicesType) < 0
-        || PyModule_AddObject(m, "HSS", (PyObject *)&HSSType) < 0
-        || PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
-        || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
-        || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0
-        || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
+    PyObject *m = bind_module(&coremodule, (PyTypeObject *[]){&SimDevicesType, &HSSType, NULL});
+    if (m && (PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
+              || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
+              || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0
+              || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0))
+        Py_CLEAR(m);
     return m;
 }

@@ -9,8 +9,7 @@
  *   .flush_cost(dirty), .quantile(q), .dirty, .hq, .backlog, .lat_sum, .n_req, .hist
  * The model and its parameters are described in backends/lqoco/model.py.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include "lqoco_sim.h"
 
@@ -45,10 +44,8 @@ static int Sim_init(SimObject *self, PyObject *args, PyObject *kw)
             return -1;
     }
     const char *why = lq_check(&p);
-    if (why) {
-        PyErr_Format(PyExc_ValueError, "L-QoCo simulator: %s", why);
-        return -1;
-    }
+    if (why)
+        return bind_raise(PyExc_ValueError, "L-QoCo simulator: %s", why);
     if (self->ready)
         lq_free(&self->s);
     self->ready = 0;
@@ -78,10 +75,8 @@ static PyObject *Sim_set_mix(SimObject *self, PyObject *args)
                           &m.write_bw, &m.n))
         return NULL;
     if (!(m.io > 0 && m.rd_cost > 0 && m.byp_cost > 0 && m.sync_cost > 0 && m.cache_cost > 0
-          && m.flush_io > 0 && m.n > 0 && (m.flush_const > 0 || m.write_bw > 0))) {
-        PyErr_SetString(PyExc_ValueError, "L-QoCo simulator: mix costs and sizes must be > 0");
-        return NULL;
-    }
+          && m.flush_io > 0 && m.n > 0 && (m.flush_const > 0 || m.write_bw > 0)))
+        return PyErr_Format(PyExc_ValueError, "L-QoCo simulator: mix costs and sizes must be > 0");
     lq_set_mix(&self->s, &m);
     Py_RETURN_NONE;
 }
@@ -94,10 +89,8 @@ static PyObject *Sim_period(SimObject *self, PyObject *args)
         return NULL;
     if (!PyArg_ParseTuple(args, "dddddd", &rate, &rd, &wr, &hq, &rd_io, &wr_io))
         return NULL;
-    if (!(rd_io > 0 && wr_io > 0) || self->s.m.io <= 0) {
-        PyErr_SetString(PyExc_ValueError, "L-QoCo simulator: call set_mix first; request sizes must be > 0");
-        return NULL;
-    }
+    if (!(rd_io > 0 && wr_io > 0) || self->s.m.io <= 0)
+        return PyErr_Format(PyExc_ValueError, "L-QoCo simulator: call set_mix first; request sizes must be > 0");
     if (lq_period(&self->s, rate, rd, wr, hq, rd_io, wr_io, &st) != 0)
         return PyErr_NoMemory();
     return Py_BuildValue("(ddddddddd)", st.admitted, st.flush_cap, st.flushed, st.bypassed, st.reads,
@@ -120,32 +113,12 @@ static PyObject *Sim_quantile(SimObject *self, PyObject *args)
     return PyFloat_FromDouble(lq_quantile(&self->s, q));
 }
 
-static PyObject *Sim_hist(SimObject *self, void *Py_UNUSED(c))
-{
-    PyObject *out = PyList_New(LQ_BINS);
-    if (!out)
-        return NULL;
-    for (int i = 0; i < LQ_BINS; i++) {
-        PyObject *v = PyFloat_FromDouble(self->s.hist[i]);
-        if (!v) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, i, v);
-    }
-    return out;
-}
-
-#define GETTER(field)                                                              \
-    static PyObject *Sim_get_##field(SimObject *self, void *Py_UNUSED(c))          \
-    {                                                                              \
-        return PyFloat_FromDouble(self->s.field);                                  \
-    }
-GETTER(dirty)
-GETTER(hq)
-GETTER(backlog)
-GETTER(lat_sum)
-GETTER(n_req)
+BIND_GETTER(Sim_hist, SimObject, bind_float_list(self->s.hist, LQ_BINS))
+BIND_GETTER(Sim_get_dirty, SimObject, PyFloat_FromDouble(self->s.dirty))
+BIND_GETTER(Sim_get_hq, SimObject, PyFloat_FromDouble(self->s.hq))
+BIND_GETTER(Sim_get_backlog, SimObject, PyFloat_FromDouble(self->s.backlog))
+BIND_GETTER(Sim_get_lat_sum, SimObject, PyFloat_FromDouble(self->s.lat_sum))
+BIND_GETTER(Sim_get_n_req, SimObject, PyFloat_FromDouble(self->s.n_req))
 
 static PyMethodDef Sim_methods[] = {
     {"set_mix", (PyCFunction)Sim_set_mix, METH_VARARGS, "set_mix(...): per-mix costs"},
@@ -184,16 +157,5 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__lqoco(void)
 {
-    if (PyType_Ready(&SimType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&moduledef);
-    if (!m)
-        return NULL;
-    Py_INCREF(&SimType);
-    if (PyModule_AddObject(m, "Sim", (PyObject *)&SimType) < 0) {
-        Py_DECREF(&SimType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return bind_module(&moduledef, (PyTypeObject *[]){&SimType, NULL});
 }

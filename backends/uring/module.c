@@ -7,8 +7,7 @@
  * devices from the HSS and feeds the core's I/O log; this file converts arguments and errors.
  * The GIL is released while I/O runs; one engine must not be used by two threads at once.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include <errno.h>
 #include <string.h>
@@ -40,14 +39,10 @@ static PyObject *raise_engine(EngineObject *self)
 
 static int check_open(EngineObject *self)
 {
-    if (!self->open) {
-        PyErr_SetString(PyExc_ValueError, "I/O on a closed engine");
-        return -1;
-    }
-    if (self->busy) {
-        PyErr_SetString(PyExc_RuntimeError, "engine in use by another thread");
-        return -1;
-    }
+    if (!self->open)
+        return bind_raise(PyExc_ValueError, "I/O on a closed engine");
+    if (self->busy)
+        return bind_raise(PyExc_RuntimeError, "engine in use by another thread");
     return 0;
 }
 
@@ -148,15 +143,11 @@ static PyObject *Engine_set_output(EngineObject *self, PyObject *arg)
     release_out(self);
     if (arg == Py_None)
         Py_RETURN_NONE;
-    if (PyObject_GetBuffer(arg, &self->out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+    if (bind_get_buffer(arg, &self->out, 1) < 0)
         return NULL;
-    const char *f = self->out.format ? self->out.format : "B";
-    if (*f == '<' || *f == '=' || *f == '@')
-        f++;
-    if (strcmp(f, "d") != 0 || self->out.ndim != 1) {
+    if (strcmp(bind_format(&self->out), "d") != 0 || self->out.ndim != 1) {
         PyBuffer_Release(&self->out);
-        PyErr_SetString(PyExc_TypeError, "output must be a 1-D float64 array");
-        return NULL;
+        return PyErr_Format(PyExc_TypeError, "output must be a 1-D float64 array");
     }
     self->have_out = 1;
     ur_set_output(&self->e, self->out.buf, (size_t)self->out.shape[0]);
@@ -173,8 +164,7 @@ static PyObject *Engine_execute(EngineObject *self, PyObject *args)
     if (lb.len % (Py_ssize_t)sizeof(hss_log_ent) || ab.len % (Py_ssize_t)sizeof(double)) {
         PyBuffer_Release(&lb);
         PyBuffer_Release(&ab);
-        PyErr_SetString(PyExc_ValueError, "log must hold whole records and arrivals float64 values");
-        return NULL;
+        return PyErr_Format(PyExc_ValueError, "log must hold whole records and arrivals float64 values");
     }
     int r;
     self->busy = 1;
@@ -238,8 +228,7 @@ static PyObject *Engine_bench(EngineObject *self, PyObject *args)
             return NULL;
         if (lb.itemsize != 8 || (unsigned long long)lb.len < n * 8) {
             PyBuffer_Release(&lb);
-            PyErr_SetString(PyExc_ValueError, "latencies must be an int64 array of at least n entries");
-            return NULL;
+            return PyErr_Format(PyExc_ValueError, "latencies must be an int64 array of at least n entries");
         }
         lat = lb.buf;
     }
@@ -346,10 +335,7 @@ static PyObject *Engine_stats(EngineObject *self, PyObject *Py_UNUSED(ignored))
         "io_slots", e->nops, "queue_depth", e->qd);
 }
 
-static PyObject *Engine_closed(EngineObject *self, void *Py_UNUSED(c))
-{
-    return PyBool_FromLong(!self->open);
-}
+BIND_GETTER(Engine_closed, EngineObject, PyBool_FromLong(!self->open))
 
 static PyMethodDef Engine_methods[] = {
     {"close", (PyCFunction)Engine_close, METH_VARARGS, "close(remove_created=True): flush, close files"},
@@ -399,8 +385,7 @@ static int page_arg(PyObject *args, Py_buffer *b, unsigned long long *page, unsi
         return -1;
     if (b->len < (Py_ssize_t)UR_PAGE) {
         PyBuffer_Release(b);
-        PyErr_SetString(PyExc_ValueError, "buffer must hold 4096 bytes");
-        return -1;
+        return bind_raise(PyExc_ValueError, "buffer must hold 4096 bytes");
     }
     return 0;
 }
@@ -446,24 +431,16 @@ static struct PyModuleDef uringmodule = {
 
 PyMODINIT_FUNC PyInit__uring(void)
 {
-    if (PyType_Ready(&EngineType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&uringmodule);
-    if (!m)
-        return NULL;
-    Py_INCREF(&EngineType);
-    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0
-        || PyModule_AddIntConstant(m, "O_CREATE", UR_O_CREATE) < 0
-        || PyModule_AddIntConstant(m, "O_OVERWRITE", UR_O_OVERWRITE) < 0
-        || PyModule_AddIntConstant(m, "O_ALLOW_BLOCK", UR_O_ALLOW_BLOCK) < 0
-        || PyModule_AddIntConstant(m, "O_NO_DIRECT", UR_O_NO_DIRECT) < 0
-        || PyModule_AddIntConstant(m, "O_REQUIRE_DIRECT", UR_O_REQUIRE_DIRECT) < 0
-        || PyModule_AddIntConstant(m, "ENGINE_URING", UR_ENGINE_URING) < 0
-        || PyModule_AddIntConstant(m, "ENGINE_PSYNC", UR_ENGINE_PSYNC) < 0
-        || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0
-        || PyModule_AddIntConstant(m, "MAX_QUEUE_DEPTH", UR_MAX_QD) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
+    PyObject *m = bind_module(&uringmodule, (PyTypeObject *[]){&EngineType, NULL});
+    if (m && (PyModule_AddIntConstant(m, "O_CREATE", UR_O_CREATE) < 0
+              || PyModule_AddIntConstant(m, "O_OVERWRITE", UR_O_OVERWRITE) < 0
+              || PyModule_AddIntConstant(m, "O_ALLOW_BLOCK", UR_O_ALLOW_BLOCK) < 0
+              || PyModule_AddIntConstant(m, "O_NO_DIRECT", UR_O_NO_DIRECT) < 0
+              || PyModule_AddIntConstant(m, "O_REQUIRE_DIRECT", UR_O_REQUIRE_DIRECT) < 0
+              || PyModule_AddIntConstant(m, "ENGINE_URING", UR_ENGINE_URING) < 0
+              || PyModule_AddIntConstant(m, "ENGINE_PSYNC", UR_ENGINE_PSYNC) < 0
+              || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0
+              || PyModule_AddIntConstant(m, "MAX_QUEUE_DEPTH", UR_MAX_QD) < 0))
+        Py_CLEAR(m);
     return m;
 }

@@ -10,8 +10,7 @@
  * Plain C99 against the CPython API and the buffer protocol; no NumPy C API. Outputs are written
  * into caller-allocated writable buffers (NumPy arrays), and the GIL is released while parsing.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -430,10 +429,8 @@ static PyObject *tokenize(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "tokenize: output buffers hold fewer rows than lines");
 
 done:
-    for (c = 0; c < nviews; c++)
-        PyBuffer_Release(&views[c]);
-    if (errv.obj != NULL)
-        PyBuffer_Release(&errv);
+    bind_release(views, nviews);
+    bind_release(&errv, 1);
     PyBuffer_Release(&data);
     return ok ? PyLong_FromSsize_t(row) : NULL;
 }
