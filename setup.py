@@ -1,5 +1,5 @@
-"""Build the C extensions. Plain C99 against the CPython API, no system library needed; all but the
-flash model's bindings share the glue of backends/binding.h (``backends`` is on their include paths):
+"""Build the C extensions. Plain C99 against the CPython API, no system library needed; the bindings
+share the glue of backends/binding.h (``backends`` is on their include paths):
 * hss_gym.backends._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
 * hss_gym.backends._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
@@ -86,8 +86,8 @@ uring = Extension(
 flash = Extension(
     "hss_gym.backends._flash",
     sources=["backends/flash/module.c", "backends/flash/flash.c"],
-    depends=["backends/flash/flash.h"],
-    include_dirs=["backends/flash"],
+    depends=["backends/flash/flash.h", "backends/binding.h"],
+    include_dirs=["backends/flash", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )
 

@@ -1,4 +1,4 @@
-/* The glue hss-gym's hand-written CPython bindings share (backends/core, backends/lqoco,
+/* The glue hss-gym's hand-written CPython bindings share (backends/core, backends/lqoco, backends/flash,
  * backends/uring, agents/_c51*, hss_gym/workloads/_fastparse): module creation, raising an error
  * from a function that returns int, argument counts of METH_FASTCALL methods, getters, buffers
  * and lists of floats. Header-only (static inline), plain C99 against the CPython API; include it

@@ -1,8 +1,7 @@
 /* hss_gym.backends._flash: the CPython binding of the flash SSD model's core (flash.c). A thin
  * layer: arrays cross as buffers (NumPy arrays, no copies, no NumPy C API); the Python wrapper
  * (backends/flash/ssd.py) owns validation of profiles and the window arithmetic. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "binding.h"
 
 #include "flash.h"
 
@@ -14,10 +13,8 @@ typedef struct {
 
 static int get_buf(PyObject *o, const char *fmt, size_t item, int writable, Py_buffer *b, const char *name, Py_ssize_t n)
 {
-    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
-    const char *f = b->format ? b->format : "B";
-    if (*f == '<' || *f == '=' || *f == '@') f++;
-    if ((size_t)b->itemsize != item || strchr(fmt, *f) == NULL || (n >= 0 && b->len / b->itemsize != n)) {
+    if (bind_get_buffer(o, b, writable) < 0) return -1;
+    if ((size_t)b->itemsize != item || strchr(fmt, *bind_format(b)) == NULL || (n >= 0 && b->len / b->itemsize != n)) {
         PyErr_Format(PyExc_TypeError, "%s: expected a contiguous array of '%s' (%zu bytes) with %zd items, got "
                      "format '%s' itemsize %zd len %zd", name, fmt, item, n, b->format ? b->format : "B",
                      b->itemsize, b->len / (b->itemsize ? b->itemsize : 1));
@@ -29,17 +26,14 @@ static int get_buf(PyObject *o, const char *fmt, size_t item, int writable, Py_b
 
 static int check_sim(SimObject *self)
 {
-    if (!self->sim) { PyErr_SetString(PyExc_ValueError, "the FlashSSD is closed"); return -1; }
-    return 0;
+    return self->sim ? 0 : bind_raise(PyExc_ValueError, "the FlashSSD is closed");
 }
 
 static int check_stream(SimObject *self, int stream)
 {
     if (check_sim(self) < 0) return -1;
-    if (stream < 0 || stream >= self->n_streams) {
-        PyErr_Format(PyExc_ValueError, "stream %d does not exist (n_streams=%d)", stream, self->n_streams);
-        return -1;
-    }
+    if (stream < 0 || stream >= self->n_streams)
+        return bind_raise(PyExc_ValueError, "stream %d does not exist (n_streams=%d)", stream, self->n_streams);
     return 0;
 }
 
@@ -97,7 +91,7 @@ static int Sim_init(SimObject *self, PyObject *args, PyObject *kw)
     char err[512];
     if (self->sim) fl_free(self->sim);
     self->sim = fl_new(&c, err, sizeof err);
-    if (!self->sim) { PyErr_SetString(PyExc_ValueError, err); return -1; }
+    if (!self->sim) return bind_raise(PyExc_ValueError, "%s", err);
     self->n_streams = c.n_streams;
     self->n_units = c.n_channels * c.chips_per_channel;
     self->n_channels = c.n_channels;
@@ -124,17 +118,18 @@ static PyObject *Sim_precondition(SimObject *self, PyObject *args)
     char err[512];
     PyObject *ol, *oh, *os;
     if (!PyArg_ParseTuple(args, "dOOO", &v, &ol, &oh, &os) || check_sim(self) < 0) return NULL;
-    Py_buffer bl, bh, bs;
-    if (get_buf(ol, "lq", 8, 0, &bl, "range lo", -1) < 0) return NULL;
-    Py_ssize_t n = bl.len / 8;
-    if (get_buf(oh, "lq", 8, 0, &bh, "range hi", n) < 0) { PyBuffer_Release(&bl); return NULL; }
-    if (get_buf(os, "il", 4, 0, &bs, "range stream", n) < 0) { PyBuffer_Release(&bl); PyBuffer_Release(&bh); return NULL; }
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = fl_precondition(self->sim, v, bl.buf, bh.buf, bs.buf, (int)n, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&bl); PyBuffer_Release(&bh); PyBuffer_Release(&bs);
-    if (rc < 0) { PyErr_SetString(PyExc_ValueError, err); return NULL; }
+    Py_buffer b[3] = {{0}};  /* lo, hi, stream */
+    if (get_buf(ol, "lq", 8, 0, &b[0], "range lo", -1) < 0) return NULL;
+    Py_ssize_t n = b[0].len / 8;
+    int rc = -2;
+    if (get_buf(oh, "lq", 8, 0, &b[1], "range hi", n) == 0 && get_buf(os, "il", 4, 0, &b[2], "range stream", n) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = fl_precondition(self->sim, v, b[0].buf, b[1].buf, b[2].buf, (int)n, err, sizeof err);
+        Py_END_ALLOW_THREADS
+    }
+    bind_release(b, 3);
+    if (rc == -2) return NULL;
+    if (rc < 0) return PyErr_Format(PyExc_ValueError, "%s", err);
     Py_RETURN_NONE;
 }
 
@@ -148,7 +143,7 @@ static PyObject *Sim_set_units(SimObject *self, PyObject *args)
     if (get_buf(o, "il", 4, 0, &b, "units", -1) < 0) return NULL;
     int rc = fl_set_units(self->sim, stream, b.buf, (int)(b.len / 4), err, sizeof err);
     PyBuffer_Release(&b);
-    if (rc < 0) { PyErr_SetString(PyExc_ValueError, err); return NULL; }
+    if (rc < 0) return PyErr_Format(PyExc_ValueError, "%s", err);
     Py_RETURN_NONE;
 }
 
@@ -167,10 +162,8 @@ static PyObject *Sim_set_priority(SimObject *self, PyObject *args)
 {
     int stream, level;
     if (!PyArg_ParseTuple(args, "ii", &stream, &level) || check_stream(self, stream) < 0) return NULL;
-    if (level < 0 || level >= FL_PRIO) {
-        PyErr_Format(PyExc_ValueError, "priority level %d: must be 0 (low), 1 (medium) or 2 (high)", level);
-        return NULL;
-    }
+    if (level < 0 || level >= FL_PRIO)
+        return PyErr_Format(PyExc_ValueError, "priority level %d: must be 0 (low), 1 (medium) or 2 (high)", level);
     fl_set_priority(self->sim, stream, level);
     Py_RETURN_NONE;
 }
@@ -180,7 +173,7 @@ static PyObject *Sim_set_slo(SimObject *self, PyObject *args)
     int stream;
     double us;
     if (!PyArg_ParseTuple(args, "id", &stream, &us) || check_stream(self, stream) < 0) return NULL;
-    if (!(us > 0)) { PyErr_Format(PyExc_ValueError, "slo_us must be > 0 (got %g)", us); return NULL; }
+    if (!(us > 0)) return PyErr_Format(PyExc_ValueError, "slo_us must be > 0 (got %g)", us);
     fl_set_slo(self->sim, stream, us);
     Py_RETURN_NONE;
 }
@@ -189,21 +182,17 @@ static PyObject *Sim_submit(SimObject *self, PyObject *args)
 {
     PyObject *ot, *os, *oo, *oz, *ow;
     if (!PyArg_ParseTuple(args, "OOOOO", &ot, &os, &oo, &oz, &ow) || check_sim(self) < 0) return NULL;
-    Py_buffer bt, bs, bo, bz, bw;
-    if (get_buf(ot, "d", 8, 0, &bt, "time_us", -1) < 0) return NULL;
-    Py_ssize_t n = bt.len / 8;
-    if (get_buf(os, "il", 4, 0, &bs, "stream", n) < 0) { PyBuffer_Release(&bt); return NULL; }
-    if (get_buf(oo, "lq", 8, 0, &bo, "offset", n) < 0) { PyBuffer_Release(&bt); PyBuffer_Release(&bs); return NULL; }
-    if (get_buf(oz, "lq", 8, 0, &bz, "size", n) < 0) {
-        PyBuffer_Release(&bt); PyBuffer_Release(&bs); PyBuffer_Release(&bo); return NULL;
-    }
-    if (get_buf(ow, "?B", 1, 0, &bw, "is_write", n) < 0) {
-        PyBuffer_Release(&bt); PyBuffer_Release(&bs); PyBuffer_Release(&bo); PyBuffer_Release(&bz); return NULL;
-    }
+    Py_buffer b[5] = {{0}};  /* time, stream, offset, size, is_write */
+    if (get_buf(ot, "d", 8, 0, &b[0], "time_us", -1) < 0) return NULL;
+    Py_ssize_t n = b[0].len / 8;
     char err[512];
-    int rc = fl_submit(self->sim, (size_t)n, bt.buf, bs.buf, bo.buf, bz.buf, bw.buf, err, sizeof err);
-    PyBuffer_Release(&bt); PyBuffer_Release(&bs); PyBuffer_Release(&bo); PyBuffer_Release(&bz); PyBuffer_Release(&bw);
-    if (rc < 0) { PyErr_SetString(PyExc_ValueError, err); return NULL; }
+    int rc = -2;
+    if (get_buf(os, "il", 4, 0, &b[1], "stream", n) == 0 && get_buf(oo, "lq", 8, 0, &b[2], "offset", n) == 0
+        && get_buf(oz, "lq", 8, 0, &b[3], "size", n) == 0 && get_buf(ow, "?B", 1, 0, &b[4], "is_write", n) == 0)
+        rc = fl_submit(self->sim, (size_t)n, b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf, err, sizeof err);
+    bind_release(b, 5);
+    if (rc == -2) return NULL;
+    if (rc < 0) return PyErr_Format(PyExc_ValueError, "%s", err);
     Py_RETURN_NONE;
 }
 
@@ -231,28 +220,19 @@ static PyObject *Sim_counters(SimObject *self, PyObject *args)
 {
     PyObject *o, *oc, *oub, *ouv, *ouf, *oug, *oua;
     if (!PyArg_ParseTuple(args, "OOOOOOO", &o, &oc, &oub, &ouv, &ouf, &oug, &oua) || check_sim(self) < 0) return NULL;
-    Py_buffer b, bc, bub, buv, buf_, bug, bua;
+    Py_buffer b[7] = {{0}};  /* stream counters, channel busy, unit busy / valid / free / gc ops / gc active */
     int S = self->n_streams, U = self->n_units;
-    if (get_buf(o, "d", 8, 1, &b, "stream counters", (Py_ssize_t)S * N_SFIELDS) < 0) return NULL;
-    if (get_buf(oc, "d", 8, 1, &bc, "channel busy", self->n_channels) < 0) { PyBuffer_Release(&b); return NULL; }
-    if (get_buf(oub, "d", 8, 1, &bub, "unit busy", U) < 0) { PyBuffer_Release(&b); PyBuffer_Release(&bc); return NULL; }
-    if (get_buf(ouv, "lq", 8, 1, &buv, "unit valid", U) < 0) {
-        PyBuffer_Release(&b); PyBuffer_Release(&bc); PyBuffer_Release(&bub); return NULL;
-    }
-    if (get_buf(ouf, "lq", 8, 1, &buf_, "unit free", U) < 0) {
-        PyBuffer_Release(&b); PyBuffer_Release(&bc); PyBuffer_Release(&bub); PyBuffer_Release(&buv); return NULL;
-    }
-    if (get_buf(oug, "lq", 8, 1, &bug, "unit gc ops", U) < 0) {
-        PyBuffer_Release(&b); PyBuffer_Release(&bc); PyBuffer_Release(&bub); PyBuffer_Release(&buv);
-        PyBuffer_Release(&buf_); return NULL;
-    }
-    if (get_buf(oua, "?B", 1, 1, &bua, "unit gc active", U) < 0) {
-        PyBuffer_Release(&b); PyBuffer_Release(&bc); PyBuffer_Release(&bub); PyBuffer_Release(&buv);
-        PyBuffer_Release(&buf_); PyBuffer_Release(&bug); return NULL;
+    if (get_buf(o, "d", 8, 1, &b[0], "stream counters", (Py_ssize_t)S * N_SFIELDS) < 0
+        || get_buf(oc, "d", 8, 1, &b[1], "channel busy", self->n_channels) < 0
+        || get_buf(oub, "d", 8, 1, &b[2], "unit busy", U) < 0 || get_buf(ouv, "lq", 8, 1, &b[3], "unit valid", U) < 0
+        || get_buf(ouf, "lq", 8, 1, &b[4], "unit free", U) < 0 || get_buf(oug, "lq", 8, 1, &b[5], "unit gc ops", U) < 0
+        || get_buf(oua, "?B", 1, 1, &b[6], "unit gc active", U) < 0) {
+        bind_release(b, 7);
+        return NULL;
     }
     fl_stream_stats st[FL_MAX_STREAMS];
     fl_stream_counters(self->sim, st);
-    double *out = b.buf;
+    double *out = b[0].buf;
     for (int i = 0; i < S; i++) {
         double *r = out + (size_t)i * N_SFIELDS;
         r[0] = (double)st[i].completed; r[1] = (double)st[i].reads; r[2] = (double)st[i].writes;
@@ -261,14 +241,13 @@ static PyObject *Sim_counters(SimObject *self, PyObject *args)
         r[9] = st[i].qdelay_sum_us; r[10] = (double)st[i].issued; r[11] = (double)st[i].conflicts;
         r[12] = (double)st[i].gc_runs; r[13] = (double)st[i].gc_moved;
     }
-    fl_channel_busy(self->sim, bc.buf);
-    fl_unit_counters(self->sim, bub.buf, buv.buf, buf_.buf, bug.buf, bua.buf);
+    fl_channel_busy(self->sim, b[1].buf);
+    fl_unit_counters(self->sim, b[2].buf, b[3].buf, b[4].buf, b[5].buf, b[6].buf);
     int64_t hw, fp, gr, er;
     fl_global_counters(self->sim, &hw, &fp, &gr, &er);
     PyObject *backlog = PyList_New(S);
     for (int i = 0; backlog && i < S; i++) PyList_SET_ITEM(backlog, i, PyLong_FromLongLong(st[i].backlog));
-    PyBuffer_Release(&b); PyBuffer_Release(&bc); PyBuffer_Release(&bub); PyBuffer_Release(&buv);
-    PyBuffer_Release(&buf_); PyBuffer_Release(&bug); PyBuffer_Release(&bua);
+    bind_release(b, 7);
     if (!backlog) return NULL;
     return Py_BuildValue("(LLLLN)", (long long)hw, (long long)fp, (long long)gr, (long long)er, backlog);
 }
@@ -287,21 +266,19 @@ static PyObject *Sim_latencies(SimObject *self, PyObject *args)
     PyObject *ol, *os;
     int device = 0;
     if (!PyArg_ParseTuple(args, "nOO|p", &start, &ol, &os, &device) || check_sim(self) < 0) return NULL;
-    Py_buffer bl, bs;
-    if (get_buf(ol, "d", 8, 1, &bl, "latencies", -1) < 0) return NULL;
-    Py_ssize_t n = bl.len / 8;
-    if (get_buf(os, "H", 2, 1, &bs, "streams", n) < 0) { PyBuffer_Release(&bl); return NULL; }
+    Py_buffer b[2] = {{0}};  /* latencies, streams */
+    if (get_buf(ol, "d", 8, 1, &b[0], "latencies", -1) < 0) return NULL;
+    Py_ssize_t n = b[0].len / 8;
+    if (get_buf(os, "H", 2, 1, &b[1], "streams", n) < 0) { bind_release(b, 2); return NULL; }
     size_t total = fl_latency_count(self->sim);
-    if (start < 0 || (size_t)(start + n) > total) {
-        PyBuffer_Release(&bl); PyBuffer_Release(&bs);
-        PyErr_Format(PyExc_IndexError, "latency log range [%zd, %zd) past its %zu entries", start, start + n, total);
-        return NULL;
+    int ok = start >= 0 && (size_t)(start + n) <= total;
+    if (ok && n) {
+        memcpy(b[0].buf, (device ? fl_device_latency_values(self->sim) : fl_latency_values(self->sim)) + start, (size_t)n * 8);
+        memcpy(b[1].buf, fl_latency_streams(self->sim) + start, (size_t)n * 2);
     }
-    if (n) {
-        memcpy(bl.buf, (device ? fl_device_latency_values(self->sim) : fl_latency_values(self->sim)) + start, (size_t)n * 8);
-        memcpy(bs.buf, fl_latency_streams(self->sim) + start, (size_t)n * 2);
-    }
-    PyBuffer_Release(&bl); PyBuffer_Release(&bs);
+    bind_release(b, 2);
+    if (!ok)
+        return PyErr_Format(PyExc_IndexError, "latency log range [%zd, %zd) past its %zu entries", start, start + n, total);
     Py_RETURN_NONE;
 }
 
@@ -321,13 +298,13 @@ static PyObject *Sim_check(SimObject *self, PyObject *Py_UNUSED(a))
 {
     char err[512];
     if (check_sim(self) < 0) return NULL;
-    if (fl_check(self->sim, err, sizeof err) < 0) { PyErr_SetString(PyExc_AssertionError, err); return NULL; }
+    if (fl_check(self->sim, err, sizeof err) < 0) return PyErr_Format(PyExc_AssertionError, "%s", err);
     Py_RETURN_NONE;
 }
 
 static PyObject *Sim_suspends(SimObject *self, PyObject *Py_UNUSED(a))
 {
-    if (!self->sim) { PyErr_SetString(PyExc_ValueError, "simulator is closed"); return NULL; }
+    if (check_sim(self) < 0) return NULL;
     int64_t ps, es;
     fl_suspend_counters(self->sim, &ps, &es);
     return Py_BuildValue("LL", (long long)ps, (long long)es);
@@ -381,11 +358,8 @@ static struct PyModuleDef flash_module = {PyModuleDef_HEAD_INIT, "_flash", "The 
 
 PyMODINIT_FUNC PyInit__flash(void)
 {
-    if (PyType_Ready(&SimType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&flash_module);
-    if (!m) return NULL;
-    Py_INCREF(&SimType);
-    if (PyModule_AddObject(m, "Sim", (PyObject *)&SimType) < 0) { Py_DECREF(&SimType); Py_DECREF(m); return NULL; }
-    PyModule_AddIntConstant(m, "N_STREAM_FIELDS", N_SFIELDS);
+    PyObject *m = bind_module(&flash_module, (PyTypeObject *const[]){&SimType, NULL});
+    if (m && PyModule_AddIntConstant(m, "N_STREAM_FIELDS", N_SFIELDS) < 0)
+        Py_CLEAR(m);
     return m;
 }
