@@ -281,6 +281,37 @@ def test_validate_refuses_other_versions_and_mismatched_hashes(tiny_results):
         assert reason in res.checks[0].reason and "REFUSED" in res.checks[0].describe()
 
 
+@pytest.mark.parametrize("problem,job", [
+    ("fleetio", {"workload": "mix1", "config": "fleetio", "policy": "hardware_isolation", "options": {"windows": 2}}),
+    ("rlalloc", {"workload": "table1", "config": "rlalloc", "policy": "static", "options": {"episode_periods": 4}}),
+])
+def test_validate_refuses_runs_made_on_another_flash_profile(problem, job):
+    """A FleetIO or RLAlloc run records its flash profile's hash; validate re-runs it only on the
+    same device (a profile changed since, e.g. suspension turned on, is refused, saying so)."""
+    from hss_gym.backends.flash import load_profile
+    prob = get_problem(problem)
+    out = prob.run_job({"problem": problem, "suite": "t", "track": "t", "seed": 0, **job})
+    rec = {"problem": problem, "provenance": dict(out["provenance"])}
+    prof = load_profile(rec["provenance"]["profile"], scale=rec["provenance"]["profile_scale"])
+    assert rec["provenance"]["profile_hash"] == prof.digest() and prob.precheck(rec) is None
+    changed = {**rec, "provenance": {**rec["provenance"], "profile_hash": "0" * 16}}
+    assert "changed: the run was made on profile hash 0000" in prob.precheck(changed)
+    old = {**rec, "provenance": {k: v for k, v in rec["provenance"].items() if k != "profile_hash"}}
+    assert "no flash-profile hash recorded" in prob.precheck(old)
+
+
+def test_flash_profile_digest_sees_every_simulated_field():
+    import dataclasses
+
+    from hss_gym.backends.flash import load_profile
+    p = load_profile("fleetio")
+    assert p.suspension == "program_erase" and p.cache_mode == "off"  # issue 32: its device class
+    assert load_profile("rlalloc").suspension == "none"
+    assert dataclasses.replace(p, source="another note").digest() == p.digest()
+    for field, value in (("suspension", "none"), ("read_us", 61.0), ("cache_mode", "write")):
+        assert dataclasses.replace(p, **{field: value}).digest() != p.digest(), field
+
+
 # ---------------------------------------------------------------- reports
 class _Checker(HTMLParser):
     VOID = {"meta", "img", "br", "hr", "link", "input", "source", "col", "area", "base", "wbr"}

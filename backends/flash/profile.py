@@ -8,6 +8,7 @@ the full device while memory and preconditioning shrink (for RL training).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -199,6 +200,12 @@ class FlashProfile:
         per_cmd = self.planes_per_die * self.page_size
         xfer = per_cmd / self.channel_bandwidth_Bps
         return per_cmd / (self.program_us * 1e-6 + xfer)
+
+    def digest(self) -> str:
+        """A hash of everything that shapes the simulation (all fields but the ``source`` note):
+        results record it, and ``hss-gym validate`` refuses a run made with another device."""
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
     def scaled(self, f: float) -> "FlashProfile":
         """The same device with blocks_per_plane multiplied by f (0 < f <= 1; at least MIN_BLOCKS

@@ -142,3 +142,22 @@ def get_problem(name: str | None = None) -> Problem:
     if not isinstance(obj, Problem):
         raise ValueError(f"problem {name!r} is a {type(obj).__name__}, not a hss_gym.benchmarks.problems.Problem")
     return obj
+
+
+def flash_profile_precheck(rec: dict[str, Any]) -> str | None:
+    """``precheck`` of the problems on the flash SSD model (FleetIO, RLAlloc): a run re-runs
+    identically only on the device it was made on, so its flash profile (name and scale, as
+    recorded) must hash here as it did then (:meth:`FlashProfile.digest`)."""
+    from hss_gym.backends.flash import load_profile
+    prov = rec.get("provenance") or {}
+    want = prov.get("profile_hash")
+    if want is None:
+        return "no flash-profile hash recorded (a run made before profiles were hashed): re-run it"
+    try:
+        got = load_profile(prov["profile"], scale=prov.get("profile_scale")).digest()
+    except (KeyError, ValueError) as e:
+        return f"flash profile {prov.get('profile')!r}: {e}"
+    if got != want:
+        return (f"flash profile {prov['profile']!r} changed: the run was made on profile hash {want}, this "
+                f"installation's is {got} (docs/flash-model.md says what changed)")
+    return None

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from hss_gym.benchmarks.claims import claims_of
-from hss_gym.benchmarks.problems import Metric, Problem
+from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
 
 REFERENCE = "hardware_isolation"
 CONFIGS = ("fleetio",)
@@ -54,6 +54,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     return {"metrics": {k: (v if math.isfinite(v) else None) for k, v in out.metrics.items()},
             "steps": out.steps,
             "provenance": {"hss_gym": __version__, "mix": job["workload"],
+                           "profile": env.model.prof.name, "profile_scale": env.model.prof.scale,
+                           "profile_hash": env.model.prof.digest(),
                            "tenants": [t.name for t in env.tenants], "env_options": policy.env_options,
                            "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist()},
             "curves": {"mean_reward": out.curves["mean_reward"]}}
@@ -97,6 +99,7 @@ PROBLEM = Problem(
     required=(REFERENCE,),
     check_workload=check_workload,
     check_config=check_config,
+    precheck=flash_profile_precheck,
     derive=derive,
     claims=claims_of("fleetio"),
     curve_axes=(("mean_reward", "decision steps (one action per vSSD each)", 1, 1),),

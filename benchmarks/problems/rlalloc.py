@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from hss_gym.benchmarks.claims import claims_of
-from hss_gym.benchmarks.problems import Metric, Problem
+from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
 
 CONFIGS = ("rlalloc",)
 POLICIES = ("static", "dynamic", "random", "demand", "rlalloc_dqn")
@@ -99,6 +99,7 @@ PROBLEM = Problem(
     references=(),
     check_workload=check_workload,
     check_config=check_config,
+    precheck=flash_profile_precheck,
     claims=claims_of("rlalloc"),
     curve_axes=(("reward", "allocation periods (one decision each)", 1, 1),),
 )

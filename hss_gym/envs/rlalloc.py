@@ -342,7 +342,9 @@ class RLAllocEnv(ReplayCopy, gym.Env):
 
     def provenance(self) -> dict[str, Any]:
         """What this episode ran on: profile, streams and their generator/trace sources."""
-        return {"profile": self.profile.name, "blocks_per_plane": self.profile.blocks_per_plane,
+        return {"profile": self.profile.name, "profile_scale": self.profile.scale,
+                "profile_hash": self.profile.digest(),
+                "blocks_per_plane": self.profile.blocks_per_plane,
                 "period_us": self.period_us, "streams": self.streams, "sources": self._provenance}
 
     def render(self) -> "str | np.ndarray | None":
