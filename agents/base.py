@@ -64,6 +64,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
+from hss_gym.config import HSSConfig
 from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
 
 Obs = dict[str, np.ndarray]
@@ -285,8 +286,11 @@ def run_episode(policy: Any, env: Any, seed: int = 0,
     return EpisodeResult(policy.name, env.metrics(), n, time.perf_counter() - start)
 
 
-def make_env(policy: Policy, config: Any = "perf_opt", workload: Any = "ycsb-b", **options: Any) -> HSSParallelEnv:
-    """An environment with the options ``policy`` needs (the caller's ``options`` win)."""
+def make_env(policy: Policy, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: Any = "ycsb-b",
+             **options: Any) -> HSSParallelEnv:
+    """An environment with the options ``policy`` needs (the caller's ``options`` win); ``config``
+    as ``hss_v0.parallel_env`` takes it (an :class:`HSSConfig` resolved by the caller is passed on
+    as is, its field options applied by the env)."""
     return HSSParallelEnv(config, workload, **{**policy.env_options, **options})
 
 

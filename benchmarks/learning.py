@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hss_gym.agents.base import Policy, make_env, make_policy, run_episode, stay_action
-from hss_gym.config import make_config
+from hss_gym.config import HSSConfig, make_config
 from hss_gym.workloads.registry import get_trace
 from hss_gym.workloads.trace import Trace
 
@@ -64,7 +64,9 @@ def learner(name: str, seed: int, before: bool = False) -> Policy:
     return before_fix(name, seed) if before else make_policy(name, seed=seed)
 
 
-def latencies(policy: Policy, config: str, trace: Trace, seed: int) -> np.ndarray:
+def latencies(policy: Policy, config: HSSConfig, trace: Trace, seed: int) -> np.ndarray:
+    """Each request's latency in one episode of ``policy`` on ``trace`` over ``config`` (resolved
+    once by the caller for all its runs)."""
     env = make_env(policy, config, trace)
     run_episode(policy, env, seed=seed)
     return env.latencies()
@@ -78,17 +80,19 @@ def learning_suite(configs: tuple[str, ...] = ("perf_opt", "cost_opt"), seeds: i
                    warmup: int = 6_000, learners: tuple[str, ...] = LEARNERS,
                    before: bool = False) -> list[dict[str, Any]]:
     """One row per (scenario, config, seed): mean latency after ``warmup`` of every policy."""
+    resolved = {c: make_config(c) for c in configs}
     rows = []
     for name in SCENARIOS:
         for config in configs:
+            cfg = resolved[config]
             for seed in range(seeds):
                 trace = get_trace(name, n=n, seed=seed)
                 row: dict[str, Any] = {"scenario": name, "config": config, "seed": seed, "curves": {}}
                 for pol, make in FIXED.items():
-                    row[pol] = float(latencies(make(), config, trace, seed)[warmup:].mean())
+                    row[pol] = float(latencies(make(), cfg, trace, seed)[warmup:].mean())
                 row["best_fixed"] = min(FIXED, key=lambda p: row[p])
                 for pol in learners:
-                    lat = latencies(learner(pol, seed, before), config, trace, seed)
+                    lat = latencies(learner(pol, seed, before), cfg, trace, seed)
                     row[pol] = float(lat[warmup:].mean())
                     row["curves"][pol] = curve(lat)
                 rows.append(row)
@@ -122,17 +126,19 @@ def load_real(path: Path, n: int) -> Trace:
 def real_traces(folder: Path, configs: tuple[str, ...] = ("perf_opt", "cost_opt"), seeds: int = 3,
                 n: int = 100_000, learners: tuple[str, ...] = LEARNERS, before: bool = False) -> list[dict[str, Any]]:
     """One row per (trace, config): LRU hit ratio, Slow-Only and each learner's mean over seeds."""
+    resolved = {c: make_config(c) for c in configs}
     rows = []
     for fname in REAL_TRACES:
         trace = load_real(folder / fname, n)
         for config in configs:
-            cap = make_config(config).page_capacities(trace.footprint_pages())[0]
+            cfg = resolved[config]
+            cap = cfg.page_capacities(trace.footprint_pages())[0]
             row: dict[str, Any] = {"trace": fname, "config": config, "requests": len(trace),
                                    "lru_hit": lru_hit_ratio(trace, cap)}
-            row["slow_only"] = float(latencies(make_policy("slow_only"), config, trace, 0).mean())
-            row["hps"] = float(latencies(make_policy("hps"), config, trace, 0).mean())
+            row["slow_only"] = float(latencies(make_policy("slow_only"), cfg, trace, 0).mean())
+            row["hps"] = float(latencies(make_policy("hps"), cfg, trace, 0).mean())
             for pol in learners:
-                row[pol + "_seeds"] = [float(latencies(learner(pol, s, before), config, trace, s).mean())
+                row[pol + "_seeds"] = [float(latencies(learner(pol, s, before), cfg, trace, s).mean())
                                        for s in range(seeds)]
                 row[pol] = float(np.mean(row[pol + "_seeds"]))
             rows.append(row)

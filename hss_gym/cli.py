@@ -420,8 +420,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             except (json.JSONDecodeError, KeyError, TypeError):
                 continue  # a partial line of an interrupted run
     configs = _csv(args.config) or []
-    for c in configs:
-        make_config(c)  # fail fast on a bad name, before any work
+    # each configuration resolved once, before any work (a bad name fails fast), and passed down
+    resolved = {c: make_config(c) for c in configs}
     workloads = _csv(args.workload) or []
     for w in workloads:
         check_workload(w)  # a misspelt name or a missing trace file fails before any work
@@ -436,9 +436,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
             if w not in traces:
                 traces[w] = get_trace(w, n=args.n, seed=args.seed)
             tr = traces[w]
-            res = replay(tr, c, p, seed=args.seed)
+            res = replay(tr, resolved[c], p, seed=args.seed)
             rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
-                   "hss_gym_version": __version__, "config_hash": make_config(c).digest(),
+                   "hss_gym_version": __version__, "config_hash": resolved[c].digest(),
                    "trace_source": tr.source, "metrics": res.metrics.to_dict()}
             if f is None:
                 out.mkdir(parents=True, exist_ok=True)

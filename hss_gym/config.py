@@ -15,6 +15,15 @@ quad        H + M + LSSD + L        H: 0.1, M: 0.2, LSSD: 0.3
 ==========  ======================  ==========================
 
 Device names are built-in profile ids or profile file paths (see :mod:`hss_gym.backends.sim`).
+
+A configuration is resolved from its name (or device list) once, by the outermost entry point,
+and passed down as the :class:`HSSConfig` object: a harness job
+(:func:`hss_gym.benchmarks.problems.hss.run_job`, which also hashes that object for provenance),
+``hss_v0.parallel_env``/``gym.make`` (the env's ``cfg``), :func:`hss_gym.replay.replay`, ``hss-gym
+replay``. Field overrides (``fast_fraction``, ``preloaded``, ..., e.g. a policy's ``env_options``)
+make a copy with :meth:`HSSConfig.with_options` that shares the device profiles; the HSS
+(:class:`hss_gym.hss.HSS`), the simulated backend and the C core take the object as given, so no
+profile is read twice.
 """
 
 from __future__ import annotations

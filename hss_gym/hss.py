@@ -34,6 +34,8 @@ class HSS:
     """A hybrid storage system over the simulated backend.
 
     ``config``: a configuration name, device list or :class:`HSSConfig` (see :mod:`hss_gym.config`);
+    an :class:`HSSConfig` without ``options`` is used as is (the envs pass theirs: nothing is
+    resolved again on the way to the device model);
     ``footprint_pages``: the workload's distinct pages, which sizes the bounded devices;
     ``seed``: seeds the device model's randomness (HDD rotation, noise). Same seed, same results.
     ``backend``: "sim", or "uring" with ``paths`` (one file/block device per device) and

@@ -167,18 +167,22 @@ def learning_curve(latencies: np.ndarray, window: int = CURVE_WINDOW) -> list[fl
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """One fresh policy, one episode of the two-agent env on the job's trace and configuration."""
+    """One fresh policy, one episode of the two-agent env on the job's trace and configuration.
+
+    The job names its configuration; it is resolved here, once, and the object passed down (the
+    env applies the policy's options to it, the HSS and its device model use it as given)."""
     from hss_gym.agents.base import make_env, make_policy, run_episode
     from hss_gym.benchmarks.results import latency_quantiles, trace_sha256
     from hss_gym.config import make_config
     trace = load_job_trace(job)
+    config = make_config(job["config"])
     prov: dict[str, Any] = {"trace": {"name": trace.name, "requests": len(trace), "sha256": trace_sha256(trace),
                                       "source": trace.source},
-                            "config_hash": make_config(job["config"]).digest()}
+                            "config_hash": config.digest()}
     policy = make_policy(job["policy"], seed=int(job["seed"]))  # a learner's own seed: the run's
     prov["policy_name"] = policy.name
     prov["env_options"] = dict(policy.env_options)
-    env = make_env(policy, job["config"], trace, n_requests=len(trace))
+    env = make_env(policy, config, trace, n_requests=len(trace))
     prov["env_config_hash"] = env.cfg.digest()
     try:
         res = run_episode(policy, env, seed=job["seed"])

@@ -102,6 +102,9 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
         if channels is not None:
             channels = [check_int(f"channels[{i}]", c, 1, N_CHANNELS) for i, c in enumerate(channels)]
         self.scale, self.precondition = scale, precondition
+        from hss_gym.backends.flash import load_profile
+        # Table 3's SSD at ``scale``, read once: every episode's model (and the SLO profiling's) runs on it
+        self.profile = load_profile("fleetio", scale=scale)
         check_render_mode(render_mode)
         self.mix_name = mix if isinstance(mix, str) else "custom"
         specs = wl.mix_workloads(mix)
@@ -349,7 +352,7 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
         seeds = rng.spawn(n + 1)
         for t, s in zip(self.tenants, seeds[1:]):
             t.reset(s)
-        self.model = FlashBackend(n, seeds[0], scale=self.scale, precondition=self.precondition,
+        self.model = FlashBackend(n, seeds[0], profile=self.profile, precondition=self.precondition,
                                   slo_us=self.slo_us)
         self.pool = GsbPool(self.home, C)
         self.priority = np.ones(n, np.int64)

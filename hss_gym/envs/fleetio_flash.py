@@ -20,21 +20,25 @@ migration of the harvester's data is not simulated as extra writes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from hss_gym.backends.flash import FlashProfile
 
 MB = 1_000_000
 
 
 class FlashBackend:
-    """The flash model behind :class:`hss_gym.envs.fleetio.FleetIOEnv` (module docstring)."""
+    """The flash model behind :class:`hss_gym.envs.fleetio.FleetIOEnv` (module docstring), on the
+    env's ``profile`` (read once by the env, shared by all its episodes' models)."""
 
-    def __init__(self, n: int, rng: np.random.Generator, *, scale: float, precondition: float | None,
+    def __init__(self, n: int, rng: np.random.Generator, *, profile: "FlashProfile", precondition: float | None,
                  slo_us: np.ndarray | None, max_backlog: int = 256) -> None:
-        from hss_gym.backends.flash import FlashSSD, load_profile
+        from hss_gym.backends.flash import FlashSSD
 
-        self.prof = load_profile("fleetio", scale=scale)
+        self.prof = profile
         self.n, self.rng, self.max_backlog = n, rng, max_backlog
         self.ssd = FlashSSD(self.prof, n_streams=n, queue_depth=16, seed=int(rng.integers(2 ** 31)),
                             precondition=precondition)
