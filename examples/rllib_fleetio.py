@@ -1,4 +1,4 @@
-"""Multi-agent PPO with Ray RLlib (new API stack, CPU) on ``hss/FleetIO-v0`` — the paper's stack.
+"""Multi-agent PPO with Ray RLlib (new API stack, CPU) on ``hss/FleetIO-v1`` — the paper's stack.
 
 One shared policy (``"vssd"``) for every vSSD agent, as FleetIO deploys its pre-trained model in
 each vSSD; Table 3's hyper-parameters: hidden [50, 50], lr 1e-4, gamma 0.9, minibatch 32, train

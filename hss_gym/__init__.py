@@ -6,7 +6,7 @@ storage systems.
   registry, so it has no ``gymnasium.make`` id;
 * ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs (without a
   prior ``import hss_gym``: ``gymnasium.make("hss_gym:hss/Placement-v0")``);
-* ``hss_gym.fleetio_v0.parallel_env()`` — vSSD bandwidth harvesting (FleetIO), one agent per vSSD;
+* ``hss_gym.fleetio_v1.parallel_env()`` — vSSD bandwidth harvesting (FleetIO), one agent per vSSD;
 * ``gymnasium.make("hss/RLAlloc-v0")`` / ``hss_gym.rlalloc_v0.env()`` — flash-chip allocation for the
   streams of a multi-streamed SSD;
 * ``gymnasium.make("hss/LQoCo-v0")`` / ``hss_gym.lqoco_v0.env()`` — cache-overload control (L-QoCo);

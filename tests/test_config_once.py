@@ -111,7 +111,7 @@ def test_replay_command_resolves_each_config_once(profile_loads: Counter, tmp_pa
 
 
 def test_fleetio_env_reads_its_flash_profile_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hss_gym import fleetio_v0
+    from hss_gym import fleetio_v1
     loads: Counter = Counter()
     load = flash.load_profile
 
@@ -120,7 +120,7 @@ def test_fleetio_env_reads_its_flash_profile_once(monkeypatch: pytest.MonkeyPatc
         return load(spec, scale=scale)
 
     monkeypatch.setattr(flash, "load_profile", counting)
-    env = fleetio_v0.parallel_env(mix="mix1", windows=1, slo_us=[1000.0, 1000.0])
+    env = fleetio_v1.parallel_env(mix="mix1", windows=1, slo_us=[1000.0, 1000.0])
     env.reset(seed=0)
     env.reset(seed=1)
     assert dict(loads) == {"fleetio": 1}

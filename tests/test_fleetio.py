@@ -1,4 +1,4 @@
-"""FleetIO (``hss/FleetIO-v0``): PettingZoo API, determinism, gSB pool and admission control,
+"""FleetIO (``hss/FleetIO-v1``): PettingZoo API, determinism, gSB pool and admission control,
 reward formula, workload classes, trace tenants, baselines and the harness problem."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
-from hss_gym import fleetio_v0
+from hss_gym import fleetio_v1
 from hss_gym.envs.fleetio import FleetIOEnv, classify, load_clusters
 from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
 from hss_gym.workloads import fleetio as wl
@@ -19,17 +19,17 @@ FREE = np.full(16, 0.5)
 
 
 def test_parallel_api() -> None:
-    parallel_api_test(fleetio_v0.parallel_env(mix="mix1", windows=5), num_cycles=10)
-    parallel_api_test(fleetio_v0.parallel_env(mix="mix4", windows=3), num_cycles=5)
+    parallel_api_test(fleetio_v1.parallel_env(mix="mix1", windows=5), num_cycles=10)
+    parallel_api_test(fleetio_v1.parallel_env(mix="mix4", windows=3), num_cycles=5)
 
 
 def test_parallel_seed() -> None:
-    parallel_seed_test(lambda: fleetio_v0.parallel_env(mix="mix1", windows=4))
+    parallel_seed_test(lambda: fleetio_v1.parallel_env(mix="mix1", windows=4))
 
 
 def test_agents_spaces_and_mixes() -> None:
     for mix, n in (("mix1", 2), ("mix2", 2), ("mix3", 4), ("mix4", 4), ("mix5", 8)):
-        env = fleetio_v0.parallel_env(mix=mix, windows=1)
+        env = fleetio_v1.parallel_env(mix=mix, windows=1)
         assert env.possible_agents == [f"vssd_{i}" for i in range(n)]
         assert env.observation_space("vssd_0").shape == (33,)
         assert list(env.action_space("vssd_0").nvec) == [17, 17, 3]
@@ -37,7 +37,7 @@ def test_agents_spaces_and_mixes() -> None:
 
 
 def _episode(seed: int, mix: str = "mix4") -> tuple[list, list]:
-    env = fleetio_v0.parallel_env(mix=mix, windows=6)
+    env = fleetio_v1.parallel_env(mix=mix, windows=6)
     obs, _ = env.reset(seed=seed)
     rng = np.random.default_rng(7)
     O, R = [np.stack(list(obs.values()))], []
@@ -124,7 +124,7 @@ def test_admission_make_harvestable_first_and_less_harvested_first() -> None:
 
 
 def test_harvesting_in_env_shares_channels() -> None:
-    env = fleetio_v0.parallel_env(mix="mix1", windows=3)
+    env = fleetio_v1.parallel_env(mix="mix1", windows=3)
     env.reset(seed=0)
     # vSSD 0 (VDI-Web) offers 8 channels; vSSD 1 (TeraSort) harvests 8
     _, _, _, _, infos = env.step({"vssd_0": np.array([0, 8, 2]), "vssd_1": np.array([8, 0, 1])})
@@ -137,7 +137,7 @@ def test_harvesting_in_env_shares_channels() -> None:
 
 
 def test_reward_formula() -> None:
-    env = fleetio_v0.parallel_env(mix="mix4", windows=2, beta=0.6)
+    env = fleetio_v1.parallel_env(mix="mix4", windows=2, beta=0.6)
     env.reset(seed=1)
     _, rew, _, _, infos = env.step({a: np.array([2, 1, 1]) for a in env.agents})
     n = len(env.possible_agents)
@@ -148,14 +148,14 @@ def test_reward_formula() -> None:
     s = np.array([infos[a]["r_single"] for a in env.possible_agents])
     for i, a in enumerate(env.possible_agents):
         assert rew[a] == pytest.approx(0.6 * s[i] + 0.4 * (s.sum() - s[i]) / (n - 1))
-    env1 = fleetio_v0.parallel_env(mix="mix4", windows=2, beta=1.0)
+    env1 = fleetio_v1.parallel_env(mix="mix4", windows=2, beta=1.0)
     env1.reset(seed=1)
     _, rew1, _, _, inf1 = env1.step({a: np.array([2, 1, 1]) for a in env1.agents})
     assert all(rew1[a] == pytest.approx(inf1[a]["r_single"]) for a in env1.agents)
 
 
 def test_alpha_per_workload_class() -> None:
-    env = fleetio_v0.parallel_env(mix="mix4", windows=1)
+    env = fleetio_v1.parallel_env(mix="mix4", windows=1)
     assert env.classes == ["LC-1", "LC-2", "TO", "TO"]
     assert list(env.alpha) == [0.025, 0.005, 0.0, 0.0]
     far = classify(np.array([1e5, 1e5, 0.0, 1e5]), load_clusters())
@@ -171,7 +171,7 @@ def test_training_workloads_distinct() -> None:
 def test_utilisation_ordering_of_baselines() -> None:
     res = {}
     for iso in ("hardware", "software"):
-        env = fleetio_v0.parallel_env(mix="mix1", isolation=iso, windows=10)
+        env = fleetio_v1.parallel_env(mix="mix1", isolation=iso, windows=10)
         env.reset(seed=0)
         while env.agents:
             env.step({a: np.array([0, 0, 1]) for a in env.agents})
@@ -228,12 +228,13 @@ def test_ssdkeeper_partition() -> None:
     from hss_gym.agents.fleetio import SSDKeeper
 
     pol = SSDKeeper(profile_windows=2)
-    pol.prepare("mix1", {})
+    v0 = {"profile": "fleetio-v0"}  # the SSD without suspension, where the split pays after 2 windows
+    pol.prepare("mix1", v0)
     counts = pol.env_options["channels"]
     assert sum(counts) == 16 and min(counts) >= 1
     # TeraSort (vSSD 1) queues on 8 channels: taking channels from VDI-Web lowers the mean latency
     assert counts[1] > counts[0]
-    assert pol._mean_latency("mix1", counts, {}) < pol._mean_latency("mix1", [8, 8], {})
+    assert pol._mean_latency("mix1", counts, v0) < pol._mean_latency("mix1", [8, 8], v0)
 
 
 @pytest.mark.slow
@@ -286,7 +287,7 @@ def test_trained_policy_is_state_dependent(name: str) -> None:
 def test_flash_model_harvest_and_determinism() -> None:
     runs = []
     for _ in range(2):
-        env = fleetio_v0.parallel_env(mix="mix1", windows=3)
+        env = fleetio_v1.parallel_env(mix="mix1", windows=3)
         env.reset(seed=5)
         rews = []
         while env.agents:

@@ -32,7 +32,7 @@ for ext in ("hss_gym.backends._core", "hss_gym.backends._lqoco", "hss_gym.worklo
             "hss_gym.backends._flash", "hss_gym.backends._uring"):
     assert Path(importlib.import_module(ext).__file__).resolve().is_relative_to(target), ext
 
-from hss_gym import fleetio_v0, lqoco_v0, rlalloc_v0
+from hss_gym import fleetio_v1, lqoco_v0, rlalloc_v0
 from hss_gym.agents import make_env, make_policy, run_episode
 from hss_gym.agents.pretrain import shipped_weights
 from hss_gym.backends.flash.profile import load_profile as flash_profile
@@ -47,7 +47,7 @@ load_profile("H")
 h = make_policy("harmonia_paper", weights=shipped_weights("harmonia_paper", "perf_opt"))
 res = run_episode(h, make_env(h, "perf_opt", "ycsb-b", n_requests=3000), seed=0)
 assert res.steps == 3000 and res.metrics.mean_latency_us > 0
-env = fleetio_v0.parallel_env()
+env = fleetio_v1.parallel_env()
 obs, _ = env.reset(seed=0)
 assert len(obs) >= 2
 for mod in (rlalloc_v0, lqoco_v0):

@@ -72,7 +72,7 @@ def test_readme_first_block_same_seed_same_episode(tmp_path: Path) -> None:
 
 def test_readme_env_table_lists_every_env() -> None:
     text = " ".join(ENV_CELLS)
-    for name in ("hss_v0.parallel_env(", "hss/Placement-v0", "hss/Migration-v0", "fleetio_v0.parallel_env(",
+    for name in ("hss_v0.parallel_env(", "hss/Placement-v0", "hss/Migration-v0", "fleetio_v1.parallel_env(",
                  "hss/RLAlloc-v0", "hss/LQoCo-v0"):
         assert name in text, name
 

@@ -80,7 +80,7 @@ def test_hss_picture_shows_fast_device_filling() -> None:
 
 @pytest.mark.parametrize("make", [
     lambda mode: hss_gym.parallel_env("perf_opt", "ycsb-b", n_requests=300, render_mode=mode),
-    lambda mode: __import__("hss_gym.fleetio_v0", fromlist=["x"]).parallel_env(windows=3, render_mode=mode),
+    lambda mode: __import__("hss_gym.fleetio_v1", fromlist=["x"]).parallel_env(windows=3, render_mode=mode),
 ], ids=["hss", "fleetio"])
 def test_pettingzoo_envs_render(make: Callable[[str], Any]) -> None:
     env = make("rgb_array")

@@ -1,5 +1,5 @@
-"""The versioned modules are alike, as PettingZoo's (``pistonball_v6``): ``hss_v0``, ``fleetio_v0``,
-``rlalloc_v0`` and ``lqoco_v0`` export ``env`` and ``raw_env`` (plus ``parallel_env`` for the
+"""The versioned modules are alike, as PettingZoo's (``pistonball_v6``): ``hss_v0``, ``fleetio_v1``
+(and ``fleetio_v0``, kept for its episodes), ``rlalloc_v0`` and ``lqoco_v0`` export ``env`` and ``raw_env`` (plus ``parallel_env`` for the
 multi-agent problems), and each documents its env under Gymnasium's ``cartpole.py`` headings."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 import hss_gym
 
-MODULES = ("hss_v0", "fleetio_v0", "rlalloc_v0", "lqoco_v0")
-MULTI_AGENT = ("hss_v0", "fleetio_v0")
+MODULES = ("hss_v0", "fleetio_v1", "fleetio_v0", "rlalloc_v0", "lqoco_v0")
+MULTI_AGENT = ("hss_v0", "fleetio_v1", "fleetio_v0")
 HEADINGS = ("Description", "Action Space", "Observation Space", "Rewards", "Starting State", "Episode End",
             "Arguments", "Version History")
 #: small, fast arguments per module
-SMALL = {"hss_v0": {"n_requests": 300}, "fleetio_v0": {"mix": "mix1", "windows": 3},
+SMALL = {"hss_v0": {"n_requests": 300}, "fleetio_v1": {"mix": "mix1", "windows": 3},
+         "fleetio_v0": {"mix": "mix1", "windows": 3},
          "rlalloc_v0": {"episode_periods": 3, "scale": 1 / 64}, "lqoco_v0": {"periods": 3}}
 
 
@@ -55,6 +56,26 @@ def test_old_names_still_work() -> None:
     assert rlalloc_v0.raw_env is RLAllocEnv and lqoco_v0.raw_env is LQoCoEnv
     assert isinstance(hss_gym.parallel_env("perf_opt", "ycsb-b", n_requests=100), HSSParallelEnv)
     assert isinstance(fleetio_v0.parallel_env(mix="mix1", windows=1), FleetIOEnv)
+
+
+def test_a_change_that_alters_episodes_is_a_new_version() -> None:
+    """fleetio_v1's SSD suspends programs and erases for reads (issue 32); fleetio_v0 keeps the SSD
+    it had, so its episodes are those it gave before (the profile's hash is that of hss-gym 0.5.2's
+    ``fleetio`` profile), and the two differ."""
+    from hss_gym import fleetio_v0, fleetio_v1
+    v0, v1 = fleetio_v0.parallel_env(mix="mix1", windows=2), fleetio_v1.parallel_env(mix="mix1", windows=2)
+    assert (v0.profile.suspension, v1.profile.suspension) == ("none", "program_erase")
+    assert v0.metadata["name"] == "fleetio_v1"  # one class; the module pins the device
+    import dataclasses
+    assert dataclasses.replace(v0.profile, name="fleetio", source="").digest() == \
+        dataclasses.replace(v1.profile, suspension="none", source="").digest()  # only suspension differs
+    p99 = []
+    for env in (v0, v1):
+        env.reset(seed=3)
+        while env.agents:
+            _, _, _, _, infos = env.step({a: env.action_space(a).sample() * 0 for a in env.agents})
+        p99.append([i["p99_us"] for i in infos.values()])
+    assert p99[0] != p99[1]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,4 @@
-"""The baselines of FleetIO §4.1, as policies over ``hss/FleetIO-v0``.
+"""The baselines of FleetIO §4.1, as policies over ``hss/FleetIO-v1``.
 
 * Hardware Isolation — each vSSD keeps its equal share of channels (``isolation="hardware"``).
 * Software Isolation — every vSSD may use all channels; token-bucket rate limits

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
-BUILTIN = ("mqsim-default", "rlalloc", "fleetio")
+BUILTIN = ("mqsim-default", "rlalloc", "fleetio", "fleetio-v0")
 # A scaled plane keeps at least this many blocks: each stream holds an open data block and a GC
 # block per plane, and GC needs full blocks to choose from (with 8 streams and 16-32 blocks per
 # plane, GC storms dominate: write amplification 8-200 measured; with 64 blocks, normal).

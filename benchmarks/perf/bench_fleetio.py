@@ -1,4 +1,4 @@
-"""Speed of ``hss/FleetIO-v0`` on the flash SSD model: decision windows per second, per mix and
+"""Speed of ``hss/FleetIO-v1`` on the flash SSD model: decision windows per second, per mix and
 baseline, against the >= 20 windows/s requirement for mix4 at the default scale (FleetIO issue),
 measured with random actions (all agents act every window).
 
@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 
-from hss_gym import fleetio_v0
+from hss_gym import fleetio_v1
 
 
 def windows_per_s(mix: str, n: int, isolation: str = "fleetio", **kw: float) -> tuple[float, float]:
     """(windows per CPU second, windows per wall second) of an episode of ``n`` windows."""
-    env = fleetio_v0.parallel_env(mix=mix, windows=n, isolation=isolation, **kw)
+    env = fleetio_v1.parallel_env(mix=mix, windows=n, isolation=isolation, **kw)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     t, c = time.perf_counter(), time.process_time()

@@ -1,6 +1,6 @@
 """The FleetIO problem for the leaderboard harness (``hss-gym bench --suite fleetio-v1``).
 
-One job = one episode of ``hss/FleetIO-v0`` on a Table 5 mix (``workload``), config ``fleetio``
+One job = one episode of ``hss/FleetIO-v1`` on a Table 5 mix (``workload``), config ``fleetio``
 (the paper's 16-channel SSD), run by a fresh policy: a baseline of §4.1 (a sharing scheme set
 through the env's options) or the shipped PPO agent. Track options: ``windows`` (60), ``beta``,
 ``scale``, ``window_s``, ``precondition``. Metrics per run: storage utilisation, P99 of the

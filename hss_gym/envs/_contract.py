@@ -12,7 +12,7 @@
   (:func:`check_real`, :func:`check_int`, :func:`check_reals`).
 * Environments support ``copy.deepcopy`` and ``pickle`` (:class:`ReplayCopy`).
 
-These helpers are shared by ``hss/Harmonia-v0`` (and its single-agent views), ``hss/FleetIO-v0``,
+These helpers are shared by ``hss/Harmonia-v0`` (and its single-agent views), ``hss/FleetIO-v1``,
 ``hss/RLAlloc-v0`` and ``hss/LQoCo-v0`` so that the four problems fail the same way.
 """
 

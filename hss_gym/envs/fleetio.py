@@ -1,7 +1,7 @@
-"""The FleetIO environment (PettingZoo ``ParallelEnv``, one agent per vSSD) of :mod:`hss_gym.fleetio_v0`.
+"""The FleetIO environment (PettingZoo ``ParallelEnv``, one agent per vSSD) of :mod:`hss_gym.fleetio_v1`.
 
 Documented there (Description, Action Space, Observation Space, Rewards, Starting State, Episode
-End, Arguments, Version History); get it with ``fleetio_v0.parallel_env(...)``.
+End, Arguments, Version History); get it with ``fleetio_v1.parallel_env(...)``.
 """
 
 from __future__ import annotations
@@ -62,14 +62,14 @@ def _partition(counts: Sequence[int], n_channels: int) -> list[tuple[int, ...]]:
 
 
 class FleetIOEnv(ReplayCopy, ParallelEnv):
-    """``fleetio_v0.parallel_env``; see :mod:`hss_gym.fleetio_v0`. ``copy.deepcopy`` and ``pickle`` work by
+    """``fleetio_v1.parallel_env``; see :mod:`hss_gym.fleetio_v1`. ``copy.deepcopy`` and ``pickle`` work by
     replay (:class:`hss_gym.envs._contract.ReplayCopy`; the copy gets the profiled SLOs, so it does not
     profile again; ``admission_policy`` and custom tenants must be picklable to pickle)."""
 
     _replay_pre = ("_rng",)
 
     # render_fps: playback rate of a recorded episode (one frame per window)
-    metadata = {"name": "fleetio_v0", "render_modes": list(RENDER_MODES), "render_fps": 4,
+    metadata = {"name": "fleetio_v1", "render_modes": list(RENDER_MODES), "render_fps": 4,
                 "is_parallelizable": True}
 
     def __init__(self, mix: str | Sequence[Any] = "mix4", *, windows: int = 60, window_s: float = 2.0,
@@ -79,7 +79,8 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
                  token_rate: float = 1.5, batch_ms: float = 50.0, inference_ms: float = 1.1,
                  admission_policy: Callable[[str, int, int], bool] | None = None,
                  scale: float = 1.0 / 16, warmup: int = 3, tick_ms: float = 100.0,
-                 precondition: float | None = None, render_mode: str | None = None) -> None:
+                 precondition: float | None = None, profile: Any = "fleetio",
+                 render_mode: str | None = None) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation={isolation!r}; valid: {', '.join(ISOLATIONS)}")
         windows, warmup = check_int("windows", windows, 1), check_int("warmup", warmup, 0)
@@ -104,7 +105,10 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
         self.scale, self.precondition = scale, precondition
         from hss_gym.backends.flash import load_profile
         # Table 3's SSD at ``scale``, read once: every episode's model (and the SLO profiling's) runs on it
-        self.profile = load_profile("fleetio", scale=scale)
+        self.profile = load_profile(profile, scale=scale)
+        if self.profile.n_channels != N_CHANNELS:
+            raise ValueError(f"profile {self.profile.name!r} has {self.profile.n_channels} channels; FleetIO's "
+                             f"vSSDs partition Table 3's {N_CHANNELS}")
         check_render_mode(render_mode)
         self.mix_name = mix if isinstance(mix, str) else "custom"
         specs = wl.mix_workloads(mix)
@@ -161,9 +165,9 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
 
     def step(self, actions: dict[str, Any]):
         if not self._started:
-            raise not_reset("hss/FleetIO-v0")
+            raise not_reset("hss/FleetIO-v1")
         if not self.agents:
-            raise episode_over("hss/FleetIO-v0")
+            raise episode_over("hss/FleetIO-v1")
         # Every agent's action is checked, also under the baselines' isolations that ignore them.
         check_agent_keys(actions, self.possible_agents)
         nvec = self._act_space.nvec
@@ -434,5 +438,5 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
 
 
 def parallel_env(mix: str | Sequence[Any] = "mix4", **kwargs: Any) -> FleetIOEnv:
-    """A :class:`FleetIOEnv`; arguments in :mod:`hss_gym.fleetio_v0`."""
+    """A :class:`FleetIOEnv`; arguments in :mod:`hss_gym.fleetio_v1`."""
     return FleetIOEnv(mix, **kwargs)
