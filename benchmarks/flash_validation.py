@@ -10,7 +10,7 @@ a short run.
 
 The existing scenarios set ``CMD_Suspension_Support=NONE`` (MQSim's ssdconfig.xml says ERASE, which
 shipped MQSim never acts on: see ``mqsim_anchor.SUSPENSION_FIXES``). The ``susp-*`` scenarios
-(issue #32) run program/erase suspension in both, against a copy of MQSim with its three suspension
+(issue #32) run program/erase suspension in both, against a copy of MQSim with its five suspension
 bugs fixed (``build_mqsim_suspension_fixed``), and compare the number of suspensions as well.
 
 The ``cache-*`` scenarios (issue #32, scenario (c)) turn the DRAM data cache on in both
