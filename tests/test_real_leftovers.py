@@ -28,11 +28,15 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
-def _run_backend(paths: list[Path], state: Path, sig: int) -> subprocess.CompletedProcess[str]:
+def _run_backend(paths: list[Path], state: Path, sig: int,
+                 inherited: int = signal.SIG_DFL) -> subprocess.CompletedProcess[str]:
     """A process that opens a RealBackend on ``paths`` (creating them), writes a little, then is
-    sent ``sig``."""
+    sent ``sig``. It starts with ``inherited`` as its disposition of SIGTERM and SIGHUP (default:
+    SIG_DFL, whatever the test runner has, e.g. SIGHUP ignored under ``nohup``)."""
     code = textwrap.dedent(f"""
-        import time
+        import signal, time
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.Handlers({int(inherited)}))
         from hss_gym.backends import real
         b = real.RealBackend({[str(p) for p in paths]!r}, [{SIZE}] * {len(paths)}, engine="psync")
         b.io(0, 1, 0, 1, 0.0)
@@ -44,7 +48,11 @@ def _run_backend(paths: list[Path], state: Path, sig: int) -> subprocess.Complet
     assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     assert all(x.exists() for x in paths)
     p.send_signal(sig)
-    p.wait(timeout=60)
+    try:
+        p.wait(timeout=60 if inherited == signal.SIG_DFL else 3)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
     return p  # type: ignore[return-value]
 
 
@@ -67,6 +75,15 @@ def test_sigterm_and_sighup_remove_the_files(tmp_path: Path, state: Path, sig: i
     assert p.returncode == -sig  # the process still dies of the signal
     assert not any(x.exists() for x in paths)
     assert not list(state.glob("*.json"))
+
+
+@needs_ext
+def test_an_ignored_sighup_stays_ignored(tmp_path: Path, state: Path) -> None:
+    """A run started with SIGHUP ignored (``nohup``) is not ended by a hangup because a backend is
+    open: the backend adds no handler where the signal was ignored (the run ends later, here killed)."""
+    paths = [tmp_path / "fast.img", tmp_path / "slow.img"]
+    p = _run_backend(paths, state, signal.SIGHUP, inherited=signal.SIG_IGN)
+    assert p.returncode == -signal.SIGKILL  # survived the hangup; killed by the test after 3 s
 
 
 @needs_ext
