@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from hss_gym.agents.base import EXTRAS, load_factory, make_policy
+from hss_gym.agents.base import EXTRAS, load_factory, missing_extra, make_policy
 
 
 def requires(*modules: str) -> pytest.MarkDecorator:
@@ -21,8 +21,12 @@ def requires(*modules: str) -> pytest.MarkDecorator:
 
 def policy_param(name: str) -> object:
     """``name`` as a test parameter, skipped (with make_policy's reason) when its module cannot be
-    imported on this install. Another problem's policy (``"rlalloc/rlalloc_dqn"``) is made to find
-    out: its problem's ``make_policy`` imports the module."""
+    imported on this install (or it needs an extra that is missing: ``NEEDS``, e.g. a combination
+    whose parts import theirs when made). Another problem's policy (``"rlalloc/rlalloc_dqn"``) is
+    made to find out: its problem's ``make_policy`` imports the module."""
+    why = missing_extra(name)
+    if why is not None:
+        return pytest.param(name, marks=pytest.mark.skip(reason=f"policy {name!r} {why}"))
     try:
         if "/" in name:
             make_policy(name)
