@@ -82,15 +82,13 @@ def scenarios() -> dict[str, Scenario]:
     # programs without program suspension, and suspend them (100 us each) with it
     ls = [Flow(queue_depth=4, seed=21, read_pct=100, size_sectors=8, requests=20000),
           Flow(queue_depth=32, seed=22, read_pct=0, size_sectors=16, requests=30000)]
-    # (b) reads during GC (the gc-write device and writer, a QD 4 reader beside): erases suspended.
-    # NOT within tolerance (docs/flash-model.md): MQSim preconditions the read-only flow's data as
-    # full blocks, the model as after random overwrites, so GC differs (write amplification 1.20 vs
-    # 1.69) before suspension plays a part; one mixed flow instead makes MQSim abort ("Inconsistency
-    # found when moving a page for GC/WL!", with suspension off too).
+    # (b) reads during GC (the gc-write device and writer, a QD 4 reader beside it for the whole run):
+    # erase suspension on. ERASE alone: with PROGRAM_ERASE and reads overlapping GC, the MQSim copy
+    # (its suspension bugs fixed) crashes (docs/flash-model.md); program suspension is scenario (a).
     gc_cfg = {"Block_No_Per_Plane": 256, "Page_No_Per_Block": 64, "Enabled_Preconditioning": "true"}
     fast_dram = {"Data_Cache_DRAM_Data_Rate": 800, "Data_Cache_DRAM_Data_Busrt_Size": 4}  # MQSim's code defaults
     gcs = [Flow(read_pct=0, queue_depth=16, size_sectors=16, requests=100000, seed=23, occupancy_pct=70),
-           Flow(read_pct=100, queue_depth=4, size_sectors=8, requests=60000, seed=24, occupancy_pct=70)]
+           Flow(read_pct=100, queue_depth=4, size_sectors=8, requests=400000, seed=24, occupancy_pct=70)]
     return {s.name: s for s in [
         Scenario("tpcc-small", [Flow(trace="traces/tpcc-small.trace")], trace="traces/tpcc-small.trace", config=off),
         Scenario("read-qd1", [Flow(queue_depth=1, seed=11, **rd)], config=off),
@@ -103,7 +101,7 @@ def scenarios() -> dict[str, Scenario]:
                  config={**gc_cfg, **off}, precondition=0.7),
         Scenario("susp-prog-off", ls, config=off, fixed_mqsim=True, flow_ranges=True),
         Scenario("susp-prog-on", ls, config={"CMD_Suspension_Support": "PROGRAM"}, fixed_mqsim=True, flow_ranges=True),
-        Scenario("susp-erase-gc", gcs, config={**gc_cfg, "CMD_Suspension_Support": "PROGRAM_ERASE"},
+        Scenario("susp-erase-gc", gcs, config={**gc_cfg, "CMD_Suspension_Support": "ERASE"},
                  precondition=0.7, fixed_mqsim=True, flow_ranges=True),
         # (c) the data cache on (write caching, MQSim's default workload setting)
         Scenario("cache-tpcc-small", [Flow(trace="traces/tpcc-small.trace")], trace="traces/tpcc-small.trace",
@@ -118,6 +116,25 @@ def scenarios() -> dict[str, Scenario]:
         Scenario("cache-write-light", [Flow()], make_trace=functools.partial(write_burst_trace, interval_us=30.0),
                  caching_mode="WRITE_CACHE", config={**off, **fast_dram}),
     ]}
+
+
+def _footprint(profile: FlashProfile, flows: list[tuple[int, int, np.ndarray, int]], occupancy: float,
+               rng: np.random.Generator) -> np.ndarray:
+    """The logical pages MQSim preconditions for synthetic flows (FTL::Perform_precondition): per
+    flow (base byte, span bytes, request offsets, request size), the pages its own requests touch
+    (its generator replayed with the same seed), then random pages of its range, until occupancy of
+    the range holds data. So every write of the run overwrites data and every read finds some."""
+    ps = profile.page_size
+    out = []
+    for base, span, off, size in flows:
+        first, n_pages = base // ps, span // ps
+        want = int(occupancy * n_pages)
+        pages = (off[:, None] // ps + np.arange(max(1, -(-size // ps)))[None, :]).ravel()
+        _, first_seen = np.unique(pages, return_index=True)
+        touched = pages[np.sort(first_seen)][:want]  # in the order the flow touches them
+        rest = np.setdiff1d(np.arange(first, first + n_pages), touched)
+        out += [touched, rng.choice(rest, want - len(touched), replace=False)]
+    return np.concatenate(out).astype(np.int64)
 
 
 def _ours(scn: Scenario, profile: FlashProfile, seed: int, trace: Path | None = None) -> dict:
@@ -136,16 +153,25 @@ def _ours(scn: Scenario, profile: FlashProfile, seed: int, trace: Path | None = 
         span = profile.logical_bytes // n if scn.flow_ranges else profile.logical_bytes
         span -= span % profile.page_size
         ranges = [(s * span, (s + 1) * span) for s in range(n)] if scn.flow_ranges and scn.precondition else None
-        ssd = FlashSSD(profile, n_streams=n, queue_depth=[f.queue_depth for f in scn.flows], seed=seed,
-                       precondition=scn.precondition, map_unwritten_reads=True, stream_ranges=ranges)
         rng = np.random.default_rng(seed)
+        reqs = []
         for s, f in enumerate(scn.flows):
             size = f.size_sectors * 512
             base = s * span if scn.flow_ranges else 0
             off = base + rng.integers(0, span // size, f.requests) * size
             writes = (rng.random(f.requests) * 100 >= f.read_pct) if 0 < f.read_pct < 100 else \
                 np.full(f.requests, f.read_pct == 0)
-            ssd.submit(np.zeros(f.requests), np.full(f.requests, s, np.int32), off, np.full(f.requests, size), writes)
+            reqs.append((off, size, writes))
+        pre = scn.precondition
+        if pre:  # MQSim's preconditioning: each flow's own pages first, then random ones of its range
+            pre = _footprint(profile, [(s * span if scn.flow_ranges else 0, span, off, size)
+                                       for s, (off, size, _) in enumerate(reqs)], scn.precondition, rng)
+        ssd = FlashSSD(profile, n_streams=n, queue_depth=[f.queue_depth for f in scn.flows], seed=seed,
+                       precondition=pre, map_unwritten_reads=True, stream_ranges=ranges,
+                       precondition_layout="mqsim")
+        for s, (off, size, writes) in enumerate(reqs):
+            k = len(off)
+            ssd.submit(np.zeros(k), np.full(k, s, np.int32), off, np.full(k, size), writes)
         t_end = 0.0
     step = 1e6
     t = t_end

@@ -200,3 +200,92 @@ def test_stream_ranges_lay_out_preconditioned_data_on_the_streams_units():
         FlashSSD(p, n_streams=2, precondition=0.5, stream_ranges=[(0, 2 * quarter), (quarter, 3 * quarter)])
     with pytest.raises(ValueError, match="stream_ranges"):
         FlashSSD(p, n_streams=2, precondition=0.5, stream_ranges=[(0, 4 * quarter + 1), None])
+
+
+def _mqsim_blocks_oracle(assigned: int, B: int, G: int, thr: int, occupancy: float, op: float,
+                         share: float = 1.0) -> int:
+    """Blocks MQSim's preconditioning consumes in a plane for one stream's assigned pages
+    (FTL::Perform_precondition, Utils::Euler_estimation and Allocate_address_for_preconditioning,
+    transcribed from MQSim's source independently of the C model)."""
+    from math import comb
+
+    rho = occupancy * (1 - op) / (1 - thr / B)
+    mu = [comb(G, i) * rho ** i * (1 - rho) ** (G - i) for i in range(G + 1)]
+    w0 = [1.0] + [sum(mu[i:]) for i in range(1, G + 2)]
+    w = [1.0] + [0.0] * (G + 1)
+    diff, itr = 1e14, 0
+    while itr < 10000 and diff > 1e-10:
+        sigma = sum(w0[j] ** 30 for j in range(1, G + 1))
+        for i in range(1, G):
+            w[i] = w0[i] + 0.001 * (1 - w0[i] ** 30 - (G - sigma) * ((i * (w0[i] - w0[i + 1])) / (G * rho)))
+        diff = max([abs(w[0] - w0[0])] + [abs(w[i] - w0[i]) for i in range(1, G + 1)])
+        w0[1:] = w[1:]
+        itr += 1
+    dist = [w0[i] - w0[i + 1] for i in range(G + 1)]
+    goal = int((B - thr // 2) * share)
+    model, real = sum(p * i / G for i, p in enumerate(dist)), assigned / (goal * G)
+    adj = list(dist)
+    if abs(model - real) * G > 0.9999:
+        d = int((real - model) * G)
+        adj = ([0.0] * d + dist[:G - d] if d > 0 else dist[-d:G] + [0.0] * -d) + [dist[G]]
+    total = sum(v * int(adj[v] * goal) for v in range(G + 1))
+    need, left, remaining, used, v = max(0, assigned - total), assigned, goal, 0, G
+    while v >= 0:
+        k = int(adj[v] * goal)
+        if k > 0 and need > 0:
+            k, need = k + -(-need // v), 0
+        k = min(k, remaining)
+        remaining -= k
+        for _ in range(k):
+            v = min(v, left)
+            left -= v
+            used += 1
+        v -= 1
+    assert left == 0
+    return used
+
+
+def test_precondition_pages_and_mqsim_layout():
+    """precondition= an array of logical pages maps exactly those; precondition_layout="mqsim" uses
+    as many blocks per plane as MQSim's preconditioning (checked against a transcription of it)."""
+    p = dataclasses.replace(load_profile("rlalloc"), n_channels=2, chips_per_channel=2, dies_per_chip=1,
+                            planes_per_die=2, blocks_per_plane=256, pages_per_block=64, op_ratio=0.07,
+                            gc_threshold=0.05)
+    n_planes, unit_pages = 8, 2 * 256 * 64
+    logical = int(n_planes * 256 * 64 * (1 - 0.07))
+    pages = np.arange(int(0.7 * logical) // n_planes * n_planes)  # CWDP: as many in every plane
+    for layout in ("linear", "mqsim"):
+        ssd = FlashSSD(p, precondition=pages, map_unwritten_reads=True, precondition_layout=layout)
+        ssd._sim.check()
+        tot = ssd.totals()
+        assert round(float((tot.unit_valid_frac * unit_pages).sum())) == len(pages)
+        if layout == "mqsim":
+            used = _mqsim_blocks_oracle(len(pages) // n_planes, 256, 64, 12, len(pages) / logical, 0.07)
+            assert list(tot.unit_free_blocks) == [2 * (256 - used)] * 4
+        else:
+            assert list(tot.unit_free_blocks) == [2 * (12 + 1)] * 4  # the GC threshold and a frontier
+        # reads of preconditioned pages find data; reads of others map new pages (MQSim's reads)
+        for first, grows in ((0, False), (len(pages), True)):
+            before = float((ssd.totals().unit_valid_frac * unit_pages).sum())
+            off = (first + np.arange(50)) * p.page_size
+            ssd.submit(np.zeros(50), np.zeros(50, np.int32), off, np.full(50, p.page_size), np.zeros(50, bool))
+            ssd.run_until(ssd.now_us + 1e6)
+            after = float((ssd.totals().unit_valid_frac * unit_pages).sum())
+            assert after - before == (50 if grows else 0)
+        ssd.close()
+    # two streams in their own halves: each its own blocks over half of every plane
+    half = logical // 2 // n_planes * n_planes
+    k = int(0.7 * half) // n_planes * n_planes
+    two = np.concatenate([np.arange(k), half + np.arange(k)])
+    ssd = FlashSSD(p, n_streams=2, precondition=two, precondition_layout="mqsim",
+                   stream_ranges=[(0, half * p.page_size), (half * p.page_size, 2 * half * p.page_size)])
+    ssd._sim.check()
+    used = 2 * _mqsim_blocks_oracle(k // n_planes, 256, 64, 12, k / half, 0.07, share=0.5)
+    assert list(ssd.totals().unit_free_blocks) == [2 * (256 - used)] * 4
+    ssd.close()
+    with pytest.raises(ValueError, match="page numbers must be in"):
+        FlashSSD(p, precondition=np.array([0, logical]))
+    with pytest.raises(ValueError, match="1-D array of logical page numbers"):
+        FlashSSD(p, precondition=np.array([0.5, 1.5]))
+    with pytest.raises(ValueError, match="precondition_layout must be one of"):
+        FlashSSD(p, precondition=0.5, precondition_layout="greedy")

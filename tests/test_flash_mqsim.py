@@ -54,12 +54,10 @@ def test_mqsim_suspension_reads_beside_writes(name, tmp_path):
 
 @needs_mqsim
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="GC differs before suspension plays a part: MQSim preconditions the "
-                   "read-only flow as full blocks (write amplification 1.20 vs the model's 1.69); see "
-                   "docs/flash-model.md")
 def test_mqsim_suspension_erase_during_gc(tmp_path):
-    """(b) a writer through GC with a reader beside, program and erase suspension on: a known
-    mismatch (the reason above), kept so that a fix shows up as an unexpected pass."""
+    """(b) a writer through GC with a QD 4 reader beside it all along, erase suspension on; both
+    preconditioned as MQSim does (each flow's own pages first, its blocks laid out by
+    precondition_layout="mqsim")."""
     _check("susp-erase-gc", tmp_path)
 
 

@@ -68,13 +68,20 @@ typedef struct fl_sim fl_sim;
 fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen);
 void fl_free(fl_sim *s);
 
-/* Precondition: a fraction `valid` of the logical pages (chosen at random) mapped, blocks filled
- * with a spread of valid-page counts as after random overwrites under greedy GC. The nr ranges of
+/* Precondition: a fraction `valid` of the logical pages (chosen at random) mapped, or, when sel is
+ * not NULL, exactly the pages whose bit is set in sel (logical page l: bit l & 7 of byte l >> 3;
+ * MQSim's way: the pages its flows will touch first), blocks filled
+ * with a spread of valid-page counts as after random overwrites under greedy GC: FL_LAYOUT_LINEAR
+ * spreads a plane's counts linearly from the victims' low count up to full blocks, leaving the GC
+ * threshold plus one block per stream free; FL_LAYOUT_MQSIM is MQSim's (FTL::Perform_precondition):
+ * per stream its own blocks, valid counts from Van Houdt's mean-field steady state, as many blocks
+ * as MQSim's rounding gives. The nr ranges of
  * logical pages [rlo, rhi) (sorted, disjoint) belong to streams rstream: their pages are laid out
  * over those streams' units (set them first with fl_set_units); other pages over all units. Only
  * on a fresh simulator (before any submit). Returns 0, or -1 with a message. */
-int fl_precondition(fl_sim *s, double valid, const int64_t *rlo, const int64_t *rhi, const int32_t *rstream,
-                    int nr, char *err, size_t errlen);
+enum { FL_LAYOUT_LINEAR = 0, FL_LAYOUT_MQSIM = 1 };
+int fl_precondition(fl_sim *s, double valid, const uint8_t *sel, int layout, const int64_t *rlo,
+                    const int64_t *rhi, const int32_t *rstream, int nr, char *err, size_t errlen);
 
 /* Units are (channel, chip) pairs, u = channel * chips_per_channel + chip. Returns -1 on a bad
  * unit/stream (message in err). */

@@ -111,23 +111,29 @@ static PyObject *Sim_close(SimObject *self, PyObject *Py_UNUSED(a))
     Py_RETURN_NONE;
 }
 
-/* precondition(valid, lo_i8, hi_i8, stream_i4): ranges of logical pages owned by streams */
+/* precondition(valid, pages_bitmap_u1_or_None, layout, lo_i8, hi_i8, stream_i4): a fraction of the
+ * logical pages (or the pages set in the bitmap), laid out linearly (0) or as MQSim does (1); ranges
+ * of logical pages owned by streams */
 static PyObject *Sim_precondition(SimObject *self, PyObject *args)
 {
     double v;
+    int layout;
     char err[512];
-    PyObject *ol, *oh, *os;
-    if (!PyArg_ParseTuple(args, "dOOO", &v, &ol, &oh, &os) || check_sim(self) < 0) return NULL;
-    Py_buffer b[3] = {{0}};  /* lo, hi, stream */
+    PyObject *osel, *ol, *oh, *os;
+    if (!PyArg_ParseTuple(args, "dOiOOO", &v, &osel, &layout, &ol, &oh, &os) || check_sim(self) < 0) return NULL;
+    Py_buffer b[4] = {{0}};  /* lo, hi, stream, bitmap */
     if (get_buf(ol, "lq", 8, 0, &b[0], "range lo", -1) < 0) return NULL;
     Py_ssize_t n = b[0].len / 8;
     int rc = -2;
-    if (get_buf(oh, "lq", 8, 0, &b[1], "range hi", n) == 0 && get_buf(os, "il", 4, 0, &b[2], "range stream", n) == 0) {
+    if (get_buf(oh, "lq", 8, 0, &b[1], "range hi", n) == 0 && get_buf(os, "il", 4, 0, &b[2], "range stream", n) == 0
+        && (osel == Py_None
+            || get_buf(osel, "Bb", 1, 0, &b[3], "page bitmap", (Py_ssize_t)((fl_logical_pages(self->sim) + 7) / 8)) == 0)) {
+        const uint8_t *sel = osel == Py_None ? NULL : b[3].buf;
         Py_BEGIN_ALLOW_THREADS
-        rc = fl_precondition(self->sim, v, b[0].buf, b[1].buf, b[2].buf, (int)n, err, sizeof err);
+        rc = fl_precondition(self->sim, v, sel, layout, b[0].buf, b[1].buf, b[2].buf, (int)n, err, sizeof err);
         Py_END_ALLOW_THREADS
     }
-    bind_release(b, 3);
+    bind_release(b, 4);
     if (rc == -2) return NULL;
     if (rc < 0) return PyErr_Format(PyExc_ValueError, "%s", err);
     Py_RETURN_NONE;
@@ -325,7 +331,7 @@ static PyMethodDef Sim_methods[] = {
     {"suspends", (PyCFunction)Sim_suspends, METH_NOARGS, "suspends() -> (program suspensions, erase suspensions)"},
     {"check", (PyCFunction)Sim_check, METH_NOARGS, "Verify the FTL state's consistency (raises AssertionError)."},
     {"close", (PyCFunction)Sim_close, METH_NOARGS, "Free the simulator."},
-    {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid, lo_pages, hi_pages, streams)"},
+    {"precondition", (PyCFunction)Sim_precondition, METH_VARARGS, "precondition(valid, page_bitmap_or_None, layout, lo_pages, hi_pages, streams)"},
     {"set_units", (PyCFunction)Sim_set_units, METH_VARARGS, "set_units(stream, int32 array)"},
     {"units", (PyCFunction)Sim_units, METH_VARARGS, "units(stream) -> list of unit ids (CWDP order)"},
     {"set_priority", (PyCFunction)Sim_set_priority, METH_VARARGS, "set_priority(stream, level 0..2)"},

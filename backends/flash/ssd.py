@@ -104,6 +104,9 @@ def _stream_quantiles(lat: np.ndarray, st: np.ndarray, n: int) -> tuple[np.ndarr
     return np.where(cnt > 0, mean, np.nan), out[0], out[1]
 
 
+_LAYOUTS = {"linear": 0, "mqsim": 1}
+
+
 def _per_stream(value: "int | float | Sequence[float] | None", n: int, name: str, cast: type) -> list:
     if value is None:
         return [None] * n
@@ -124,6 +127,14 @@ class FlashSSD:
     (no program), so later partial writes of it read it back; by default such a read costs a read
     at its CWDP location and maps nothing (the device does not fill up with read-only addresses).
 
+    ``precondition`` fills the device before the first request: a fraction of the logical pages
+    chosen at random, or an array of the logical page numbers that hold data (MQSim's way: the
+    pages the workload will touch first, then others up to its occupancy). ``precondition_layout``
+    says how those pages fill blocks: ``"linear"`` (valid counts spread linearly from GC victims'
+    to full blocks, the GC threshold plus a block per stream left free) or ``"mqsim"`` (MQSim's
+    FTL::Perform_precondition: each stream its own blocks, counts from the mean-field steady state
+    of greedy GC, and as many free blocks as MQSim's rounding leaves; for comparisons with MQSim).
+
     ``stream_units`` (one unit list per stream) sets every stream's units before preconditioning;
     ``stream_ranges`` (one ``(start_byte, end_byte)`` or None per stream) gives each stream's
     logical range, whose preconditioned pages are then laid out on that stream's units (a tenant's
@@ -131,9 +142,10 @@ class FlashSSD:
     """
 
     def __init__(self, profile: "FlashProfile | str", n_streams: int = 1, queue_depth: "int | Sequence[int]" = 16,
-                 seed: int = 0, precondition: float | None = 0.7, slo_us: "float | Sequence[float] | None" = None,
+                 seed: int = 0, precondition: "float | Sequence[int] | np.ndarray | None" = 0.7, slo_us: "float | Sequence[float] | None" = None,
                  map_unwritten_reads: bool = False, stream_units: "Sequence[Sequence[int]] | None" = None,
-                 stream_ranges: "Sequence[tuple[int, int] | None] | None" = None):
+                 stream_ranges: "Sequence[tuple[int, int] | None] | None" = None,
+                 precondition_layout: str = "linear"):
         self.profile = load_profile(profile) if not isinstance(profile, FlashProfile) else profile
         if isinstance(n_streams, bool) or not isinstance(n_streams, int) or not 1 <= n_streams <= 64:
             raise ValueError(f"n_streams must be an integer in 1..64 (got {n_streams!r})")
@@ -169,7 +181,10 @@ class FlashSSD:
                 self.set_units(st, us)
         lo, hi, owner = self._ranges(stream_ranges)
         if precondition is not None:
-            self._sim.precondition(float(precondition), lo, hi, owner)
+            fraction, bitmap = self._precondition_pages(precondition)
+            if precondition_layout not in _LAYOUTS:
+                raise ValueError(f"precondition_layout must be one of {sorted(_LAYOUTS)} (got {precondition_layout!r})")
+            self._sim.precondition(fraction, bitmap, _LAYOUTS[precondition_layout], lo, hi, owner)
         elif len(lo):
             raise ValueError("stream_ranges only place preconditioned data: give precondition=<fraction>")
         self._slo = np.full(n_streams, np.inf)
@@ -179,6 +194,23 @@ class FlashSSD:
         self._unit_pages = p.dies_per_chip * p.planes_per_die * p.blocks_per_plane * p.pages_per_block
         self._zero = self._snapshot(zero=True)
         self._prev = self._zero
+
+    def _precondition_pages(self, precondition: "float | Sequence[int] | np.ndarray") -> tuple[float, "np.ndarray | None"]:
+        """(fraction, None) for a fraction of random pages, or (fraction, bitmap) for the given
+        logical page numbers (checked: integers within the logical space)."""
+        if np.ndim(precondition) == 0:
+            return float(precondition), None  # type: ignore[arg-type]
+        pages = np.asarray(precondition)
+        n = int(self._sim.logical_pages())
+        if pages.ndim != 1 or (pages.size and pages.dtype.kind not in "iu"):
+            raise ValueError(f"precondition: a fraction or a 1-D array of logical page numbers (got shape "
+                             f"{pages.shape}, dtype {pages.dtype})")
+        if pages.size and (int(pages.min()) < 0 or int(pages.max()) >= n):
+            raise ValueError(f"precondition: page numbers must be in 0..{n - 1} (got {int(pages.min())}.."
+                             f"{int(pages.max())})")
+        mask = np.zeros(n, dtype=bool)
+        mask[pages] = True
+        return float(mask.sum()) / n, np.packbits(mask, bitorder="little")
 
     def _ranges(self, ranges: "Sequence[tuple[int, int] | None] | None") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Streams' byte ranges as sorted page ranges (lo, hi, stream) for the core."""

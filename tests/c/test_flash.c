@@ -38,9 +38,23 @@ int main(void)
 
     fl_sim *s = fl_new(&c, err, sizeof err);
     CHECK(s != NULL);
-    CHECK(fl_precondition(s, 0.8, NULL, NULL, NULL, 0, err, sizeof err) == 0);
+    CHECK(fl_precondition(s, 0.8, NULL, FL_LAYOUT_LINEAR, NULL, NULL, NULL, 0, err, sizeof err) == 0);
     CHECK(fl_check(s, err, sizeof err) == 0);
-    CHECK(fl_precondition(s, 1.5, NULL, NULL, NULL, 0, err, sizeof err) < 0);
+    CHECK(fl_precondition(s, 1.5, NULL, FL_LAYOUT_LINEAR, NULL, NULL, NULL, 0, err, sizeof err) < 0);
+    /* MQSim's layout, of a fraction and of an explicit page set (every third page); a bad layout */
+    for (int k = 0; k < 2; k++) {
+        fl_sim *sm = fl_new(&c, err, sizeof err);
+        CHECK(sm != NULL);
+        uint64_t lp = fl_logical_pages(sm);
+        uint8_t *sel = calloc((size_t)(lp + 7) / 8, 1);
+        CHECK(sel != NULL);
+        for (uint64_t l = 0; l < lp; l += 3) sel[l >> 3] |= (uint8_t)(1u << (l & 7));
+        CHECK(fl_precondition(sm, 0.7, NULL, 7, NULL, NULL, NULL, 0, err, sizeof err) < 0 && strstr(err, "layout"));
+        CHECK(fl_precondition(sm, 0.7, k ? sel : NULL, FL_LAYOUT_MQSIM, NULL, NULL, NULL, 0, err, sizeof err) == 0);
+        CHECK(fl_check(sm, err, sizeof err) == 0);
+        free(sel);
+        fl_free(sm);
+    }
 
     int32_t units[2] = {0, 3};
     CHECK(fl_set_units(s, 0, units, 2, err, sizeof err) == 0);
@@ -96,8 +110,8 @@ int main(void)
     CHECK(fl_set_units(s2, 0, u03, 2, err, sizeof err) == 0 && fl_set_units(s2, 1, u12, 2, err, sizeof err) == 0);
     int64_t half = (int64_t)fl_logical_pages(s2) / 2, rlo[2] = {0, half}, rhi[2] = {half, 2 * half};
     int32_t rst[2] = {0, 1}, rbad[2] = {0, 5};
-    CHECK(fl_precondition(s2, 0.5, rlo, rhi, rbad, 2, err, sizeof err) < 0 && strstr(err, "range 1"));
-    CHECK(fl_precondition(s2, 0.5, rlo, rhi, rst, 2, err, sizeof err) == 0);
+    CHECK(fl_precondition(s2, 0.5, NULL, FL_LAYOUT_LINEAR, rlo, rhi, rbad, 2, err, sizeof err) < 0 && strstr(err, "range 1"));
+    CHECK(fl_precondition(s2, 0.5, NULL, FL_LAYOUT_LINEAR, rlo, rhi, rst, 2, err, sizeof err) == 0);
     CHECK(fl_check(s2, err, sizeof err) == 0);
     int64_t cap2 = (int64_t)fl_logical_pages(s2) * m.page_size;
     for (int i = 0; i < N; i++) off[i] = off[i] % (cap2 - 16384) / 4096 * 4096;
@@ -123,7 +137,7 @@ int main(void)
     sp.susp_program_read_min_ns = 50000; sp.susp_erase_read_min_ns = 300000; sp.susp_erase_write_min_ns = 300000;
     fl_sim *s3 = fl_new(&sp, err, sizeof err);
     CHECK(s3 != NULL);
-    CHECK(fl_precondition(s3, 0.8, NULL, NULL, NULL, 0, err, sizeof err) == 0);
+    CHECK(fl_precondition(s3, 0.8, NULL, FL_LAYOUT_LINEAR, NULL, NULL, NULL, 0, err, sizeof err) == 0);
     for (int i = 0; i < N; i++) off[i] = off[i] % (cap - 16384) / 4096 * 4096;
     CHECK(fl_submit(s3, N, t, st, off, sz, w, err, sizeof err) == 0);
     for (int k = 1; k <= 40; k++) {
@@ -162,7 +176,7 @@ int main(void)
         cc.dram_trcd_ns = cc.dram_tcl_ns = cc.dram_trp_ns = 13;
         fl_sim *s4 = fl_new(&cc, err, sizeof err);
         CHECK(s4 != NULL);
-        CHECK(fl_precondition(s4, 0.8, NULL, NULL, NULL, 0, err, sizeof err) == 0);
+        CHECK(fl_precondition(s4, 0.8, NULL, FL_LAYOUT_LINEAR, NULL, NULL, NULL, 0, err, sizeof err) == 0);
         CHECK(fl_submit(s4, N, t, st, off, sz, w, err, sizeof err) == 0);
         for (int j = 1; j <= 60; j++) {
             fl_run_until(s4, j * 50000.0);
