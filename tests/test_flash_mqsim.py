@@ -55,8 +55,8 @@ def test_mqsim_suspension_reads_beside_writes(name, tmp_path):
 @needs_mqsim
 @pytest.mark.slow
 def test_mqsim_suspension_erase_during_gc(tmp_path):
-    """(b) a writer through GC with a QD 4 reader beside it all along, erase suspension on; both
-    preconditioned as MQSim does (each flow's own pages first, its blocks laid out by
+    """(b) a writer through GC with a QD 4 reader beside it all along, program and erase suspension
+    on; both preconditioned as MQSim does (each flow's own pages first, its blocks laid out by
     precondition_layout="mqsim")."""
     _check("susp-erase-gc", tmp_path)
 

@@ -139,9 +139,13 @@ SUSPENSION_FIXES: tuple[tuple[str, str, str, str], ...] = (
      "counted active, the chip never becomes idle and the suspended command never resumes"),
     ("src/ssd/NVM_PHY_ONFI_NVDDR2.cpp",
      r"(DieBookKeepingEntry \*dieBKE = &chipBKE->Die_book_keeping_records\[i\];)(.*?)(chipBKE->PrepareResume\(\);)",
-     r"\1 if (!dieBKE->Suspended) continue;\2\3 chipBKE->No_of_active_dies++;",
+     r"\1 if (!dieBKE->Suspended || !dieBKE->Free) continue;\2\3 chipBKE->No_of_active_dies++;",
      "send_resume_command_to_chip resumes every die, dereferencing the null command of a die that was "
-     "not suspended, and does not count the resumed die as active again"),
+     "not suspended, and does not count the resumed die as active again; and it resumes a die whose "
+     "suspending command is still on its way to it (another die's command ended meanwhile, and the "
+     "chip looks idle), which then starts the resumed command a second time: two finish events for "
+     "one command, the second after it is freed (a segmentation fault with program and erase "
+     "suspension and reads during GC). A die is resumed once its suspending command is done"),
 )
 
 
