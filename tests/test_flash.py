@@ -287,5 +287,7 @@ def test_precondition_pages_and_mqsim_layout():
         FlashSSD(p, precondition=np.array([0, logical]))
     with pytest.raises(ValueError, match="1-D array of logical page numbers"):
         FlashSSD(p, precondition=np.array([0.5, 1.5]))
+    with pytest.raises(ValueError, match="do not fit in its share of the plane's blocks as MQSim lays them out"):
+        FlashSSD(p, precondition=0.95, precondition_layout="mqsim")  # MQSim's own algorithm fails there too
     with pytest.raises(ValueError, match="precondition_layout must be one of"):
         FlashSSD(p, precondition=0.5, precondition_layout="greedy")

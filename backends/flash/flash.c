@@ -1963,6 +1963,14 @@ static void mqsim_steady_state(int G, double rho, double *dist)
     free(w0); free(w);
 }
 
+/* blocks of a bucket: MQSim's (unsigned int)(probability * goal), 0 for a negative or NaN product
+ * (a rho >= 1 makes the distribution meaningless; the blocks then do not fit, an error) */
+static uint32_t bucket_blocks(double p, uint32_t goal)
+{
+    double x = p * (double)goal;
+    return x > 0 && x < 4294967295.0 ? (uint32_t)x : 0;
+}
+
 /* MQSim's Address_Mapping_Unit_Page_Level::Allocate_address_for_preconditioning for one stream in
  * one plane: the valid-page counts of the blocks (out[0..n)) that hold its `assigned` pages, from
  * the steady-state distribution shifted to their mean over the stream's share of the plane's blocks
@@ -1988,12 +1996,12 @@ static int mqsim_blocks(const double *dist, int G, int B, int thr, double share,
         }
     }
     uint64_t total = 0;
-    for (int v = G; v >= 0; v--) total += (uint64_t)v * (uint32_t)(adj[v] * goal);
+    for (int v = G; v >= 0; v--) total += (uint64_t)v * bucket_blocks(adj[v], goal);
     uint64_t need = assigned > total ? assigned - total : 0, left = assigned;
     uint32_t remaining = goal;
     int n = 0;
     for (int v = G; v >= 0; v--) {
-        uint32_t k = (uint32_t)(adj[v] * goal);
+        uint32_t k = bucket_blocks(adj[v], goal);
         if (k > 0 && need > 0 && v > 0) { k += (uint32_t)(need / (uint64_t)v + (need % (uint64_t)v ? 1 : 0)); need = 0; }
         if (k <= remaining) remaining -= k; else { k = remaining; remaining = 0; }
         for (uint32_t b = 0; b < k; b++) {
@@ -2118,7 +2126,9 @@ int fl_precondition(fl_sim *s, double valid, const uint8_t *sel, int layout, con
                                      tgt + (size_t)p * B + used[p], (int)(B - 1 - used[p]));
                 if (n < 0) {
                     snprintf(err, errlen, "precondition: stream %u's %u valid pages in plane %u do not fit in its "
-                             "share of the plane's blocks as MQSim lays them out", o, cnt[k], p);
+                             "share of the plane's blocks as MQSim lays them out (MQSim stops there too: \"not "
+                             "possible to assign PPA to all LPAs\"); a lower occupancy or precondition_layout="
+                             "\"linear\" places them", o, cnt[k], p);
                     goto out;
                 }
                 cur_blk[k] = used[p];
