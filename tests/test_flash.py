@@ -291,3 +291,5 @@ def test_precondition_pages_and_mqsim_layout():
         FlashSSD(p, precondition=0.95, precondition_layout="mqsim")  # MQSim's own algorithm fails there too
     with pytest.raises(ValueError, match="precondition_layout must be one of"):
         FlashSSD(p, precondition=0.5, precondition_layout="greedy")
+    with pytest.raises(ValueError, match="precondition_layout must be one of"):
+        FlashSSD(p, precondition=None, precondition_layout="greedy")  # checked even with nothing to lay out

@@ -142,11 +142,14 @@ class FlashSSD:
     """
 
     def __init__(self, profile: "FlashProfile | str", n_streams: int = 1, queue_depth: "int | Sequence[int]" = 16,
-                 seed: int = 0, precondition: "float | Sequence[int] | np.ndarray | None" = 0.7, slo_us: "float | Sequence[float] | None" = None,
+                 seed: int = 0, precondition: "float | Sequence[int] | np.ndarray | None" = 0.7,
+                 slo_us: "float | Sequence[float] | None" = None,
                  map_unwritten_reads: bool = False, stream_units: "Sequence[Sequence[int]] | None" = None,
                  stream_ranges: "Sequence[tuple[int, int] | None] | None" = None,
                  precondition_layout: str = "linear"):
         self.profile = load_profile(profile) if not isinstance(profile, FlashProfile) else profile
+        if precondition_layout not in _LAYOUTS:
+            raise ValueError(f"precondition_layout must be one of {sorted(_LAYOUTS)} (got {precondition_layout!r})")
         if isinstance(n_streams, bool) or not isinstance(n_streams, int) or not 1 <= n_streams <= 64:
             raise ValueError(f"n_streams must be an integer in 1..64 (got {n_streams!r})")
         self.n_streams = n_streams
@@ -182,8 +185,6 @@ class FlashSSD:
         lo, hi, owner = self._ranges(stream_ranges)
         if precondition is not None:
             fraction, bitmap = self._precondition_pages(precondition)
-            if precondition_layout not in _LAYOUTS:
-                raise ValueError(f"precondition_layout must be one of {sorted(_LAYOUTS)} (got {precondition_layout!r})")
             self._sim.precondition(fraction, bitmap, _LAYOUTS[precondition_layout], lo, hi, owner)
         elif len(lo):
             raise ValueError("stream_ranges only place preconditioned data: give precondition=<fraction>")
