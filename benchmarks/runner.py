@@ -127,7 +127,12 @@ def pending_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str
     return [j for j in jobs if job_key(j) not in done]
 
 
-def _local(jobs: list[dict[str, Any]], workers: int, emit: Callable[[dict[str, Any]], None]) -> None:
+def run_local(jobs: list[dict[str, Any]], workers: int, emit: Callable[[dict[str, Any]], None]) -> None:
+    """Run ``jobs`` in ``workers`` local processes (in this one if ``workers <= 1``), calling
+    ``emit`` with each record as its job ends (in completion order). Used by the bench and by
+    ``validate``."""
+    if not jobs:
+        return
     if workers <= 1:
         for j in jobs:
             emit(run_job(j))
@@ -230,7 +235,7 @@ def _run_jobs_locked(jobs: list[dict[str, Any]], results_file: str | os.PathLike
             if use_ray:
                 _ray(todo, emit, ray_address)
             else:
-                _local(todo, workers or os.cpu_count() or 1, emit)
+                run_local(todo, workers or os.cpu_count() or 1, emit)
     finally:
         os.close(fd)
         if bar is not None:

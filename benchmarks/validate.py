@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from hss_gym.benchmarks.results import latest_by_key
 
@@ -115,18 +115,49 @@ def precheck(rec: dict[str, Any]) -> str | None:
     return problem.precheck(rec) if problem.precheck is not None else None
 
 
+def _check(rec: dict[str, Any], new: dict[str, Any], rtol: float) -> Check:
+    """Compare a record with its re-run's record."""
+    if new["status"] != "ok":
+        return Check(rec, "mismatch", diffs=[("status", "ok", f"failed: {new.get('error')}")])
+    diffs = compare_metrics(rec["metrics"], new["metrics"], rtol)
+    for k, v in new["provenance"].items():  # the inputs as the problem identifies them
+        if k not in VOLATILE and rec["provenance"].get(k) != v:
+            diffs.append((f"provenance {k}", rec["provenance"].get(k), v))
+    return Check(rec, "ok" if not diffs else "mismatch", diffs=diffs)
+
+
+def choose(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0, per_cell: bool = False,
+           tracks: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The ``ok`` runs ``validate_results`` re-runs: ``sample`` drawn at random (all if ``None``),
+    or with ``per_cell`` one drawn from every (policy, workload, configuration) cell; only runs of
+    ``tracks`` if given. ``seed`` draws the choice."""
+    ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
+    if tracks is not None:
+        wanted = set(tracks)
+        ok = [r for r in ok if r.get("track") in wanted]
+    rng = random.Random(seed)
+    if per_cell:
+        cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in ok:
+            cells.setdefault((r.get("policy"), r.get("workload"), r.get("config")), []).append(r)
+        return [rng.choice(runs) for runs in cells.values()]
+    return ok if sample is None or sample >= len(ok) else rng.sample(ok, sample)
+
+
 def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0,
                      rtol: float = 0.0, progress: Callable[[Check], None] | None = None,
-                     per_cell: bool = False) -> ValidationReport:
-    """Re-run ``sample`` randomly chosen ``ok`` runs (all if ``None``) and compare their metrics;
-    ``per_cell``: one randomly chosen run of every (policy, workload, configuration) cell instead,
-    so no cell of a leaderboard goes unchecked (``hss-gym validate``'s default). ``seed`` draws
-    the choice.
+                     per_cell: bool = False, tracks: Iterable[str] | None = None,
+                     workers: int = 1) -> ValidationReport:
+    """Re-run the runs :func:`choose` picks (``sample`` random ``ok`` runs, or with ``per_cell``
+    one of every (policy, workload, configuration) cell, ``hss-gym validate``'s default, so no
+    cell of a leaderboard goes unchecked; only ``tracks`` if given) in ``workers`` processes, and
+    compare their metrics. Checks are in the order the re-runs end.
 
     A file with any record from another hss-gym version is refused as a whole.
     """
     from hss_gym import __version__
-    from hss_gym.benchmarks.runner import run_job
+    from hss_gym.benchmarks.results import job_key
+    from hss_gym.benchmarks.runner import run_local
     ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
     rep = ValidationReport([], total_ok_runs=len(ok), rtol=rtol)
     versions = sorted({str((r.get("provenance") or {}).get("hss_gym_version")) for r in records})
@@ -135,34 +166,31 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
                             f"{__version__}. Validate with the version that produced them (pip install "
                             f"hss-gym=={versions[0]}), or re-run the bench with this one")
         return rep
+    if tracks is not None:
+        known = {r.get("track") for r in ok}
+        unknown = sorted(set(tracks) - known)
+        if unknown:
+            rep.refused_file = (f"no successful runs of track(s) {', '.join(map(str, unknown))} in the results "
+                                f"file (its tracks: {', '.join(sorted(map(str, known)))})")
+            return rep
     if not ok:
         rep.refused_file = "the results file has no successful runs to validate"
         return rep
-    rng = random.Random(seed)
-    if per_cell:
-        cells: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for r in ok:
-            cells.setdefault((r.get("policy"), r.get("workload"), r.get("config")), []).append(r)
-        chosen = [rng.choice(runs) for runs in cells.values()]
-    else:
-        chosen = ok if sample is None or sample >= len(ok) else rng.sample(ok, sample)
-    for rec in chosen:
-        why = precheck(rec)
-        if why is not None:
-            chk = Check(rec, "refused", why)
-        else:
-            job = {k: rec[k] for k in ("suite", "problem", "track", "workload", "config", "policy", "seed",
-                                       "n_requests", "options", "suite_digest") if k in rec}
-            new = run_job(job)
-            if new["status"] != "ok":
-                chk = Check(rec, "mismatch", diffs=[("status", "ok", f"failed: {new.get('error')}")])
-            else:
-                diffs = compare_metrics(rec["metrics"], new["metrics"], rtol)
-                for k, v in new["provenance"].items():  # the inputs as the problem identifies them
-                    if k not in VOLATILE and rec["provenance"].get(k) != v:
-                        diffs.append((f"provenance {k}", rec["provenance"].get(k), v))
-                chk = Check(rec, "ok" if not diffs else "mismatch", diffs=diffs)
+
+    def add(chk: Check) -> None:
         rep.checks.append(chk)
         if progress is not None:
             progress(chk)
+
+    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    jobs = []
+    for rec in choose(records, sample, seed, per_cell, tracks):
+        why = precheck(rec)
+        if why is not None:
+            add(Check(rec, "refused", why))
+            continue
+        by_key[job_key(rec)] = rec
+        jobs.append({k: rec[k] for k in ("suite", "problem", "track", "workload", "config", "policy", "seed",
+                                          "n_requests", "options", "suite_digest") if k in rec})
+    run_local(jobs, workers, lambda new: add(_check(by_key[job_key(new)], new, rtol)))
     return rep

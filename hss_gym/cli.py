@@ -237,18 +237,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from hss_gym.benchmarks.validate import validate_results
+    from hss_gym.benchmarks.validate import choose, validate_results
     import secrets
     records, _ = _gather([args.results])
     sample = None if args.all else args.sample
     per_cell = not args.all and args.sample is None
+    tracks = _csv(args.tracks)
     seed = secrets.randbelow(MAX_SEED) if args.seed is None else args.seed
     if not args.all:  # a fresh draw each time (a fixed one would always check the same runs)
         print(f"validate: sample seed {seed} (repeat this choice with --seed {seed})")
-    ok = [r for r in records if r.get("status") == "ok"]
-    n = len(ok)
-    total = (len({(r.get("policy"), r.get("workload"), r.get("config")) for r in ok}) if per_cell
-             else min(n, sample) if sample is not None else n)
+    total = len(choose(records, sample, seed, per_cell, tracks))
     bar = tqdm(total=total, desc="validate", unit="run", disable=args.quiet, file=sys.stderr)
 
     def progress(chk: Any) -> None:
@@ -257,7 +255,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             bar.write(chk.describe())
 
     rep = validate_results(records, sample=sample, seed=seed, rtol=args.rtol, progress=progress,
-                           per_cell=per_cell)
+                           per_cell=per_cell, tracks=tracks, workers=args.jobs)
     bar.close()
     print(rep.summary())
     return 0 if rep.passed else 1
@@ -516,8 +514,8 @@ first steps:
 BENCH_EPILOG = """\
 examples:
   hss-gym bench                                         quick suite, all policies, all cores
-  hss-gym bench --suite hss-bench-v1 --jobs 16          the standard leaderboard
-  hss-gym bench --suite hss-bench-v1 --ray              ... on a Ray cluster (or set RAY_ADDRESS)
+  hss-gym bench --suite hss-bench-v2 --jobs 16          the standard HSS leaderboard
+  hss-gym bench --suite hss-bench-v2 --ray              ... on a Ray cluster (or set RAY_ADDRESS)
   hss-gym bench --suite quick --policies random,cde --workloads ycsb-b --n 5000
   hss-gym bench --suite real --traces ~/traces          every trace file of a directory
   hss-gym bench --suite my_suite.json --resume          finish an interrupted bench
@@ -603,6 +601,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative tolerance, >= 0 (default 0: exact match, the simulator is deterministic)")
     v.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=None,
                    help="seed of the sample choice (>= 0; default: a fresh one, printed)")
+    v.add_argument("--tracks", metavar="T1,T2", help="only runs of these tracks")
+    v.add_argument("--jobs", "-j", type=int_arg(1), default=1, metavar="N",
+                   help="local worker processes for the re-runs, >= 1 (default 1)")
     v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
     v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)

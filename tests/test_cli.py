@@ -209,3 +209,28 @@ def test_validate_checks_every_cell_with_a_fresh_printed_seed(bench_dir, capsys)
     assert {(c.record["policy"], c.record["workload"], c.record["config"]) for c in rep.checks} == cells
     again = validate_results(recs, seed=7, per_cell=True)
     assert [c.record["seed"] for c in rep.checks] == [c.record["seed"] for c in again.checks]
+
+
+def test_validate_in_parallel_and_by_track(bench_dir, tmp_path, capsys):
+    """--jobs N re-runs in N processes and still pins each difference on its own run; --tracks
+    keeps the runs of those tracks, and a track the file does not have is refused by name."""
+    recs = [json.loads(x) for x in (bench_dir / "results.jsonl").read_text().splitlines()]
+    ok = [r for r in recs if r["status"] == "ok"]
+    track = ok[0]["track"]
+    assert cli.main(["validate", str(bench_dir), "--tracks", track, "--jobs", "2", "--all", "--quiet"]) == 0
+    assert f"PASSED: {sum(r['track'] == track for r in ok)} of " in capsys.readouterr().out
+
+    victim = ok[-1]
+    victim["metrics"]["mean_latency_us"] *= 1.5
+    bad = tmp_path / "tampered.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert cli.main(["validate", str(bad), "--all", "--jobs", "2", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    mism = [line for line in out.splitlines() if line.startswith("MISMATCH")]
+    assert len(mism) == 1 and "mean_latency_us" in mism[0], out
+    assert f"{victim['policy']} on {victim['workload'].rsplit('/', 1)[-1]} / {victim['config']} " in mism[0]
+    assert "1 mismatched" in out
+
+    assert cli.main(["validate", str(bench_dir), "--tracks", "nope", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "REFUSED: no successful runs of track(s) nope" in out and track in out
