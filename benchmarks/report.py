@@ -215,8 +215,42 @@ def fmt_est(e: Estimate, digits: int = 2, pct: bool = False) -> str:
     return s + ("%" if pct else "")
 
 
+def _columns(td: TrackData) -> list[tuple[str, str]]:
+    """The track's (workload, configuration) columns that have runs."""
+    cells = td.cells()
+    return [(w, c) for w in td.workloads for c in td.configs if any(x[:2] == (w, c) for x in cells)]
+
+
+def _judges_harm(td: TrackData) -> bool:
+    nh = td.problem.no_harm
+    return nh is not None and nh.policy in td.policies
+
+
+def harm_score(td: TrackData, policy: str) -> tuple[float | None, int | None]:
+    """``policy``'s do-no-harm score (:class:`~hss_gym.benchmarks.problems.NoHarm`): the geometric
+    mean over the track's (workload, configuration) columns of its mean of the key over the seeds
+    / the do-nothing policy's over the same seeds, and the number of columns above the tolerance.
+    ``(None, None)`` when a column has no pair of runs to compare."""
+    nh = td.problem.no_harm
+    if nh is None:
+        return None, None
+    logs, harm = [], 0
+    for w, c in _columns(td):
+        pairs = [(a[nh.key], b[nh.key]) for s in td.seeds()
+                 if (a := td.values(policy, (w, c, s))) is not None and (b := td.values(nh.policy, (w, c, s)))
+                 is not None and _finite(a.get(nh.key)) and _finite(b.get(nh.key))]
+        own, ref = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        if not pairs or own <= 0 or ref <= 0:
+            return None, None
+        logs.append(math.log(own / ref))
+        harm += own / ref > nh.tolerance
+    return (math.exp(sum(logs) / len(logs)), harm) if logs else (None, None)
+
+
 def summary_head(td: TrackData) -> list[str]:
-    return ["#", "policy"] + [m.label for m in td.metrics] + ["runs"]
+    nh = td.problem.no_harm
+    extra = [f"geo. / {nh.policy}", "harm"] if nh is not None and _judges_harm(td) else []
+    return ["#", "policy"] + [m.label for m in td.metrics] + extra + ["runs"]
 
 
 def tied(ordered: list[PolicyStats], key: str) -> set[str]:
@@ -241,8 +275,12 @@ def summary_rows(td: TrackData) -> list[list[str]]:
     def row(rank: str, s: PolicyStats) -> list[str]:
         runs = f"{s.runs}" + (f" ({s.failed} failed)" if s.failed else "")
         ref = s.policy in td.problem.references
+        extra = []
+        if _judges_harm(td):
+            geo, harm = harm_score(td, s.policy)
+            extra = [fmt(geo, 3), NA if harm is None else str(harm)]
         return [rank, s.policy] + [NOT_SHOWN if ref and m.relative_to else fmt_est(s.estimate(m.key), m.digits, m.pct)
-                                   for m in td.metrics] + [runs]
+                                   for m in td.metrics] + extra + [runs]
 
     for i, s in enumerate(board, 1):
         rank = "-" if s.mean(key) is None else str(i)
@@ -256,7 +294,7 @@ def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
     column's seeds, ``*`` the best ranked policy of the column, ``≈`` tied with it (:func:`tied`)."""
     m = td.problem.primary
     cells = td.cells()
-    cols = [(w, c) for w in td.workloads for c in td.configs if any(x[:2] == (w, c) for x in cells)]
+    cols = _columns(td)
     multi = len(td.configs) > 1
     head = ["policy"] + [short_name(w) + (f" / {c}" if multi else "") for w, c in cols]
     order = [s.policy for s in leaderboard(td)] + td.references
@@ -455,6 +493,14 @@ def summary_legend(td: TrackData) -> list[tuple[str, str]]:
                                  f"the track (a ratio of the means: it follows a ranking on {label})"))
             out.append((NOT_SHOWN, f"in the references' rows: {x.label} means nothing for a reference "
                                    f"({ref} is 100% by definition; an idealised device above it is no score)"))
+    nh = td.problem.no_harm
+    if nh is not None and _judges_harm(td):
+        n_cols = len(_columns(td))
+        out += [(f"geo. / {nh.policy}", f"geometric mean over the track's {n_cols} workloads of the policy's "
+                                        f"{nh.key} (mean over seeds) / {nh.policy}'s over the same seeds: "
+                                        f"below 1 is better than doing nothing"),
+                ("harm", f"the workloads where that ratio is above {nh.tolerance:g} (more than "
+                         f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy})")]
     return out
 
 

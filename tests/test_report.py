@@ -292,3 +292,33 @@ def test_a_column_relative_to_a_reference_that_did_not_run_is_left_out(tmp_path)
                      str(tmp_path / "s"), "--no-figures", "--quiet", "--jobs", "1"]) == 0
     head = next(x for x in (tmp_path / "s" / "report.md").read_text().splitlines() if x.startswith("| # | policy"))
     assert "% of Oracle" not in head and "% of paid Oracle" not in head
+
+
+# ------------------------------------------------------------------------------- do no harm
+def test_the_summary_judges_each_policy_against_doing_nothing():
+    """geo. / slow_only is the geometric mean over workloads of a policy's mean latency over
+    seeds / Slow-Only's (as ../shared/tools/real-scorecard.py computes it); harm counts the
+    workloads more than 2% slower than Slow-Only. A policy missing a workload has no score."""
+    recs = _grid({"slow_only": [4.0, 4.0], "good": [2.0, 2.0], "mixed": [2.0, 6.0]},
+                 workloads=("ycsb-b", "lun2"))
+    # "hurts" is 1.5x slower than Slow-Only on lun2 only, 0.5x on ycsb-b; 1.01x is within tolerance
+    for seed in range(2):
+        recs += [_fake("hurts", "ycsb-b", 20.0, seed=seed), _fake("hurts", "lun2", 60.0, seed=seed),
+                 _fake("close", "ycsb-b", 40.4, seed=seed), _fake("close", "lun2", 40.4, seed=seed)]
+    recs += [_fake("partial", "ycsb-b", 20.0, seed=s) for s in range(2)]
+    td = rep.collect(recs)[0]
+    assert rep.harm_score(td, "good") == (pytest.approx(0.5), 0)
+    assert rep.harm_score(td, "mixed") == (pytest.approx(1.0), 0)  # mean over seeds 4.0 on both
+    assert rep.harm_score(td, "hurts") == (pytest.approx((0.5 * 1.5) ** 0.5), 1)
+    assert rep.harm_score(td, "close") == (pytest.approx(1.01), 0)
+    assert rep.harm_score(td, "slow_only") == (pytest.approx(1.0), 0)
+    assert rep.harm_score(td, "partial") == (None, None)
+    head = rep.summary_head(td)
+    rows = {r[1]: dict(zip(head, r)) for r in rep.summary_rows(td)}
+    assert rows["hurts"]["geo. / slow_only"] == "0.866" and rows["hurts"]["harm"] == "1"
+    assert rows["partial"]["harm"] == rep.NA
+    assert any(k == "harm" for k, _ in rep.summary_legend(td))
+    # without Slow-Only in the track the columns are not shown
+    td2 = rep.collect([r for r in recs if r["policy"] != "slow_only"])[0]
+    assert "harm" not in rep.summary_head(td2) and all(len(r) == len(rep.summary_head(td2))
+                                                      for r in rep.summary_rows(td2))

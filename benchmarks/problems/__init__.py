@@ -40,6 +40,20 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class NoHarm:
+    """How a problem judges "do no harm" against the policy that does nothing (HSS: Slow-Only,
+    which never uses the fast device). Per workload (and configuration) of a track, a policy's
+    mean of ``key`` over the seeds is divided by ``policy``'s over the same seeds (``key``: lower
+    is better); the report shows the geometric mean of these ratios over the track's workloads
+    (below 1 = better than doing nothing) and how many workloads have a ratio above
+    ``tolerance`` (harm: e.g. more than 2% slower than doing nothing)."""
+
+    policy: str
+    key: str
+    tolerance: float = 1.02
+
+
+@dataclass(frozen=True)
 class Problem:
     """What the harness needs to know about one problem.
 
@@ -59,6 +73,8 @@ class Problem:
       judged by the shared evaluator: ``claims=claims_of("<name>")``
       (:mod:`hss_gym.benchmarks.claims`).
     * ``figures(tracks)`` adds problem-specific figures to the HTML report.
+    * ``no_harm`` (:class:`NoHarm`): the do-nothing policy every policy is judged against per
+      workload (geometric mean of the ratios, workloads with harm), shown when it ran.
     * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
       trace or configuration hashes differently), or returns None; ``validate`` uses it.
     * ``check_options(options, workloads)`` checks a track's ``options`` before anything runs
@@ -86,6 +102,7 @@ class Problem:
     #: curve a run records (``curves``): e.g. ``(name, "requests served", 1000, 1000)`` for a
     #: mean latency per 1,000-request window. Other curves are plotted against the point number.
     curve_axes: tuple[tuple[str, str, float, float], ...] = ()
+    no_harm: NoHarm | None = None
 
     def curve_axis(self, name: str) -> tuple[str, float, float]:
         """(x label, first x, x step) of the curve ``name``."""

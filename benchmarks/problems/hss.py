@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hss_gym.benchmarks.claims import claims_of
-from hss_gym.benchmarks.problems import Metric, Problem
+from hss_gym.benchmarks.problems import Metric, NoHarm, Problem
 
 REFERENCE = "fast_only"
 ORACLE = "oracle"
@@ -367,4 +367,5 @@ PROBLEM = Problem(
                  "1.00 = ideal. Fast-Only (idealised) and the Oracle (reads the future) are references, "
                  "not ranked."),
     curve_axes=((CURVE, "requests served", CURVE_WINDOW, CURVE_WINDOW),),
+    no_harm=NoHarm("slow_only", "mean_latency_us"),
 )
