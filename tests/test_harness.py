@@ -113,6 +113,25 @@ def test_hss_bench_v2_is_the_catalogue_first_then_hss_bench_v1():
     assert all(t.seeds == (0, 1, 2) for t in v2.tracks)
 
 
+LEADERBOARDS = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "leaderboard").glob("*/report.md"))
+
+
+@pytest.mark.parametrize("report", LEADERBOARDS, ids=lambda p: p.parent.name)
+def test_committed_leaderboards_hold_the_results_their_reports_show(report):
+    """Every committed leaderboard ships its results (compressed, read as they are), all of one
+    hss-gym version, and its report's run count and summary tables are those the results give:
+    a report regenerated from other results, or results replaced under it, fail here."""
+    zst = report.parent / "results.jsonl.zst"
+    assert zst.exists(), f"{report.parent.name}: no results.jsonl.zst beside report.md"
+    recs = read_results(zst)
+    ok = sum(r.get("status") == "ok" for r in recs)
+    md = report.read_text(encoding="utf-8")
+    assert f"{ok} runs ok of {len(recs)};" in md
+    assert len({(r.get("provenance") or {}).get("hss_gym_version") for r in recs}) == 1
+    for td in rep.collect(recs):
+        assert rep.md_table(rep.summary_head(td), rep.summary_rows(td)) in md, f"{td.suite} / {td.track}"
+
+
 def test_real_suite_takes_a_directory(tmp_path):
     from hss_gym.workloads import make_trace, save_cache
     save_cache(make_trace("ycsb-b", n=500, seed=1), tmp_path / "a.hsst")

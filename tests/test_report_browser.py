@@ -27,7 +27,7 @@ from hss_gym.benchmarks.results import read_results
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-LEADERBOARD = ROOT / "benchmarks" / "leaderboard" / "hss-bench-v1" / "report.html"
+LEADERBOARD = ROOT / "benchmarks" / "leaderboard" / "hss-bench-v2" / "report.html"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 PROBE = """<script>
