@@ -257,10 +257,15 @@ class PlacementAgent(_C51Policy):
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
+        self._setup(env)
+
+    def _setup(self, env: HSSParallelEnv) -> None:
+        """The per-episode state of the placement logic around the network (room, credit, cleaner)."""
         self._last: tuple[np.ndarray, int] | None = None
         self._page = -1
         self._ref = env.reward_ref_us
-        self._credit = PageCredit(self.agent, self.horizon, self.idle_horizon) if self.credit == "page" else None
+        self._credit = (PageCredit(self.agent, self.horizon, self.idle_horizon)
+                        if self.credit == "page" and self.learns else None)
         if not self.evict and getattr(env, "room_feature", "fraction") not in ("binary", "fits"):
             raise ValueError(f"{self.name} with evict=False needs the env option room_feature='binary' "
                              f"or 'fits' (make_env(policy, ...) sets it)")
@@ -298,8 +303,8 @@ class PlacementAgent(_C51Policy):
             if self.cleaner is not None:
                 self.cleaner(self.env.step_index, self.wanted_at)
             return self._top if acting else 0
-        exploring = self.agent.exploring
-        a = self.agent.act(obs)
+        exploring = self._exploring
+        a = self._choose(obs)
         if exploring and self.seq_explore:
             if request[2] == self._run_end:  # continues the last request: one choice for the run
                 a = self._run_choice
@@ -309,12 +314,22 @@ class PlacementAgent(_C51Policy):
             first = a
             while a < len(room) and a != here and obs[room[a]] == 0.0:
                 a += 1
-            if a != first and not self.agent.exploring:  # a greedy choice wanted it
+            if a != first and not self._exploring:  # a greedy choice wanted it
                 self.wanted_at[first] = self.env.step_index
         if self.cleaner is not None:
             self.cleaner(self.env.step_index, self.wanted_at)
         self._last = (obs, a)
         return a
+
+    def _choose(self, obs: np.ndarray) -> int:
+        """The device the network chooses for ``obs`` (epsilon-greedy), before the room check
+        moves it to a device where the request fits."""
+        return self.agent.act(obs)
+
+    @property
+    def _exploring(self) -> bool:
+        """Whether the network is in its exploration warm-up (its choices are not greedy)."""
+        return self.agent.exploring
 
     def _learn(self, next_obs: np.ndarray, reward: float, step: int, latency: float, evicted: int) -> None:
         """:meth:`learn` on what it reads from ``infos["placement"]``: ``step``, ``latency_us``
@@ -339,7 +354,8 @@ class PlacementAgent(_C51Policy):
         obs, acting, dev = observations["placement"], infos["placement"]["acting"], infos["migration"]["device"]
         decide, learn, step, learns, reqs = self._decide, self._learn, env.fast_step, self.learns, env.requests
         agent = self.agent
-        n, i, k, due = 0, env.step_index, 0, agent.until_sync()  # ticks counted here, given at each refresh
+        n, i, k = 0, env.step_index, 0
+        due = agent.until_sync() if learns else 0  # ticks counted here, given at each refresh
         while True:
             place = decide(obs, acting, reqs[i])
             obs, _, reward, _, latency, evicted, _, _, _, done, acting, _, dev = step(place, dev if dev >= 0 else 0)

@@ -16,7 +16,7 @@ from hss_gym.workloads.trace import Trace
 
 from _extras import policy_param, requires
 
-BASELINES = ["fast_only", "slow_only", "random", "cde", "hps", "archivist", "k_svm", "rnn_hss"]
+BASELINES = ["fast_only", "slow_only", "random", "cde", "hps", "fit_first", "archivist", "k_svm", "rnn_hss"]
 N = 2500
 
 
@@ -448,3 +448,42 @@ def test_paid_oracle_pays_for_its_moves_and_is_bounded_by_the_free_oracle():
             paid = m
     assert lat["oracle"] < lat["oracle_paid"] < min(lat["slow_only"], lat["hps"]), lat
     assert paid.evictions == 0  # no critical-path eviction, no free remap either
+
+
+def _write_only(n: int, pages: int, seed: int = 0) -> Trace:
+    rng = np.random.default_rng(seed)
+    off = rng.integers(0, pages, n, dtype=np.int64) << 12
+    return Trace(np.arange(n, dtype=np.float64) * 100.0, np.ones(n, np.int8), off, np.full(n, 4096, np.int64),
+                 name="write-only")
+
+
+def test_fit_first_writes_fast_while_they_fit_and_reads_stay_home():
+    """fit_first: a write goes to the fastest device it fits on, a first-touch read stays home,
+    nothing is learned. On a write-only trace that fits the fast device, every access is a fast
+    hit and nothing is cleaned; on a read-only workload it is Slow-Only, request for request."""
+    p = make_policy("fit_first")
+    assert not p.learns and p.name == "fit_first"
+    trace = _write_only(4000, 300)
+    env = make_env(p, "perf_opt", trace, n_requests=4000, fast_fraction=1.0)
+    r = run_episode(p, env, seed=0)
+    assert r.metrics.fast_hit_ratio == 1.0 and env.hss.counters()["cleaned_pages"] == 0
+    reads = Trace(trace.time_us, np.zeros(4000, np.int8), trace.offset, trace.size, name="read-only")
+    lat = {}
+    for name in ("fit_first", "slow_only"):
+        pol = make_policy(name)
+        env = make_env(pol, "perf_opt", reads, n_requests=4000)
+        run_episode(pol, env, seed=0)
+        lat[name] = env.latencies()
+    assert np.array_equal(lat["fit_first"], lat["slow_only"])
+
+
+def test_fit_first_cleans_to_keep_room_on_a_small_fast_device():
+    """Once the fast device is full, the writes that do not fit go to the slow device and the
+    cleaner moves the fast device's coldest pages down in idle time: later writes find room again."""
+    p = make_policy("fit_first")
+    trace = _write_only(20_000, 20_000)
+    env = make_env(p, "perf_opt", trace, n_requests=20_000)
+    r = run_episode(p, env, seed=0)
+    c = env.hss.counters()
+    assert c["cleaned_pages"] > 0 and c["evictions"] == 0
+    assert r.metrics.fast_hit_ratio > 0.5, r.metrics.fast_hit_ratio

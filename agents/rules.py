@@ -1,0 +1,46 @@
+"""The strongest simple rules built from the reference agents' parts: what learning must beat.
+
+``fit_first`` is the reference placement agent (:class:`hss_gym.agents.harmonia.PlacementAgent`
+with ``evict=False``, the :class:`~hss_gym.agents.harmonia.Cleaner` and ``first_reads="home"``)
+with its network replaced by a constant: every write goes to the fastest device it fits on (never
+evicting on the critical path), a page first touched by a read stays on its home device, and the
+cleaner keeps room on the faster devices in idle time. Nothing is learned and nothing migrates.
+A learned agent that does not beat it has learned nothing that pays (docs/learning-diagnostics.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hss_gym.agents.base import Policy
+from hss_gym.agents.harmonia import REFERENCE, PlacementAgent
+from hss_gym.envs.parallel import HSSParallelEnv
+
+
+class FitFirst(PlacementAgent):
+    """Writes to the fastest device they fit on; first-touch reads home; the reference cleaner."""
+
+    name = "fit_first"
+    learns = False
+    env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
+
+    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"]) -> None:
+        super().__init__(seed=seed, train=False, evict=False, clean=clean, seq_explore=False,
+                         first_reads="home")
+
+    def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
+        Policy.reset(self, env, seed)  # no network to build
+        self._setup(env)
+
+    def _choose(self, obs: np.ndarray) -> int:
+        return 0  # the fastest device; the room check moves it down to where it fits
+
+    @property
+    def _exploring(self) -> bool:
+        return False
+
+    @property
+    def loss_curve(self) -> list[tuple[int, float]]:
+        return []
