@@ -237,8 +237,21 @@ class PlacementAgent(_C51Policy):
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, credit: str = "page", horizon: int = 2000,
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
-                 seq_explore: bool = False, first_reads: str = "place") -> None:
+                 seq_explore: bool = False, first_reads: str = "place", prior: str | None = None,
+                 deviate: float = 0.1, margin: float = 0.1) -> None:
         super().__init__(config, seed, train)
+        if prior not in (None, "fit"):
+            raise ValueError(f"prior must be None or 'fit', got {prior!r}")
+        if prior is not None and evict:
+            raise ValueError("prior='fit' needs placements that do not evict (evict=False)")
+        if not 0.0 <= deviate <= 1.0 or margin < 0.0:
+            raise ValueError(f"need 0 <= deviate <= 1 and margin >= 0; got {deviate}, {margin}")
+        #: the rule the agent starts from and deviates from (None: the network alone decides)
+        self.prior, self.deviate, self.margin = prior, float(deviate), float(margin)
+        if prior is not None:  # the warm-up explores around the rule, not with the network's epsilon
+            self._explore_left = self.cfg.explore_steps if train else 0  # once per agent, as the network's
+            self._rng = np.random.default_rng([seed, 0x51B])
+            self.cfg = C51Config(**{**self.cfg.__dict__, "explore_steps": 0})
         if clean is not None and evict:
             raise ValueError("clean needs placements that do not evict (evict=False)")
         if first_reads not in ("place", "home"):
@@ -281,6 +294,11 @@ class PlacementAgent(_C51Policy):
         if self.cleaner is not None:
             self.cleaner.reset(env)
 
+    def load_state(self, state: dict[str, Any], source: str) -> None:
+        super().load_state(state, source)
+        if self.prior is not None:  # trained weights: no warm-up, as the network's epsilon has none
+            self._explore_left = 0
+
     def act(self, observations: Obs, infos: Infos) -> dict[str, int]:
         return {"placement": self.decide(observations["placement"], infos["placement"])}
 
@@ -322,14 +340,33 @@ class PlacementAgent(_C51Policy):
         return a
 
     def _choose(self, obs: np.ndarray) -> int:
-        """The device the network chooses for ``obs`` (epsilon-greedy), before the room check
-        moves it to a device where the request fits."""
-        return self.agent.act(obs)
+        """The device chosen for ``obs``, before the room check moves it to a device where the
+        request fits: the network's (epsilon-greedy), or with ``prior="fit"`` the rule's (the
+        fastest device) unless the network expects another device to return more than ``margin``
+        above it; during the warm-up, the rule's device or, with probability ``deviate``, another
+        one at random (one choice per sequential run with ``seq_explore``)."""
+        if self.prior is None:
+            return self.agent.act(obs)
+        if self._explore_left:
+            self._explore_left -= 1
+            req = self.env.request
+            if self.seq_explore and req[2] == self._run_end:
+                a = self._run_choice
+            elif self._rng.random() < self.deviate:
+                a = int(self._rng.integers(1, self.agent.n_actions))
+            else:
+                a = 0
+            self._run_end, self._run_choice = req[2] + req[3], a
+            return a
+        q = self.agent.q_values(obs)
+        best = max(range(len(q)), key=q.__getitem__)
+        return best if q[best] > q[0] + self.margin else 0
 
     @property
     def _exploring(self) -> bool:
-        """Whether the network is in its exploration warm-up (its choices are not greedy)."""
-        return self.agent.exploring
+        """Whether the network is in its exploration warm-up (its choices are not greedy). With a
+        prior, the rule's choices are the greedy ones from the start (they ask the cleaner for room)."""
+        return self.prior is None and self.agent.exploring
 
     def _learn(self, next_obs: np.ndarray, reward: float, step: int, latency: float, evicted: int) -> None:
         """:meth:`learn` on what it reads from ``infos["placement"]``: ``step``, ``latency_us``
@@ -619,9 +656,10 @@ class Harmonia(Combined):
     def __init__(self, placement: "C51Config | dict[str, Any] | None" = None,
                  migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
-                 clean: float | None = None, seq_explore: bool = False, first_reads: str = "place") -> None:
+                 clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
+                 prior: str | None = None, deviate: float = 0.1, margin: float = 0.1) -> None:
         super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
-                                        first_reads=first_reads),
+                                        first_reads=first_reads, prior=prior, deviate=deviate, margin=margin),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)

@@ -27,8 +27,7 @@ class FitFirst(PlacementAgent):
     env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
 
     def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"]) -> None:
-        super().__init__(seed=seed, train=False, evict=False, clean=clean, seq_explore=False,
-                         first_reads="home")
+        super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home")
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         Policy.reset(self, env, seed)  # no network to build

@@ -2,7 +2,8 @@
 
 * :func:`learning_suite`: on the ``learn-*`` scenarios (:mod:`hss_gym.workloads.learning`), the
   mean latency of each learner over the requests after ``warmup`` (6,000) against the best of the
-  fixed and heuristic policies (always fast, always slow, ``hps``, ``cde``) over the same
+  fixed and heuristic policies (always fast, always slow, ``hps``, ``cde``), and against the
+  strongest simple rule (``fit_first``, ``RULES``) over the same
   requests, per seed, and the learning curve (mean latency per 1,000-request window).
 * :func:`real_traces`: on real trace files, each learner's mean latency against Slow-Only's,
   with the hit ratio of an LRU cache of the fast device's size (the reuse there is to exploit).
@@ -42,6 +43,9 @@ class AlwaysFast(Policy):
 
 FIXED = {"always_fast": AlwaysFast, "slow_only": lambda: make_policy("slow_only"),
          "hps": lambda: make_policy("hps"), "cde": lambda: make_policy("cde")}
+#: The strongest simple rule built from the reference agents' parts (:mod:`hss_gym.agents.rules`),
+#: judged apart from FIXED: the learners' lead over it is an open requirement (docs/learning-diagnostics.md).
+RULES = {"fit_first": lambda: make_policy("fit_first")}
 
 
 def before_fix(name: str, seed: int) -> Policy:
@@ -91,6 +95,8 @@ def learning_suite(configs: tuple[str, ...] = ("perf_opt", "cost_opt"), seeds: i
                 for pol, make in FIXED.items():
                     row[pol] = float(latencies(make(), cfg, trace, seed)[warmup:].mean())
                 row["best_fixed"] = min(FIXED, key=lambda p: row[p])
+                for pol, make in RULES.items():
+                    row[pol] = float(latencies(make(), cfg, trace, seed)[warmup:].mean())
                 for pol in learners:
                     lat = latencies(learner(pol, seed, before), cfg, trace, seed)
                     row[pol] = float(lat[warmup:].mean())
@@ -157,7 +163,10 @@ def print_learning(rows: list[dict[str, Any]], learners: tuple[str, ...] = LEARN
         for p in learners:
             ratio = np.array([r[p] for r in rs]) / best
             cells.append(f"{ratio.mean():9.3f} [{ratio.max():.3f}]")
-        print(f"{k[0]:18s} {k[1]:9s} {best.mean():12.1f} {'/'.join(names):>9s} " + " ".join(f"{c:>16s}" for c in cells))
+        rule = " ".join(f"{p} / {q}: {np.mean([r[p] for r in rs]) / np.mean([r[q] for r in rs]):.3f}"
+                        for q in RULES if q in rs[0] for p in learners)
+        print(f"{k[0]:18s} {k[1]:9s} {best.mean():12.1f} {'/'.join(names):>9s} " + " ".join(f"{c:>16s}" for c in cells)
+              + f"   {rule}")
     for p in learners:
         r = rows[0]
         print(f"learning curve, {p}, {r['scenario']} {r['config']} seed {r['seed']} (mean us per 1,000 requests): "

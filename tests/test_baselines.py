@@ -487,3 +487,22 @@ def test_fit_first_cleans_to_keep_room_on_a_small_fast_device():
     c = env.hss.counters()
     assert c["cleaned_pages"] > 0 and c["evictions"] == 0
     assert r.metrics.fast_hit_ratio > 0.5, r.metrics.fast_hit_ratio
+
+
+def test_a_learner_with_the_rule_as_prior_starts_as_the_rule():
+    """``prior="fit"``: the placement agent starts from fit_first and explores around it. With no
+    deviation and a margin no value reaches, it is fit_first, request for request (past its
+    1,000-decision warm-up too); with every warm-up choice a deviation, writes that fit go to the
+    slow device."""
+    from hss_gym.agents.sibyl import sibyl
+
+    def run(pol, n):
+        env = make_env(pol, "perf_opt", _write_only(n, 3000), n_requests=n, fast_fraction=1.0)
+        run_episode(pol, env, seed=0)
+        return env.latencies(), env.hss.counters()["used_pages"]
+
+    rule, prior = run(make_policy("fit_first"), 3000), run(sibyl(prior="fit", deviate=0.0, margin=1e9), 3000)
+    assert np.array_equal(rule[0], prior[0]) and rule[1][1] == 0
+    assert run(sibyl(prior="fit", deviate=1.0), 800)[1][1] > 0  # all 800 in the warm-up
+    with pytest.raises(ValueError, match="prior"):
+        sibyl(prior="lru")
