@@ -79,7 +79,7 @@ class TrackData:
     @property
     def metrics(self) -> tuple[Any, ...]:
         """The problem's metrics this track can show: one relative to a reference that did not
-        run in it (e.g. "% of paid Oracle" in a suite without ``oracle_paid``) is left out."""
+        run in it (e.g. "% of Oracle" in a suite run without ``oracle``) is left out."""
         return tuple(m for m in self.problem.metrics if not m.relative_to or m.relative_to[0] in self.policies)
 
     @property
