@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from hss_gym.benchmarks.claims import DIRECTION_ONLY, NOT_JUDGED
-from hss_gym.benchmarks.problems import Problem, get_problem
+from hss_gym.benchmarks.problems import NoHarm, Problem, get_problem
 from hss_gym.benchmarks.results import latest_by_key
 from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant, tied_with_leader
 
@@ -221,24 +221,28 @@ def _columns(td: TrackData) -> list[tuple[str, str]]:
     return [(w, c) for w in td.workloads for c in td.configs if any(x[:2] == (w, c) for x in cells)]
 
 
-def _judges_harm(td: TrackData) -> bool:
+def _no_harm(td: TrackData) -> NoHarm | None:
+    """The problem's do-no-harm judgement when its do-nothing policy ran in the track."""
     nh = td.problem.no_harm
-    return nh is not None and nh.policy in td.policies
+    return nh if nh is not None and nh.policy in td.policies else None
 
 
-def harm_score(td: TrackData, policy: str) -> tuple[float | None, int | None]:
-    """``policy``'s do-no-harm score (:class:`~hss_gym.benchmarks.problems.NoHarm`): the geometric
-    mean over the track's (workload, configuration) columns of its mean of the key over the seeds
-    / the do-nothing policy's over the same seeds, and the number of columns above the tolerance.
+def harm_score(td: TrackData, policy: str, key: str | None = None) -> tuple[float | None, int | None]:
+    """``policy``'s do-no-harm score on ``key`` (one of the problem's
+    :class:`~hss_gym.benchmarks.problems.NoHarm` keys; default the first): the geometric mean over
+    the track's (workload, configuration) columns of its mean of the key over the seeds / the
+    do-nothing policy's over the same seeds, and the number of columns above the tolerance.
     ``(None, None)`` when a column has no pair of runs to compare."""
     nh = td.problem.no_harm
     if nh is None:
         return None, None
+    key = nh.keys[0] if key is None else key
+    seeds = td.seeds()
     logs, harm = [], 0
     for w, c in _columns(td):
-        pairs = [(a[nh.key], b[nh.key]) for s in td.seeds()
+        pairs = [(a[key], b[key]) for s in seeds
                  if (a := td.values(policy, (w, c, s))) is not None and (b := td.values(nh.policy, (w, c, s)))
-                 is not None and _finite(a.get(nh.key)) and _finite(b.get(nh.key))]
+                 is not None and _finite(a.get(key)) and _finite(b.get(key))]
         own, ref = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
         if not pairs or own <= 0 or ref <= 0:
             return None, None
@@ -248,8 +252,8 @@ def harm_score(td: TrackData, policy: str) -> tuple[float | None, int | None]:
 
 
 def summary_head(td: TrackData) -> list[str]:
-    nh = td.problem.no_harm
-    extra = [f"geo. / {nh.policy}", "harm"] if nh is not None and _judges_harm(td) else []
+    nh = _no_harm(td)
+    extra = [label for _, geo, harm in nh.columns() for label in (geo, harm)] if nh is not None else []
     return ["#", "policy"] + [m.label for m in td.metrics] + extra + ["runs"]
 
 
@@ -270,15 +274,17 @@ def summary_rows(td: TrackData) -> list[list[str]]:
     key = td.problem.primary.key
     board = leaderboard(td)
     ties = tied(board, key)
+    nh = _no_harm(td)
     rows = []
 
     def row(rank: str, s: PolicyStats) -> list[str]:
         runs = f"{s.runs}" + (f" ({s.failed} failed)" if s.failed else "")
         ref = s.policy in td.problem.references
         extra = []
-        if _judges_harm(td):
-            geo, harm = harm_score(td, s.policy)
-            extra = [fmt(geo, 3), NA if harm is None else str(harm)]
+        if nh is not None:
+            for k in nh.keys:
+                geo, harm = harm_score(td, s.policy, k)
+                extra += [fmt(geo, 3), NA if harm is None else str(harm)]
         return [rank, s.policy] + [NOT_SHOWN if ref and m.relative_to else fmt_est(s.estimate(m.key), m.digits, m.pct)
                                    for m in td.metrics] + extra + [runs]
 
@@ -493,14 +499,15 @@ def summary_legend(td: TrackData) -> list[tuple[str, str]]:
                                  f"the track (a ratio of the means: it follows a ranking on {label})"))
             out.append((NOT_SHOWN, f"in the references' rows: {x.label} means nothing for a reference "
                                    f"({ref} is 100% by definition; an idealised device above it is no score)"))
-    nh = td.problem.no_harm
-    if nh is not None and _judges_harm(td):
+    nh = _no_harm(td)
+    if nh is not None:
         n_cols = len(_columns(td))
-        out += [(f"geo. / {nh.policy}", f"geometric mean over the track's {n_cols} workloads of the policy's "
-                                        f"{nh.key} (mean over seeds) / {nh.policy}'s over the same seeds: "
-                                        f"below 1 is better than doing nothing"),
-                ("harm", f"the workloads where that ratio is above {nh.tolerance:g} (more than "
-                         f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy})")]
+        for key, geo, harm in nh.columns():
+            out += [(geo, f"geometric mean over the track's {n_cols} workloads of the policy's {key} (mean "
+                          f"over seeds) / {nh.policy}'s over the same seeds: below 1 is better than doing "
+                          "nothing"),
+                    (harm, f"the workloads where the {geo} ratio is above {nh.tolerance:g} (more than "
+                           f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy} on {key})")]
     return out
 
 

@@ -14,16 +14,18 @@ import pytest
 from _extras import requires
 
 from hss_gym.benchmarks import report as rep
-from hss_gym.benchmarks.problems import get_problem
+from hss_gym.benchmarks.problems import NoHarm, get_problem
 from hss_gym.benchmarks.problems.hss import CURVE
 from hss_gym.benchmarks.results import SCHEMA
 from hss_gym.benchmarks.stats import tied_with_leader, tolerance_range, within_tolerance
 
 
-def _fake(policy, workload, mean, seed=0, config="perf_opt", track="perf_opt", wa=1.0, curve=None):
-    m = dict(requests=10, mean_latency_us=mean, p99_latency_us=2 * mean, p9999_latency_us=3 * mean,
-             throughput_rps=1e6 / mean, makespan_us=1.0, write_amplification=wa, fast_hit_ratio=0.5,
-             evictions=0, migrations=0, migrated_pages_in=[0, 0], migrated_pages_out=[0, 0], migration_bytes=0)
+def _fake(policy, workload, mean, seed=0, config="perf_opt", track="perf_opt", wa=1.0, curve=None, p99=None,
+          p9999=None, migrations=0):
+    m = dict(requests=10, mean_latency_us=mean, p99_latency_us=2 * mean if p99 is None else p99,
+             p9999_latency_us=3 * mean if p9999 is None else p9999, throughput_rps=1e6 / mean, makespan_us=1.0,
+             write_amplification=wa, fast_hit_ratio=0.5, evictions=0, migrations=migrations,
+             migrated_pages_in=[0, 0], migrated_pages_out=[0, 0], migration_bytes=0)
     r = {"schema": SCHEMA, "status": "ok", "suite": "s", "track": track, "workload": workload,
          "config": config, "policy": policy, "seed": seed, "n_requests": 10, "metrics": m,
          "provenance": {"hss_gym_version": "x"}}
@@ -337,3 +339,33 @@ def test_the_summary_judges_each_policy_against_doing_nothing():
     td2 = rep.collect([r for r in recs if r["policy"] != "slow_only"])[0]
     assert "harm" not in rep.summary_head(td2) and all(len(r) == len(rep.summary_head(td2))
                                                       for r in rep.summary_rows(td2))
+
+
+def test_the_tails_are_judged_against_doing_nothing_too():
+    """p99 and p99.99 get their own geo. / slow_only and harm columns, computed as the mean's:
+    "tails" halves the mean latency everywhere but its p99 is 1.5x Slow-Only's on lun2 (harm) and
+    its p99.99 1.1x on both workloads (harm on both). Other problems judge no harm at all."""
+    recs = []
+    for seed in range(2):
+        for w in ("ycsb-b", "lun2"):
+            recs += [_fake("fast_only", w, 10.0, seed=seed), _fake("oracle", w, 15.0, seed=seed),
+                     _fake("slow_only", w, 40.0, p99=100.0, p9999=1000.0, seed=seed),
+                     _fake("tails", w, 20.0, p99=150.0 if w == "lun2" else 50.0, p9999=1100.0, seed=seed)]
+    (td,) = rep.collect(recs)
+    assert rep.harm_score(td, "tails") == (pytest.approx(0.5), 0)  # the mean, as before
+    assert rep.harm_score(td, "tails", "p99_latency_us") == (pytest.approx((0.5 * 1.5) ** 0.5), 1)
+    assert rep.harm_score(td, "tails", "p9999_latency_us") == (pytest.approx(1.1), 2)
+    head = rep.summary_head(td)
+    labels = ["geo. / slow_only", "harm", "p99 / slow_only", "p99 harm", "p99.99 / slow_only", "p99.99 harm"]
+    assert head[-7:-1] == labels and head[-1] == "runs"
+    row = dict(zip(head, next(r for r in rep.summary_rows(td) if r[1] == "tails")))
+    assert [row[k] for k in labels] == ["0.500", "0", "0.866", "1", "1.100", "2"]
+    legend = dict(rep.summary_legend(td))
+    assert "p99_latency_us" in legend["p99 / slow_only"] and "p9999_latency_us" in legend["p99.99 / slow_only"]
+    assert "mean_latency_us" in legend["geo. / slow_only"] and "above 1.02" in legend["p99.99 harm"]
+    md = rep.markdown_report(recs)
+    assert all(f"`{k}`" in md for k in labels)
+    for name in ("fleetio", "rlalloc", "lqoco"):
+        assert get_problem(name).no_harm is None
+    with pytest.raises(ValueError, match="one name per key"):
+        NoHarm("slow_only", ("a", "b"))
