@@ -10,7 +10,11 @@ claims to evaluate. For every (suite, track):
   (workloads pooled within a seed: :mod:`.stats`); the leader's followers that the paired test
   does not separate from it, down to the first it does, are marked ``≈``
   (:func:`.stats.tied_with_leader`). References (idealised or clairvoyant policies) are listed
-  apart, below the ranking, without the metrics relative to a reference (``Metric.relative_to``);
+  apart, below the ranking, without the metrics relative to a reference (``Metric.relative_to``).
+  Where the problem says what doing nothing is (``Problem.no_harm``), every policy is judged
+  against it per workload on each of its keys (HSS: mean, p99 and p99.99 latency), and one
+  sentence sets the problem's reference agents against the best simple rule and the best
+  baseline (:func:`standing`): a learned agent is worth its cost only if it beats both;
 * the primary metric per workload (mean ± CI over that workload's seeds; ``*`` the best, ``≈``
   tied with it by the same rule);
 * learning curves when runs record them (``curves``; x in the problem's unit, ``curve_axes``),
@@ -255,6 +259,42 @@ def summary_head(td: TrackData) -> list[str]:
     nh = _no_harm(td)
     extra = [label for _, geo, harm in nh.columns() for label in (geo, harm)] if nh is not None else []
     return ["#", "policy"] + [m.label for m in td.metrics] + extra + ["runs"]
+
+
+def _standing_judged(td: TrackData) -> NoHarm | None:
+    """The do-no-harm judgement :func:`standing` ranks by, when the problem names rules or
+    reference agents and its do-nothing policy ran."""
+    nh = _no_harm(td)
+    return nh if nh is not None and (td.problem.rules or td.problem.reference_agents) else None
+
+
+def standing(td: TrackData) -> str:
+    """One sentence: the best rule (``Problem.rules``) and the best baseline (every other ranked
+    policy but the reference agents and the do-nothing one) by the first do-no-harm score, and
+    each reference agent's score as a ratio to theirs; "" when :func:`_standing_judged` is None."""
+    nh, prob = _standing_judged(td), td.problem
+    if nh is None:
+        return ""
+    geo = {p: harm_score(td, p)[0] for p in td.ranked}
+
+    def best(what: str, group: list[str]) -> tuple[str, tuple[float, str] | None]:
+        top = min(((g, p) for p in group if (g := geo[p]) is not None), default=None)
+        if top is not None:
+            return f"the best {what} {top[1]} {fmt(top[0], 3)}", top
+        return (f"no {what} ran" if not group else f"no {what} has a score (a workload without its runs)"), None
+
+    rule_text, rule = best("rule", [p for p in td.ranked if p in prob.rules])
+    base_text, base = best("baseline", [p for p in td.ranked if p not in prob.rules
+                                        and p not in prob.reference_agents and p != nh.policy])
+    agents = []
+    for p in (a for a in prob.reference_agents if a in td.ranked):
+        g = geo[p]
+        vs = [f"{g / ref[0]:.2f}x the best {what}" for what, ref in (("rule", rule), ("baseline", base))
+              if g is not None and ref is not None and ref[0] > 0]
+        agents.append(f"{p} {fmt(g, 3)}" + (f" ({', '.join(vs)})" if vs else ""))
+    head = f"Against doing nothing ({nh.columns()[0][1]}, lower is better): "
+    return head + ", ".join(([rule_text] if prob.rules else []) + [base_text]) \
+        + (f"; {', '.join(agents)}" if agents else "") + "."
 
 
 def tied(ordered: list[PolicyStats], key: str) -> set[str]:
@@ -508,6 +548,13 @@ def summary_legend(td: TrackData) -> list[tuple[str, str]]:
                           "nothing"),
                     (harm, f"the workloads where the {geo} ratio is above {nh.tolerance:g} (more than "
                            f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy} on {key})")]
+    nh = _standing_judged(td)
+    if nh is not None:
+        prob = td.problem
+        out += [("rule", "in the sentence under the table: a simple policy built from the reference agents' "
+                         f"parts, nothing learned ({', '.join(prob.rules) or 'none in this problem'})"),
+                ("baseline", "in the sentence under the table: a ranked policy that is not a rule, a reference "
+                             f"agent ({', '.join(prob.reference_agents) or 'none'}) nor {nh.policy}")]
     return out
 
 
@@ -558,7 +605,10 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
         out += ["", f"## {td.suite} / {td.track}", "",
                 f"{td.problem.title}: configurations {', '.join(td.configs)}; {len(td.workloads)} workloads "
                 f"({wl}); seeds {', '.join(map(str, td.seeds()))}.", "", _intro(td), "",
-                md_table(summary_head(td), summary_rows(td)), "", md_legend(summary_legend(td)), ""]
+                md_table(summary_head(td), summary_rows(td)), ""]
+        if line := standing(td):
+            out += [line, ""]
+        out += [md_legend(summary_legend(td)), ""]
         head, rows = detail_table(td)
         out += [f"<details><summary>{td.problem.primary.label} per workload</summary>", "",
                 md_table(head, rows), "", md_legend(detail_legend(td)), "", "</details>"]
@@ -590,7 +640,8 @@ def print_table(records: list[dict[str, Any]]) -> str:
     out = []
     for td in collect(records):
         out += [f"{td.suite} / {td.track} ({', '.join(td.configs)}, {len(td.workloads)} workloads, "
-                f"seeds {', '.join(map(str, td.seeds()))})", md_table(summary_head(td), summary_rows(td)), ""]
+                f"seeds {', '.join(map(str, td.seeds()))})", md_table(summary_head(td), summary_rows(td))]
+        out += [line, ""] if (line := standing(td)) else [""]
     return "\n".join(out)
 
 
@@ -700,6 +751,8 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
                      f"{len(td.workloads)} workloads: {e(', '.join(short_name(w) for w in td.workloads))}; "
                      f"seeds {e(', '.join(map(str, td.seeds())))}.</p><p>{e(_intro(td))}</p>")
         parts.append(html_table(summary_head(td), summary_rows(td)))
+        if line := standing(td):
+            parts.append(f"<p>{e(line)}</p>")
         parts.append(html_legend(summary_legend(td)))
         head, rows = detail_table(td)
         parts.append(f"<details><summary>{e(td.problem.primary.label)} per workload</summary>"

@@ -369,3 +369,31 @@ def test_the_tails_are_judged_against_doing_nothing_too():
         assert get_problem(name).no_harm is None
     with pytest.raises(ValueError, match="one name per key"):
         NoHarm("slow_only", ("a", "b"))
+
+
+# ------------------------------------------------------------------------- rules and baselines
+def test_the_summary_names_the_best_rule_beside_the_best_baseline():
+    """One sentence under each HSS summary: the best rule (fit_first: nothing learned), the best
+    baseline (learned or not, but not the reference agents, the rules, nor Slow-Only, which is the
+    yardstick), and harmonia's and sibyl's geo. / slow_only as ratios to both."""
+    recs = _grid({"slow_only": [4.0, 4.0], "fit_first": [2.0, 2.0], "hps": [3.0, 3.0], "k_svm": [2.8, 2.8],
+                  "harmonia_paper": [2.6, 2.6], "harmonia": [2.2, 2.2], "sibyl": [2.4, 2.4]})
+    (td,) = rep.collect(recs)
+    line = rep.standing(td)
+    assert line == ("Against doing nothing (geo. / slow_only, lower is better): the best rule fit_first 0.500, "
+                    "the best baseline harmonia_paper 0.650; harmonia 0.550 (1.10x the best rule, 0.85x the best "
+                    "baseline), sibyl 0.600 (1.20x the best rule, 0.92x the best baseline).")
+    assert line in rep.markdown_report(recs) and line in rep.print_table(recs)
+    assert f"<p>{line}</p>" in rep.html_report(recs, with_figures=False)
+    legend = dict(rep.summary_legend(td))
+    assert "fit_first" in legend["rule"] and "harmonia, sibyl" in legend["baseline"]
+    # every baseline harms: the best is still a baseline, not Slow-Only; without a rule, it says so
+    worse = [r for r in _grid({"slow_only": [4.0], "hps": [5.0], "cde": [6.0], "harmonia": [3.0]})]
+    (td2,) = rep.collect(worse)
+    assert rep.standing(td2) == ("Against doing nothing (geo. / slow_only, lower is better): no rule ran, "
+                                 "the best baseline hps 1.250; harmonia 0.750 (0.60x the best baseline).")
+    # nothing to say without Slow-Only, or for a problem without rules nor reference agents
+    (td3,) = rep.collect([r for r in recs if r["policy"] != "slow_only"])
+    assert rep.standing(td3) == "" and "rule" not in dict(rep.summary_legend(td3))
+    for name in ("fleetio", "rlalloc", "lqoco"):
+        assert get_problem(name).rules == () and get_problem(name).reference_agents == ()

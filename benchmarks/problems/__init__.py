@@ -90,6 +90,10 @@ class Problem:
     * ``no_harm`` (:class:`NoHarm`): the do-nothing policy every policy is judged against per
       workload, on one or more metrics (geometric mean of the ratios, workloads with harm),
       shown when it ran.
+    * ``rules``: simple policies built from the reference agents' parts with nothing learned
+      (what learning must beat); ``reference_agents``: the problem's own learned agents. With
+      ``no_harm``, the report names the best rule and the best baseline (every other ranked
+      policy but the do-nothing one) and each reference agent's score as a ratio to them.
     * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
       trace or configuration hashes differently), or returns None; ``validate`` uses it.
     * ``check_options(options, workloads)`` checks a track's ``options`` before anything runs
@@ -118,6 +122,8 @@ class Problem:
     #: mean latency per 1,000-request window. Other curves are plotted against the point number.
     curve_axes: tuple[tuple[str, str, float, float], ...] = ()
     no_harm: NoHarm | None = None
+    rules: tuple[str, ...] = ()
+    reference_agents: tuple[str, ...] = ()
 
     def curve_axis(self, name: str) -> tuple[str, float, float]:
         """(x label, first x, x step) of the curve ``name``."""

@@ -38,6 +38,12 @@ ORACLE = "oracle"
 PAID_ORACLE = "oracle_paid"
 CURVE_WINDOW = 1000
 CURVE = "mean latency (µs) per 1,000 requests"
+#: the reference agents: Harmonia's and Sibyl's C51 agents with this project's changes (a learned
+#: policy of LEARNED that is not one of these is a baseline)
+REFERENCE_AGENTS = ("harmonia", "sibyl")
+#: simple rules built from the reference agents' parts, nothing learned (agents/rules.py): what
+#: learning must beat
+RULES = ("fit_first",)
 LEARNED = frozenset({"harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
                      "archivist", "k_svm", "rnn_hss", "random"})
 #: reader options a track may give for trace files (all of them, or per file name pattern in
@@ -377,4 +383,6 @@ PROBLEM = Problem(
     curve_axes=((CURVE, "requests served", CURVE_WINDOW, CURVE_WINDOW),),
     no_harm=NoHarm("slow_only", ("mean_latency_us", "p99_latency_us", "p9999_latency_us"),
                    names=("", "p99", "p99.99")),
+    rules=RULES,
+    reference_agents=REFERENCE_AGENTS,
 )
