@@ -17,6 +17,8 @@ claims to evaluate. For every (suite, track):
   baseline (:func:`standing`): a learned agent is worth its cost only if it beats both;
 * the primary metric per workload (mean ± CI over that workload's seeds; ``*`` the best, ``≈``
   tied with it by the same rule);
+* the problem's raw counts per workload (``Problem.cell_tables``; HSS: migrations per run),
+  mean over the seeds, so a policy's cost in page moves is read beside its latency;
 * learning curves when runs record them (``curves``; x in the problem's unit, ``curve_axes``),
   and the problem's own figures;
 * the papers' claims beside ours (every problem's in one shape, judged by
@@ -341,9 +343,8 @@ def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
     m = td.problem.primary
     cells = td.cells()
     cols = _columns(td)
-    multi = len(td.configs) > 1
-    head = ["policy"] + [short_name(w) + (f" / {c}" if multi else "") for w, c in cols]
-    order = [s.policy for s in leaderboard(td)] + td.references
+    head = ["policy"] + _column_labels(td, cols)
+    order = _row_order(td)
     grid: dict[tuple[str, tuple[str, str]], PolicyStats] = {}
     for w, c in cols:
         cc = [x for x in cells if x[:2] == (w, c)]
@@ -367,6 +368,46 @@ def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
                 row.append(fmt_est(s.estimate(m.key), m.digits, m.pct) + marks.get((p, col), ""))
         rows.append(row)
     return head, rows
+
+
+def _column_labels(td: TrackData, cols: list[tuple[str, str]]) -> list[str]:
+    """The per-workload tables' column heads: the workload, and its configuration when a track has several."""
+    multi = len(td.configs) > 1
+    return [short_name(w) + (f" / {c}" if multi else "") for w, c in cols]
+
+
+def _row_order(td: TrackData) -> list[str]:
+    """The per-workload tables' rows: the ranking, then the references."""
+    return [s.policy for s in leaderboard(td)] + td.references
+
+
+def cell_table(td: TrackData, key: str) -> tuple[list[str], list[list[str]]]:
+    """The raw run metric ``key`` (``Problem.cell_tables``) per policy (rows, as in
+    :func:`detail_table`) and workload/config (columns): its mean over the column's seeds that
+    recorded it; ``failed`` when none did and a run failed, n/a when none did."""
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for (w, c, _, p), r in td.ok.items():
+        if _finite(v := (r.get("metrics") or {}).get(key)):
+            values.setdefault((w, c, p), []).append(float(v))
+    failed = {(w, c, p) for (w, c, _, p) in td.failed}
+    cols = _columns(td)
+    rows = []
+    for p in _row_order(td):
+        row = [p + (" (ref)" if p in td.references else "")]
+        for w, c in cols:
+            xs = values.get((w, c, p))
+            row.append(f"{sum(xs) / len(xs):,.0f}" if xs else "failed" if (w, c, p) in failed else NA)
+        rows.append(row)
+    return ["policy"] + _column_labels(td, cols), rows
+
+
+def cell_legend(td: TrackData, key: str, meaning: str) -> list[tuple[str, str]]:
+    """(mark, meaning) of the values and marks of :func:`cell_table`."""
+    n = len(td.seeds())
+    return [(key, f"{meaning}; the mean over the column's {n} seed{'s' if n != 1 else ''}, rounded"),
+            ("(ref)", "a reference, not ranked"),
+            ("failed", "no run of this policy in the column recorded it, and one failed"),
+            ("n/a", "no run of this policy in the column recorded it")]
 
 
 def curve_table(td: TrackData, points: int = 8) -> tuple[list[str], list[list[str]]] | None:
@@ -542,10 +583,11 @@ def summary_legend(td: TrackData) -> list[tuple[str, str]]:
     nh = _no_harm(td)
     if nh is not None:
         n_cols = len(_columns(td))
+        key0, geo0, _ = nh.columns()[0]
         for key, geo, harm in nh.columns():
             out += [(geo, f"geometric mean over the track's {n_cols} workloads of the policy's {key} (mean "
                           f"over seeds) / {nh.policy}'s over the same seeds: below 1 is better than doing "
-                          "nothing"),
+                          "nothing" if key == key0 else f"as {geo0}, on {key} instead of {key0}"),
                     (harm, f"the workloads where the {geo} ratio is above {nh.tolerance:g} (more than "
                            f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy} on {key})")]
     nh = _standing_judged(td)
@@ -612,6 +654,9 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
         head, rows = detail_table(td)
         out += [f"<details><summary>{td.problem.primary.label} per workload</summary>", "",
                 md_table(head, rows), "", md_legend(detail_legend(td)), "", "</details>"]
+        for key, meaning in td.problem.cell_tables:
+            out += ["", f"<details><summary>{key} per run, per workload</summary>", "",
+                    md_table(*cell_table(td, key)), "", md_legend(cell_legend(td, key, meaning)), "", "</details>"]
         ct = curve_table(td)
         if ct is not None:
             out += ["", "<details><summary>Learning curves</summary>", "", md_table(*ct), "", curve_legend(td), "",
@@ -757,6 +802,9 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
         head, rows = detail_table(td)
         parts.append(f"<details><summary>{e(td.problem.primary.label)} per workload</summary>"
                      + html_table(head, rows) + html_legend(detail_legend(td)) + "</details>")
+        for key, meaning in td.problem.cell_tables:
+            parts.append(f"<details><summary>{e(key)} per run, per workload</summary>"
+                         + html_table(*cell_table(td, key)) + html_legend(cell_legend(td, key, meaning)) + "</details>")
         ct = curve_table(td)
         if ct is not None:
             parts.append("<details><summary>Learning curves</summary>" + html_table(*ct)

@@ -397,3 +397,35 @@ def test_the_summary_names_the_best_rule_beside_the_best_baseline():
     assert rep.standing(td3) == "" and "rule" not in dict(rep.summary_legend(td3))
     for name in ("fleetio", "rlalloc", "lqoco"):
         assert get_problem(name).rules == () and get_problem(name).reference_agents == ()
+
+
+# --------------------------------------------------------------------------------- migrations
+def test_the_report_tabulates_migrations_per_run_per_workload():
+    """HSS tracks: each policy's mean number of migrations per run (the records' ``migrations``)
+    per (workload, configuration), policies as rows in the ranking's order, references last;
+    "failed" where every run failed. Other problems have no such table."""
+    recs = []
+    for seed in range(2):
+        for config in ("perf_opt", "cost_opt"):
+            for w in ("ycsb-b", "lun2"):
+                moves = {"ycsb-b": 1000, "lun2": 20} if config == "perf_opt" else {"ycsb-b": 3, "lun2": 0}
+                recs += [_fake("fast_only", w, 10.0, seed=seed, config=config),
+                         _fake("oracle", w, 15.0, seed=seed, config=config, migrations=7),
+                         _fake("slow_only", w, 40.0, seed=seed, config=config),
+                         _fake("mover", w, 20.0, seed=seed, config=config, migrations=moves[w] + 1000 * seed)]
+                recs += [_fake("stays", w, 30.0, seed=seed, config=config)] if w == "ycsb-b" else \
+                    [_failed("stays", w, seed=seed, config=config)]
+    (td,) = rep.collect(recs)
+    assert get_problem("hss").cell_tables[0][0] == "migrations"
+    head, rows = rep.cell_table(td, "migrations")
+    assert head == ["policy", "ycsb-b / perf_opt", "ycsb-b / cost_opt", "lun2 / perf_opt", "lun2 / cost_opt"]
+    assert rows == [["mover", "1,500", "503", "520", "500"], ["stays", "0", "0", "failed", "failed"],
+                    ["slow_only", "0", "0", "0", "0"], ["fast_only (ref)", "0", "0", "0", "0"],
+                    ["oracle (ref)", "7", "7", "7", "7"]]
+    md = rep.markdown_report(recs)
+    assert "<summary>migrations per run, per workload</summary>" in md and rep.md_table(head, rows) in md
+    assert "`migrations` page moves between devices" in md and "mean over the column's 2 seeds" in md
+    page = rep.html_report(recs, with_figures=False)
+    assert rep.html_table(head, rows) in page
+    for name in ("fleetio", "rlalloc", "lqoco"):
+        assert get_problem(name).cell_tables == ()

@@ -94,6 +94,8 @@ class Problem:
       (what learning must beat); ``reference_agents``: the problem's own learned agents. With
       ``no_harm``, the report names the best rule and the best baseline (every other ranked
       policy but the do-nothing one) and each reference agent's score as a ratio to them.
+    * ``cell_tables``: raw run metrics shown per policy and (workload, configuration) as they are
+      (counts, say, that no metric normalises), each in its own table.
     * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
       trace or configuration hashes differently), or returns None; ``validate`` uses it.
     * ``check_options(options, workloads)`` checks a track's ``options`` before anything runs
@@ -124,6 +126,9 @@ class Problem:
     no_harm: NoHarm | None = None
     rules: tuple[str, ...] = ()
     reference_agents: tuple[str, ...] = ()
+    #: ``(key, meaning)`` of raw run metrics (``record["metrics"][key]``) the report tabulates per
+    #: policy and (workload, configuration), mean over the seeds: e.g. the HSS's migrations per run
+    cell_tables: tuple[tuple[str, str], ...] = ()
 
     def curve_axis(self, name: str) -> tuple[str, float, float]:
         """(x label, first x, x step) of the curve ``name``."""

@@ -385,4 +385,7 @@ PROBLEM = Problem(
                    names=("", "p99", "p99.99")),
     rules=RULES,
     reference_agents=REFERENCE_AGENTS,
+    cell_tables=(("migrations", "page moves between devices in one run: the policy's (through the migration "
+                                "queue, or the Oracle's free ones) and its cleaner's; evictions on the "
+                                "critical path are counted apart"),),
 )
