@@ -139,7 +139,7 @@ class Oracle(Policy):
 
 
 class PaidOracle(Policy):
-    """The clairvoyant policy that pays for its moves: the honest headroom of a real policy.
+    """A future-reading heuristic that pays for its moves: a reference, not a bound.
 
     The :class:`Oracle` migrates for free and places every page where its request completes
     first, so "% of Oracle" overstates what any policy could reach. This one knows the same
@@ -157,8 +157,8 @@ class PaidOracle(Policy):
       after the Belady victims' demotions, queued first so the promotion finds a free slot;
       only while the queue has room for both (a full queue would run moves at once).
 
-    It is a bound of what clairvoyant *decisions* gain with this device model's costs, not an
-    optimum (the Belady choice ignores the move costs and the queue's limits).
+    It is not a bound: the Belady choice ignores the move costs and the queue's limits, and real
+    policies beat it (the reference agents do on the real traces, docs/learning-diagnostics.md).
     """
 
     name = "oracle_paid"

@@ -10,9 +10,15 @@ claims to evaluate. For every (suite, track):
   (workloads pooled within a seed: :mod:`.stats`); the leader's followers that the paired test
   does not separate from it, down to the first it does, are marked ``≈``
   (:func:`.stats.tied_with_leader`). References (idealised or clairvoyant policies) are listed
-  apart, below the ranking, without the metrics relative to a reference (``Metric.relative_to``);
+  apart, below the ranking, without the metrics relative to a reference (``Metric.relative_to``).
+  Where the problem says what doing nothing is (``Problem.no_harm``), every policy is judged
+  against it per workload on each of its keys (HSS: mean, p99 and p99.99 latency), and one
+  sentence sets the problem's reference agents against the best simple rule and the best
+  baseline (:func:`standing`): a learned agent is worth its cost only if it beats both;
 * the primary metric per workload (mean ± CI over that workload's seeds; ``*`` the best, ``≈``
   tied with it by the same rule);
+* the problem's raw counts per workload (``Problem.cell_tables``; HSS: migrations per run),
+  mean over the seeds, so a policy's cost in page moves is read beside its latency;
 * learning curves when runs record them (``curves``; x in the problem's unit, ``curve_axes``),
   and the problem's own figures;
 * the papers' claims beside ours (every problem's in one shape, judged by
@@ -37,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from hss_gym.benchmarks.claims import DIRECTION_ONLY, NOT_JUDGED
-from hss_gym.benchmarks.problems import Problem, get_problem
+from hss_gym.benchmarks.problems import NoHarm, Problem, get_problem
 from hss_gym.benchmarks.results import latest_by_key
 from hss_gym.benchmarks.stats import Estimate, mean_ci, paired_significant, tied_with_leader
 
@@ -79,7 +85,7 @@ class TrackData:
     @property
     def metrics(self) -> tuple[Any, ...]:
         """The problem's metrics this track can show: one relative to a reference that did not
-        run in it (e.g. "% of paid Oracle" in a suite without ``oracle_paid``) is left out."""
+        run in it (e.g. "% of Oracle" in a suite run without ``oracle``) is left out."""
         return tuple(m for m in self.problem.metrics if not m.relative_to or m.relative_to[0] in self.policies)
 
     @property
@@ -221,24 +227,28 @@ def _columns(td: TrackData) -> list[tuple[str, str]]:
     return [(w, c) for w in td.workloads for c in td.configs if any(x[:2] == (w, c) for x in cells)]
 
 
-def _judges_harm(td: TrackData) -> bool:
+def _no_harm(td: TrackData) -> NoHarm | None:
+    """The problem's do-no-harm judgement when its do-nothing policy ran in the track."""
     nh = td.problem.no_harm
-    return nh is not None and nh.policy in td.policies
+    return nh if nh is not None and nh.policy in td.policies else None
 
 
-def harm_score(td: TrackData, policy: str) -> tuple[float | None, int | None]:
-    """``policy``'s do-no-harm score (:class:`~hss_gym.benchmarks.problems.NoHarm`): the geometric
-    mean over the track's (workload, configuration) columns of its mean of the key over the seeds
-    / the do-nothing policy's over the same seeds, and the number of columns above the tolerance.
+def harm_score(td: TrackData, policy: str, key: str | None = None) -> tuple[float | None, int | None]:
+    """``policy``'s do-no-harm score on ``key`` (one of the problem's
+    :class:`~hss_gym.benchmarks.problems.NoHarm` keys; default the first): the geometric mean over
+    the track's (workload, configuration) columns of its mean of the key over the seeds / the
+    do-nothing policy's over the same seeds, and the number of columns above the tolerance.
     ``(None, None)`` when a column has no pair of runs to compare."""
     nh = td.problem.no_harm
     if nh is None:
         return None, None
+    key = nh.keys[0] if key is None else key
+    seeds = td.seeds()
     logs, harm = [], 0
     for w, c in _columns(td):
-        pairs = [(a[nh.key], b[nh.key]) for s in td.seeds()
+        pairs = [(a[key], b[key]) for s in seeds
                  if (a := td.values(policy, (w, c, s))) is not None and (b := td.values(nh.policy, (w, c, s)))
-                 is not None and _finite(a.get(nh.key)) and _finite(b.get(nh.key))]
+                 is not None and _finite(a.get(key)) and _finite(b.get(key))]
         own, ref = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
         if not pairs or own <= 0 or ref <= 0:
             return None, None
@@ -248,9 +258,45 @@ def harm_score(td: TrackData, policy: str) -> tuple[float | None, int | None]:
 
 
 def summary_head(td: TrackData) -> list[str]:
-    nh = td.problem.no_harm
-    extra = [f"geo. / {nh.policy}", "harm"] if nh is not None and _judges_harm(td) else []
+    nh = _no_harm(td)
+    extra = [label for _, geo, harm in nh.columns() for label in (geo, harm)] if nh is not None else []
     return ["#", "policy"] + [m.label for m in td.metrics] + extra + ["runs"]
+
+
+def _standing_judged(td: TrackData) -> NoHarm | None:
+    """The do-no-harm judgement :func:`standing` ranks by, when the problem names rules or
+    reference agents and its do-nothing policy ran."""
+    nh = _no_harm(td)
+    return nh if nh is not None and (td.problem.rules or td.problem.reference_agents) else None
+
+
+def standing(td: TrackData) -> str:
+    """One sentence: the best rule (``Problem.rules``) and the best baseline (every other ranked
+    policy but the reference agents and the do-nothing one) by the first do-no-harm score, and
+    each reference agent's score as a ratio to theirs; "" when :func:`_standing_judged` is None."""
+    nh, prob = _standing_judged(td), td.problem
+    if nh is None:
+        return ""
+    geo = {p: harm_score(td, p)[0] for p in td.ranked}
+
+    def best(what: str, group: list[str]) -> tuple[str, tuple[float, str] | None]:
+        top = min(((g, p) for p in group if (g := geo[p]) is not None), default=None)
+        if top is not None:
+            return f"the best {what} {top[1]} {fmt(top[0], 3)}", top
+        return (f"no {what} ran" if not group else f"no {what} has a score (a workload without its runs)"), None
+
+    rule_text, rule = best("rule", [p for p in td.ranked if p in prob.rules])
+    base_text, base = best("baseline", [p for p in td.ranked if p not in prob.rules
+                                        and p not in prob.reference_agents and p != nh.policy])
+    agents = []
+    for p in (a for a in prob.reference_agents if a in td.ranked):
+        g = geo[p]
+        vs = [f"{g / ref[0]:.2f}x the best {what}" for what, ref in (("rule", rule), ("baseline", base))
+              if g is not None and ref is not None and ref[0] > 0]
+        agents.append(f"{p} {fmt(g, 3)}" + (f" ({', '.join(vs)})" if vs else ""))
+    head = f"Against doing nothing ({nh.columns()[0][1]}, lower is better): "
+    return head + ", ".join(([rule_text] if prob.rules else []) + [base_text]) \
+        + (f"; {', '.join(agents)}" if agents else "") + "."
 
 
 def tied(ordered: list[PolicyStats], key: str) -> set[str]:
@@ -270,15 +316,17 @@ def summary_rows(td: TrackData) -> list[list[str]]:
     key = td.problem.primary.key
     board = leaderboard(td)
     ties = tied(board, key)
+    nh = _no_harm(td)
     rows = []
 
     def row(rank: str, s: PolicyStats) -> list[str]:
         runs = f"{s.runs}" + (f" ({s.failed} failed)" if s.failed else "")
         ref = s.policy in td.problem.references
         extra = []
-        if _judges_harm(td):
-            geo, harm = harm_score(td, s.policy)
-            extra = [fmt(geo, 3), NA if harm is None else str(harm)]
+        if nh is not None:
+            for k in nh.keys:
+                geo, harm = harm_score(td, s.policy, k)
+                extra += [fmt(geo, 3), NA if harm is None else str(harm)]
         return [rank, s.policy] + [NOT_SHOWN if ref and m.relative_to else fmt_est(s.estimate(m.key), m.digits, m.pct)
                                    for m in td.metrics] + extra + [runs]
 
@@ -295,9 +343,8 @@ def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
     m = td.problem.primary
     cells = td.cells()
     cols = _columns(td)
-    multi = len(td.configs) > 1
-    head = ["policy"] + [short_name(w) + (f" / {c}" if multi else "") for w, c in cols]
-    order = [s.policy for s in leaderboard(td)] + td.references
+    head = ["policy"] + _column_labels(td, cols)
+    order = _row_order(td)
     grid: dict[tuple[str, tuple[str, str]], PolicyStats] = {}
     for w, c in cols:
         cc = [x for x in cells if x[:2] == (w, c)]
@@ -321,6 +368,46 @@ def detail_table(td: TrackData) -> tuple[list[str], list[list[str]]]:
                 row.append(fmt_est(s.estimate(m.key), m.digits, m.pct) + marks.get((p, col), ""))
         rows.append(row)
     return head, rows
+
+
+def _column_labels(td: TrackData, cols: list[tuple[str, str]]) -> list[str]:
+    """The per-workload tables' column heads: the workload, and its configuration when a track has several."""
+    multi = len(td.configs) > 1
+    return [short_name(w) + (f" / {c}" if multi else "") for w, c in cols]
+
+
+def _row_order(td: TrackData) -> list[str]:
+    """The per-workload tables' rows: the ranking, then the references."""
+    return [s.policy for s in leaderboard(td)] + td.references
+
+
+def cell_table(td: TrackData, key: str) -> tuple[list[str], list[list[str]]]:
+    """The raw run metric ``key`` (``Problem.cell_tables``) per policy (rows, as in
+    :func:`detail_table`) and workload/config (columns): its mean over the column's seeds that
+    recorded it; ``failed`` when none did and a run failed, n/a when none did."""
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for (w, c, _, p), r in td.ok.items():
+        if _finite(v := (r.get("metrics") or {}).get(key)):
+            values.setdefault((w, c, p), []).append(float(v))
+    failed = {(w, c, p) for (w, c, _, p) in td.failed}
+    cols = _columns(td)
+    rows = []
+    for p in _row_order(td):
+        row = [p + (" (ref)" if p in td.references else "")]
+        for w, c in cols:
+            xs = values.get((w, c, p))
+            row.append(f"{sum(xs) / len(xs):,.0f}" if xs else "failed" if (w, c, p) in failed else NA)
+        rows.append(row)
+    return ["policy"] + _column_labels(td, cols), rows
+
+
+def cell_legend(td: TrackData, key: str, meaning: str) -> list[tuple[str, str]]:
+    """(mark, meaning) of the values and marks of :func:`cell_table`."""
+    n = len(td.seeds())
+    return [(key, f"{meaning}; the mean over the column's {n} seed{'s' if n != 1 else ''}, rounded"),
+            ("(ref)", "a reference, not ranked"),
+            ("failed", "no run of this policy in the column recorded it, and one failed"),
+            ("n/a", "no run of this policy in the column recorded it")]
 
 
 def curve_table(td: TrackData, points: int = 8) -> tuple[list[str], list[list[str]]] | None:
@@ -493,14 +580,23 @@ def summary_legend(td: TrackData) -> list[tuple[str, str]]:
                                  f"the track (a ratio of the means: it follows a ranking on {label})"))
             out.append((NOT_SHOWN, f"in the references' rows: {x.label} means nothing for a reference "
                                    f"({ref} is 100% by definition; an idealised device above it is no score)"))
-    nh = td.problem.no_harm
-    if nh is not None and _judges_harm(td):
+    nh = _no_harm(td)
+    if nh is not None:
         n_cols = len(_columns(td))
-        out += [(f"geo. / {nh.policy}", f"geometric mean over the track's {n_cols} workloads of the policy's "
-                                        f"{nh.key} (mean over seeds) / {nh.policy}'s over the same seeds: "
-                                        f"below 1 is better than doing nothing"),
-                ("harm", f"the workloads where that ratio is above {nh.tolerance:g} (more than "
-                         f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy})")]
+        key0, geo0, _ = nh.columns()[0]
+        for key, geo, harm in nh.columns():
+            out += [(geo, f"geometric mean over the track's {n_cols} workloads of the policy's {key} (mean "
+                          f"over seeds) / {nh.policy}'s over the same seeds: below 1 is better than doing "
+                          "nothing" if key == key0 else f"as {geo0}, on {key} instead of {key0}"),
+                    (harm, f"the workloads where the {geo} ratio is above {nh.tolerance:g} (more than "
+                           f"{100 * (nh.tolerance - 1):.0f}% worse than {nh.policy} on {key})")]
+    nh = _standing_judged(td)
+    if nh is not None:
+        prob = td.problem
+        out += [("rule", "in the sentence under the table: a simple policy built from the reference agents' "
+                         f"parts, nothing learned ({', '.join(prob.rules) or 'none in this problem'})"),
+                ("baseline", "in the sentence under the table: a ranked policy that is not a rule, a reference "
+                             f"agent ({', '.join(prob.reference_agents) or 'none'}) nor {nh.policy}")]
     return out
 
 
@@ -551,10 +647,16 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
         out += ["", f"## {td.suite} / {td.track}", "",
                 f"{td.problem.title}: configurations {', '.join(td.configs)}; {len(td.workloads)} workloads "
                 f"({wl}); seeds {', '.join(map(str, td.seeds()))}.", "", _intro(td), "",
-                md_table(summary_head(td), summary_rows(td)), "", md_legend(summary_legend(td)), ""]
+                md_table(summary_head(td), summary_rows(td)), ""]
+        if line := standing(td):
+            out += [line, ""]
+        out += [md_legend(summary_legend(td)), ""]
         head, rows = detail_table(td)
         out += [f"<details><summary>{td.problem.primary.label} per workload</summary>", "",
                 md_table(head, rows), "", md_legend(detail_legend(td)), "", "</details>"]
+        for key, meaning in td.problem.cell_tables:
+            out += ["", f"<details><summary>{key} per run, per workload</summary>", "",
+                    md_table(*cell_table(td, key)), "", md_legend(cell_legend(td, key, meaning)), "", "</details>"]
         ct = curve_table(td)
         if ct is not None:
             out += ["", "<details><summary>Learning curves</summary>", "", md_table(*ct), "", curve_legend(td), "",
@@ -583,7 +685,8 @@ def print_table(records: list[dict[str, Any]]) -> str:
     out = []
     for td in collect(records):
         out += [f"{td.suite} / {td.track} ({', '.join(td.configs)}, {len(td.workloads)} workloads, "
-                f"seeds {', '.join(map(str, td.seeds()))})", md_table(summary_head(td), summary_rows(td)), ""]
+                f"seeds {', '.join(map(str, td.seeds()))})", md_table(summary_head(td), summary_rows(td))]
+        out += [line, ""] if (line := standing(td)) else [""]
     return "\n".join(out)
 
 
@@ -693,10 +796,15 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
                      f"{len(td.workloads)} workloads: {e(', '.join(short_name(w) for w in td.workloads))}; "
                      f"seeds {e(', '.join(map(str, td.seeds())))}.</p><p>{e(_intro(td))}</p>")
         parts.append(html_table(summary_head(td), summary_rows(td)))
+        if line := standing(td):
+            parts.append(f"<p>{e(line)}</p>")
         parts.append(html_legend(summary_legend(td)))
         head, rows = detail_table(td)
         parts.append(f"<details><summary>{e(td.problem.primary.label)} per workload</summary>"
                      + html_table(head, rows) + html_legend(detail_legend(td)) + "</details>")
+        for key, meaning in td.problem.cell_tables:
+            parts.append(f"<details><summary>{e(key)} per run, per workload</summary>"
+                         + html_table(*cell_table(td, key)) + html_legend(cell_legend(td, key, meaning)) + "</details>")
         ct = curve_table(td)
         if ct is not None:
             parts.append("<details><summary>Learning curves</summary>" + html_table(*ct)

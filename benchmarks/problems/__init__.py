@@ -42,15 +42,29 @@ class Metric:
 @dataclass(frozen=True)
 class NoHarm:
     """How a problem judges "do no harm" against the policy that does nothing (HSS: Slow-Only,
-    which never uses the fast device). Per workload (and configuration) of a track, a policy's
-    mean of ``key`` over the seeds is divided by ``policy``'s over the same seeds (``key``: lower
-    is better); the report shows the geometric mean of these ratios over the track's workloads
-    (below 1 = better than doing nothing) and how many workloads have a ratio above
-    ``tolerance`` (harm: e.g. more than 2% slower than doing nothing)."""
+    which never uses the fast device). Per workload (and configuration) of a track and per key
+    of ``keys`` (each lower is better: e.g. the mean latency, then its tails), a policy's mean of
+    the key over the seeds is divided by ``policy``'s over the same seeds; the report shows the
+    geometric mean of these ratios over the track's workloads (below 1 = better than doing
+    nothing) and how many workloads have a ratio above ``tolerance`` (harm: e.g. more than 2%
+    slower than doing nothing), two columns per key.
+
+    ``names`` gives each key's name in its columns' labels: ``"p99"`` labels ``p99 / <policy>``
+    and ``p99 harm``; the empty name, the first key's, labels ``geo. / <policy>`` and ``harm``."""
 
     policy: str
-    key: str
+    keys: tuple[str, ...]
+    names: tuple[str, ...] = ("",)
     tolerance: float = 1.02
+
+    def __post_init__(self) -> None:
+        if not self.keys or len(self.names) != len(self.keys):
+            raise ValueError(f"NoHarm needs one name per key, got keys {self.keys} and names {self.names}")
+
+    def columns(self) -> list[tuple[str, str, str]]:
+        """``(key, ratio label, harm label)`` per key, in order."""
+        return [(k, f"{n} / {self.policy}" if n else f"geo. / {self.policy}", f"{n} harm" if n else "harm")
+                for k, n in zip(self.keys, self.names)]
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,14 @@ class Problem:
       (:mod:`hss_gym.benchmarks.claims`).
     * ``figures(tracks)`` adds problem-specific figures to the HTML report.
     * ``no_harm`` (:class:`NoHarm`): the do-nothing policy every policy is judged against per
-      workload (geometric mean of the ratios, workloads with harm), shown when it ran.
+      workload, on one or more metrics (geometric mean of the ratios, workloads with harm),
+      shown when it ran.
+    * ``rules``: simple policies built from the reference agents' parts with nothing learned
+      (what learning must beat); ``reference_agents``: the problem's own learned agents. With
+      ``no_harm``, the report names the best rule and the best baseline (every other ranked
+      policy but the do-nothing one) and each reference agent's score as a ratio to them.
+    * ``cell_tables``: raw run metrics shown per policy and (workload, configuration) as they are
+      (counts, say, that no metric normalises), each in its own table.
     * ``precheck(record)`` says why a recorded run cannot be re-run identically here (its
       trace or configuration hashes differently), or returns None; ``validate`` uses it.
     * ``check_options(options, workloads)`` checks a track's ``options`` before anything runs
@@ -103,6 +124,11 @@ class Problem:
     #: mean latency per 1,000-request window. Other curves are plotted against the point number.
     curve_axes: tuple[tuple[str, str, float, float], ...] = ()
     no_harm: NoHarm | None = None
+    rules: tuple[str, ...] = ()
+    reference_agents: tuple[str, ...] = ()
+    #: ``(key, meaning)`` of raw run metrics (``record["metrics"][key]``) the report tabulates per
+    #: policy and (workload, configuration), mean over the seeds: e.g. the HSS's migrations per run
+    cell_tables: tuple[tuple[str, str], ...] = ()
 
     def curve_axis(self, name: str) -> tuple[str, float, float]:
         """(x label, first x, x step) of the curve ``name``."""
