@@ -51,6 +51,8 @@ from hss_gym.backends.base import READ
 from hss_gym.envs.features import feature_names
 from hss_gym.envs.parallel import HSSParallelEnv
 
+PAGE_SIZE = 1 << PAGE_SHIFT
+
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
 #: a move's return against staying is in ~[-2, 1] with gamma 0.1 (MigrationAgent), unscaled.
 #: Deviations (docs/learning-diagnostics.md, with their measured effect): placement lr 3e-3 (Table 2:
@@ -124,6 +126,15 @@ class _C51Policy(Policy):
         return [] if self.agent is None else self.agent.loss_curve
 
 
+def seek_amortising_pages(profile: Any) -> int:
+    """Pages a disk writes in one average positioning time (seek plus half a rotation): a batch of
+    that size spends at most half its device time positioning. 0 for a device without seeks."""
+    if profile.kind != "hdd":
+        return 0
+    position_us = (profile.seek_avg_ms + (30_000.0 / profile.rpm if profile.rpm else 0.0)) * 1000.0
+    return int(position_us * profile.write_bandwidth_mbps / PAGE_SIZE)
+
+
 class Cleaner:
     """Room on the faster devices for what the placement agent sends there (``clean=...``).
 
@@ -134,12 +145,23 @@ class Cleaner:
     free, at least ``min_batch`` pages at a time, as one batch in the next idle time
     (:meth:`hss_gym.hss.HSS.clean`: one read, one sequential write, as a critical-path eviction
     is modelled; the victims in LRU order, or the pages accessed once first when the cleaned
-    pages accessed more often are the ones read again, as ARC adapts). A cleaning still waiting
-    for idle time after ``patience`` requests runs at low priority, as a full migration queue's
-    oldest move does (requests the fast device turned away can keep the slower one from ever
-    idling). So the evictions an HSS must make run off the critical path, and only while the
-    placement agent wants the room. Deviation from the papers (whose agents evict on the
-    critical path); measured in docs/learning-diagnostics.md.
+    pages accessed more often are the ones read again, as ARC adapts). So the evictions an HSS
+    must make run off the critical path, and only while the placement agent wants the room.
+    Deviation from the papers (whose agents evict on the critical path); measured in
+    docs/learning-diagnostics.md.
+
+    * **No cascades.** When ``d + 1`` (not the home device) has no room for the batch beyond its
+      own ``free`` share, the cleaner first cleans ``d + 1`` into ``d + 2`` (a batch of its own, in
+      its own idle time). A batch into a full middle device would make room there inside the same
+      batch, its write to ``d + 1`` waiting for ``d + 1``'s own eviction to the slowest device,
+      and every host request to ``d + 1`` queued behind both.
+    * **Batches that amortise a seek.** A batch into a disk is at least what the disk writes in
+      one average positioning time (seek plus half a rotation: :func:`seek_amortising_pages`),
+      so each batch's seek, and the host stream's seek back after it, cost a small share of its
+      transfer; into an SSD, ``min_batch``.
+    * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
+      a full migration queue's oldest move does (requests the fast device turned away can keep the
+      slower one from ever idling).
     """
 
     def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64) -> None:
@@ -154,15 +176,25 @@ class Cleaner:
         self._goal = [max(1, int(self.free * c)) for c in self._caps]
         self._home = env.cfg.n_devices - 1
         self._asked_at = 0
+        #: the smallest batch into each device (by its target): one that amortises a disk's
+        #: positioning time, but never more than an eighth of the device it cleans
+        seek = [seek_amortising_pages(p) for p in env.cfg.devices]
+        self._min_batch = [max(self.min_batch, min(seek[d + 1], self._caps[d] // 8)) for d in range(self._home)]
 
     def __call__(self, step: int, wanted_at: list[int]) -> None:
         """Ask for this step's cleaning (``wanted_at``: the placement agent's, per device)."""
         core = self._core
         for d in range(self._home):
             if step - wanted_at[d] <= self.window:
-                deficit = self._goal[d] - (self._caps[d] - core.used_pages[d])
+                used = core.used_pages
+                deficit = self._goal[d] - (self._caps[d] - used[d])
                 if deficit > 0:
-                    pages = min(max(deficit, self.min_batch), core.used_pages[d])
+                    pages = min(max(deficit, self._min_batch[d]), used[d])
+                    t = d + 1
+                    while t < self._home and used[t] + pages > self._caps[t] - self._goal[t]:
+                        d, pages = t, min(max(used[t] + pages - (self._caps[t] - self._goal[t]),
+                                              self._min_batch[t]), used[t])  # room on t first
+                        t += 1
                     if not core.clean_pending:
                         core.clean(d, pages)
                         self._asked_at = step
@@ -244,14 +276,16 @@ class PlacementAgent(_C51Policy):
             raise ValueError(f"prior must be None or 'fit', got {prior!r}")
         if prior is not None and evict:
             raise ValueError("prior='fit' needs placements that do not evict (evict=False)")
-        if not 0.0 <= deviate <= 1.0 or margin < 0.0:
+        if (deviate is not None and not 0.0 <= deviate <= 1.0) or margin < 0.0:
             raise ValueError(f"need 0 <= deviate <= 1 and margin >= 0; got {deviate}, {margin}")
         #: the rule the agent starts from and deviates from (None: the network alone decides)
-        self.prior, self.deviate, self.margin = prior, float(deviate), float(margin)
-        if prior is not None:  # the warm-up explores around the rule, not with the network's epsilon
+        self.prior, self.deviate, self.margin = prior, None if deviate is None else float(deviate), float(margin)
+        if prior is not None and deviate is not None:  # the warm-up explores around the rule
             self._explore_left = self.cfg.explore_steps if train else 0  # once per agent, as the network's
             self._rng = np.random.default_rng([seed, 0x51B])
             self.cfg = C51Config(**{**self.cfg.__dict__, "explore_steps": 0})
+        else:  # the network's epsilon warm-up (uniform choices), then the rule as the default
+            self._explore_left = 0
         if clean is not None and evict:
             raise ValueError("clean needs placements that do not evict (evict=False)")
         if first_reads not in ("place", "home"):
@@ -328,10 +362,7 @@ class PlacementAgent(_C51Policy):
                 a = self._run_choice
             self._run_end, self._run_choice = request[2] + request[3], a
         if not self.evict:  # a device the request does not fit: the next slower one
-            room, here = self._room, int(obs[self._at] * self._top + 0.5)  # here: the page's device
-            first = a
-            while a < len(room) and a != here and obs[room[a]] == 0.0:
-                a += 1
+            first, a = a, self._fit(obs, a)
             if a != first and not self._exploring:  # a greedy choice wanted it
                 self.wanted_at[first] = self.env.step_index
         if self.cleaner is not None:
@@ -342,31 +373,43 @@ class PlacementAgent(_C51Policy):
     def _choose(self, obs: np.ndarray) -> int:
         """The device chosen for ``obs``, before the room check moves it to a device where the
         request fits: the network's (epsilon-greedy), or with ``prior="fit"`` the rule's (the
-        fastest device) unless the network expects another device to return more than ``margin``
-        above it; during the warm-up, the rule's device or, with probability ``deviate``, another
-        one at random (one choice per sequential run with ``seq_explore``)."""
-        if self.prior is None:
+        fastest device; the room check takes it to the fastest one it fits) unless the network
+        expects another device to return more than ``margin`` above the device the rule ends on;
+        during the warm-up, the rule's device or, with probability ``deviate``, another one at
+        random (one choice per sequential run with ``seq_explore``)."""
+        if self.prior is None or (self.deviate is None and self.agent.exploring):
             return self.agent.act(obs)
+        rule = self._fit(obs, 0)
         if self._explore_left:
             self._explore_left -= 1
             req = self.env.request
             if self.seq_explore and req[2] == self._run_end:
                 a = self._run_choice
             elif self._rng.random() < self.deviate:
-                a = int(self._rng.integers(1, self.agent.n_actions))
+                a = int(self._rng.integers(0, self.agent.n_actions - 1))
+                a += a >= rule  # any device but the rule's
             else:
                 a = 0
             self._run_end, self._run_choice = req[2] + req[3], a
             return a
         q = self.agent.q_values(obs)
         best = max(range(len(q)), key=q.__getitem__)
-        return best if q[best] > q[0] + self.margin else 0
+        return best if best != rule and q[best] > q[rule] + self.margin else 0
+
+    def _fit(self, obs: np.ndarray, a: int) -> int:
+        """Where a choice of device ``a`` ends without evictions: the first device from ``a`` on
+        that the request fits, or the page's own device for a rewrite in place."""
+        room, here = self._room, int(obs[self._at] * self._top + 0.5)
+        while a < len(room) and a != here and obs[room[a]] == 0.0:
+            a += 1
+        return a
 
     @property
     def _exploring(self) -> bool:
         """Whether the network is in its exploration warm-up (its choices are not greedy). With a
-        prior, the rule's choices are the greedy ones from the start (they ask the cleaner for room)."""
-        return self.prior is None and self.agent.exploring
+        prior explored around, the rule's choices are the greedy ones from the start (they ask the
+        cleaner for room)."""
+        return (self.prior is None or self.deviate is None) and self.agent.exploring
 
     def _learn(self, next_obs: np.ndarray, reward: float, step: int, latency: float, evicted: int) -> None:
         """:meth:`learn` on what it reads from ``infos["placement"]``: ``step``, ``latency_us``
@@ -657,7 +700,7 @@ class Harmonia(Combined):
                  migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
-                 prior: str | None = None, deviate: float = 0.1, margin: float = 0.1) -> None:
+                 prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1) -> None:
         super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
                                         first_reads=first_reads, prior=prior, deviate=deviate, margin=margin),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
@@ -768,7 +811,7 @@ class Harmonia(Combined):
 #: on the real and synthetic suites: docs/learning-diagnostics.md. ``harmonia_paper`` is the agents
 #: as published (critical-path evictions, 7-10-102, minibatches of 128). ``first_reads="home"``: the
 #: placement agent places writes, as the paper's does; reads of unseen pages stay on the home device.
-REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home")
+REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
 

@@ -53,7 +53,7 @@ class Sibyl(PlacementAgent):
                  train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
                  horizon: int = 2000, idle_horizon: int | None = 50, evict: bool = True,
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
-                 prior: str | None = None, deviate: float = 0.1, margin: float = 0.1) -> None:
+                 prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1) -> None:
         super().__init__(config, seed, train, credit, horizon, idle_horizon, evict, clean, seq_explore, first_reads,
                          prior, deviate, margin)
         if eviction_penalty < 0:

@@ -15,7 +15,7 @@ storage systems.
 """
 from __future__ import annotations
 
-__version__ = "0.5.2"  # first: submodules record it in provenance while the package imports
+__version__ = "0.6.0"  # first: submodules record it in provenance while the package imports
 
 from typing import Any  # noqa: E402
 

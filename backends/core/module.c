@@ -470,6 +470,7 @@ static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
 BIND_GETTER(HSS_get_mig_delay, HSSObject, PyFloat_FromDouble(self->h.c.mig_delay_us))
 BIND_GETTER(HSS_get_clean_pending, HSSObject, PyBool_FromLong(self->h.clean_k != 0))
 BIND_GETTER(HSS_get_queue_length, HSSObject, PyLong_FromLong((long)self->h.mq_len))
+BIND_GETTER(HSS_get_host_wait, HSSObject, PyFloat_FromDouble(self->h.c.host_wait_us))
 
 static PyGetSetDef HSS_getset[] = {
     {"evictions", (getter)HSS_get_evictions, NULL, "pages evicted so far (cheap; counters() has all)", NULL},
@@ -479,6 +480,8 @@ static PyGetSetDef HSS_getset[] = {
      NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
     {"clean_pending", (getter)HSS_get_clean_pending, NULL, "whether a cleaning (clean) waits for idle time", NULL},
+    {"host_wait_us", (getter)HSS_get_host_wait, NULL,
+     "time requests waited for a host slot, summed (cheap; counters() has all)", NULL},
     {"issue_us", (getter)HSS_get_issue, NULL, "issue time of the current request (after begin)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
