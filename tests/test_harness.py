@@ -227,6 +227,30 @@ def test_resume_after_a_killed_run_runs_exactly_the_missing_jobs(tmp_path, tiny_
     assert run_jobs(jobs, out, progress=False).skipped == len(jobs)  # nothing left to do
 
 
+def test_resume_keeps_a_complete_last_record_that_lost_its_newline(tmp_path, tiny_results):
+    """A last line that parses as a whole record is a finished run: resume keeps it (and gives it
+    its newline back) and does not run it again; only a line cut short is removed and re-run. The
+    file then holds exactly one record per run done."""
+    suite = tiny_suite(policies=("fast_only", "random", TINY))
+    jobs = make_jobs(suite)
+    lines = tiny_results.read_bytes().splitlines(keepends=True)
+    out = tmp_path / "results.jsonl"
+    out.write_bytes(b"".join(lines[:4]).rstrip(b"\n"))  # 4 whole records, the last without "\n"
+    ran = []
+    summary = run_jobs(jobs, out, workers=1, progress=False, on_record=lambda r: ran.append(job_key(r)))
+    assert summary.skipped == 4 and summary.ok == 2 and len(ran) == 2
+    assert out.read_bytes().startswith(b"".join(lines[:4]))  # the 4th record is kept, newline restored
+    keys = [job_key(r) for r in read_results(out)]
+    assert len(keys) == len(set(keys)) == len(jobs) == len(out.read_bytes().splitlines())
+
+    out.write_bytes(b"".join(lines[:3]) + lines[3][:-2])  # the 4th record cut short: removed, re-run
+    with pytest.warns(UserWarning, match="partial last line"):
+        summary = run_jobs(jobs, out, workers=1, progress=False)
+    assert summary.skipped == 3 and summary.ok == 3
+    keys = [job_key(r) for r in read_results(out)]
+    assert len(keys) == len(set(keys)) == len(jobs) == len(out.read_bytes().splitlines())
+
+
 @pytest.mark.slow
 def test_resume_after_killing_the_bench_process(tmp_path):
     out = tmp_path / "b"
