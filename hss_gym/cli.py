@@ -108,7 +108,7 @@ def _max_requests() -> int:
 
 # ------------------------------------------------------------------------------------ bench
 def cmd_bench(args: argparse.Namespace) -> int:
-    from hss_gym.benchmarks.results import ResultsLock, results_path
+    from hss_gym.benchmarks.results import results_path, writing
     from hss_gym.benchmarks.runner import make_jobs
     from hss_gym.benchmarks.suites import load_suite, with_overrides
 
@@ -127,7 +127,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:  # reads only: no lock
         return _bench(args, suite, out, rpath, jobs, say)
     waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
-    with ResultsLock(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
+    with writing(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
         return _bench(args, suite, out, rpath, jobs, say)
 
 
@@ -400,23 +400,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Reference replays entirely in C (no Python per request): quick device-model sanity checks."""
     from tqdm import tqdm
 
+    from hss_gym.benchmarks.results import append_record, open_for_append, writing
     from hss_gym.config import make_config
     from hss_gym.replay import REFERENCE_POLICIES, replay
     from hss_gym.workloads.registry import check_workload, get_trace
 
     out = Path(args.out)
     _check_out_dir(out, "--out")
-    results_path = out / "results.jsonl"
-    if args.fresh and results_path.exists():
-        results_path.unlink()
-    done: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-    if results_path.exists():
-        for line in results_path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-                done[(r["workload"], r["config"], r["policy"], r["seed"])] = r
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a partial line of an interrupted run
+    rpath = out / "results.jsonl"
     configs = _csv(args.config) or []
     # each configuration resolved once, before any work (a bad name fails fast), and passed down
     resolved = {c: make_config(c) for c in configs}
@@ -424,29 +415,40 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for w in workloads:
         check_workload(w)  # a misspelt name or a missing trace file fails before any work
     jobs = [(w, c, p) for w in workloads for c in configs for p in REFERENCE_POLICIES]
-    traces: dict[str, Any] = {}
-    f = None  # the results file is opened with the first result: a failed run leaves none
-    try:
-        for w, c, p in tqdm(jobs, desc="replay", unit="run", disable=args.quiet):
-            key = (w, c, p, args.seed)
-            if key in done:
-                continue
-            if w not in traces:
-                traces[w] = get_trace(w, n=args.n, seed=args.seed)
-            tr = traces[w]
-            res = replay(tr, resolved[c], p, seed=args.seed)
-            rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
-                   "hss_gym_version": __version__, "config_hash": resolved[c].digest(),
-                   "trace_source": tr.source, "metrics": res.metrics.to_dict()}
-            if f is None:
-                out.mkdir(parents=True, exist_ok=True)
-                f = results_path.open("a")
-            f.write(json.dumps(rec, default=str) + "\n")
-            f.flush()
-            done[key] = rec
-    finally:
-        if f is not None:
-            f.close()
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
+    with writing(rpath, wait=args.wait, on_wait=waiting):  # one writer, from reading what is done to the end
+        if args.fresh and rpath.exists():
+            rpath.unlink()
+        done: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+        if rpath.exists():
+            for line in rpath.read_text().splitlines():
+                try:
+                    r = json.loads(line)
+                    done[(r["workload"], r["config"], r["policy"], r["seed"])] = r
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # not a replay record
+        traces: dict[str, Any] = {}
+        fd = None  # the results file is opened with the first result: a failed run leaves none
+        try:
+            for w, c, p in tqdm(jobs, desc="replay", unit="run", disable=args.quiet):
+                key = (w, c, p, args.seed)
+                if key in done:
+                    continue
+                if w not in traces:
+                    traces[w] = get_trace(w, n=args.n, seed=args.seed)
+                tr = traces[w]
+                res = replay(tr, resolved[c], p, seed=args.seed)
+                rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
+                       "hss_gym_version": __version__, "config_hash": resolved[c].digest(),
+                       "trace_source": tr.source, "metrics": res.metrics.to_dict()}
+                if fd is None:
+                    fd = open_for_append(rpath)
+                append_record(fd, rec)
+                done[key] = rec
+        finally:
+            if fd is not None:
+                os.close(fd)
     lines = ["| workload | config | policy | mean µs | p99 µs | p99.99 µs | kIOPS | WA | fast hit "
              "| mean / Fast-Only |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for w in workloads:
@@ -463,7 +465,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     (out / "report.md").write_text(f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} "
                                    f"requests per workload; seed {args.seed}.\n\n{table}\n")
     print(table)
-    print(f"\nreport: {out / 'report.md'}  results: {results_path}")
+    print(f"\nreport: {out / 'report.md'}  results: {rpath}")
     return 0
 
 
@@ -562,7 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--fresh", action="store_true", help="delete OUT/results.jsonl and start over")
     b.add_argument("--jobs", "-j", type=int_arg(1), metavar="N", help="local worker processes, >= 1 (default: all cores)")
     b.add_argument("--wait", action="store_true",
-                   help="if another bench is writing OUT/results.jsonl, wait for it instead of refusing")
+                   help="if another bench or replay is writing OUT/results.jsonl, wait for it instead of refusing")
     b.add_argument("--ray", action="store_true",
                    help="distribute the runs over Ray (default address: $RAY_ADDRESS, else a local Ray)")
     b.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (implies nothing without --ray "
@@ -640,6 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=0, help="seed (>= 0)")
     rp.add_argument("--out", default="results/replay", help="output directory (results.jsonl, report.md)")
     rp.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
+    rp.add_argument("--wait", action="store_true",
+                    help="if another bench or replay is writing OUT/results.jsonl, wait for it instead of refusing")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.set_defaults(func=cmd_replay)
 
