@@ -368,7 +368,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ValueError(f"convert: DST {args.dst} is an existing directory; give the path of the cache file "
                          f"to write (e.g. {dst / (src.name + '.npz')})")
     _check_out_dir(dst.parent, "convert: DST's directory")
-    convert(args.src, args.dst, format=args.format)
+    convert(args.src, args.dst, format=args.format, force=args.force)
     print(f"wrote {args.dst}")
     return 0
 
@@ -631,6 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("src")
     c.add_argument("dst")
     c.add_argument("--format", default=None, help="input format (default: auto-detect)")
+    c.add_argument("--force", action="store_true", help="replace DST if it exists (never SRC itself)")
     c.set_defaults(func=cmd_convert)
 
     rp = sub.add_parser("replay", help="fast reference replays in C (Fast-Only, LRU eviction, Slow-Only)")

@@ -189,6 +189,41 @@ def test_convert(tmp_path, capsys):
     assert len(load_trace(tmp_path / "u.hsst")) == 300
 
 
+def test_convert_never_destroys_its_source_or_an_existing_file(tmp_path, capsys):
+    """SRC and DST the same file (also through a symlink or a hard link) is refused; an existing
+    DST is replaced only with --force; the cache is written through a temporary file and a rename
+    (nothing at DST after a failure) with the mode a plain open() gives."""
+    import os
+
+    from hss_gym.workloads import load_trace
+    src = tmp_path / "t.csv"
+    text = "".join(f"{128166372003061629 + i * 1000},hm,1,Read,{i * 4096},4096,100\n" for i in range(50))  # MSR
+    src.write_text(text)
+    os.symlink(src, tmp_path / "link.csv")
+    os.link(src, tmp_path / "hard.csv")
+    for same in (src, tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "." / "t.csv"):
+        assert cli.main(["convert", str(src), str(same), "--force"]) == 2
+        assert "same file" in capsys.readouterr().err
+        assert src.read_text() == text
+    dst = tmp_path / "t.hsst"
+    dst.write_text("keep me")
+    assert cli.main(["convert", str(src), str(dst)]) == 2
+    assert "--force" in capsys.readouterr().err and dst.read_text() == "keep me"
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["convert", str(src), str(dst), "--force"]) == 0
+        assert len(load_trace(dst)) == 50 and (dst.stat().st_mode & 0o777) == 0o644
+        assert cli.main(["convert", str(src), str(tmp_path / "new.hsst")]) == 0
+        assert (tmp_path / "new.hsst").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text.replace(",4096,4096,", ",x,4096,"))
+    before = sorted(os.listdir(tmp_path))
+    assert cli.main(["convert", str(bad), str(tmp_path / "bad.hsst")]) == 2
+    assert sorted(os.listdir(tmp_path)) == before  # no DST, no temporary file
+
+
 def test_validate_checks_every_cell_with_a_fresh_printed_seed(bench_dir, capsys):
     """By default validate re-runs one run of every (policy, workload, configuration) cell, drawn
     with a fresh seed it prints; --seed repeats a draw. A file edited in any cell fails."""

@@ -37,6 +37,7 @@ transparently.
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -464,9 +465,22 @@ def _check_limit(limit: int | None) -> None:
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
 
 
-def convert(src: str | Path, dst: str | Path, format: str | None = None,
+def convert(src: str | Path, dst: str | Path, format: str | None = None, *, force: bool = False,
             **options: Any) -> Trace:
-    """Parse the trace file ``src`` (see ``load_trace``) and save it as a cache at ``dst``."""
+    """Parse the trace file ``src`` (see ``load_trace``) and save it as a cache at ``dst``.
+
+    Never destroys a file it was not asked to: ``dst`` naming ``src`` itself (also through a
+    symbolic or hard link) is refused, and an existing ``dst`` is replaced only with ``force``.
+    The cache is written through a temporary file renamed into place, so a failure leaves no
+    partial ``dst``."""
+    if os.path.lexists(dst) and os.path.exists(src):
+        same = os.path.realpath(src) == os.path.realpath(dst) or (
+            os.path.exists(dst) and os.path.samefile(src, dst))
+        if same:
+            raise ValueError(f"convert: SRC {src} and DST {dst} are the same file; give another DST "
+                             f"(the source would be replaced by the cache)")
+        if not force:
+            raise FileExistsError(f"convert: DST {dst} already exists; pass --force (force=True) to replace it")
     trace = load_trace(src, format, **options)
     _cache.save_cache(trace, dst)
     return trace
