@@ -28,7 +28,7 @@ from typing import Any
 from hss_gym import __version__
 
 DEFAULT_CONFIGS = "perf_opt,cost_opt,tri,quad,pmem"
-EXIT_USAGE, EXIT_FAILED_RUNS = 2, 3
+EXIT_USAGE, EXIT_FAILED_RUNS, EXIT_INCOMPLETE = 2, 3, 4
 
 
 def _csv(s: str | None) -> list[str] | None:
@@ -235,19 +235,33 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------- validate
 def cmd_validate(args: argparse.Namespace) -> int:
+    from hss_gym.benchmarks.validate import no_imports_from
+    results = Path(args.results)
+    folder = results if results.is_dir() else results.parent
+    with no_imports_from([folder]):  # nothing lying beside the results (or here) is imported
+        return _validate(args, folder)
+
+
+def _validate(args: argparse.Namespace, folder: Path) -> int:
+    import secrets
+
     from tqdm import tqdm
 
-    from hss_gym.benchmarks.validate import choose, validate_results
-    import secrets
+    from hss_gym.benchmarks.validate import choose, code_uses, validate_results
     records, _ = _gather([args.results])
     sample = None if args.all else args.sample
     per_cell = not args.all and args.sample is None
     tracks = _csv(args.tracks)
+    allow = [p for a in args.allow for p in _csv(a) or []]
     seed = secrets.randbelow(MAX_SEED) if args.seed is None else args.seed
     if not args.all:  # a fresh draw each time (a fixed one would always check the same runs)
         print(f"validate: sample seed {seed} (repeat this choice with --seed {seed})")
-    total = len(choose(records, sample, seed, per_cell, tracks))
-    bar = tqdm(total=total, desc="validate", unit="run", disable=args.quiet, file=sys.stderr)
+    chosen = choose(records, sample, seed, per_cell, tracks)
+    uses = code_uses(chosen, allow, [folder])
+    print(f"validate: {len(uses)} policy/problem spec(s) in the runs to re-run:")
+    for use in uses.values():
+        print(f"  {use.describe()}")
+    bar = tqdm(total=len(chosen), desc="validate", unit="run", disable=args.quiet, file=sys.stderr)
 
     def progress(chk: Any) -> None:
         bar.update(1)
@@ -255,10 +269,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             bar.write(chk.describe())
 
     rep = validate_results(records, sample=sample, seed=seed, rtol=args.rtol, progress=progress,
-                           per_cell=per_cell, tracks=tracks, workers=args.jobs)
+                           per_cell=per_cell, tracks=tracks, workers=args.jobs, allow=allow, folders=[folder])
     bar.close()
     print(rep.summary())
-    return 0 if rep.passed else 1
+    return 0 if rep.passed else 1 if rep.failed else EXIT_INCOMPLETE
 
 
 # -------------------------------------------------------------------------------------- list
@@ -593,8 +607,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "that is printed (--seed repeats a draw). The simulator is "
                                    "deterministic, so by default they must match exactly. Results from "
                                    "another hss-gym version, or whose trace or configuration hash differs "
-                                   "from this installation's, are refused with the reason. Exit status 0 = "
-                                   "passed.")
+                                   "from this installation's, are refused with the reason. No code the "
+                                   "results file names is imported unless --allow names its package: the "
+                                   "runs of other 'module:factory' policies (or 'module:attribute' "
+                                   "problems) are not validated, and nothing is imported from the current "
+                                   "folder or the results file's. Exit status 0 = passed, 1 = failed, "
+                                   "4 = incomplete (runs not validated).")
     v.add_argument("results", help="a results.jsonl file or a bench output directory")
     v.add_argument("--sample", type=int_arg(1), default=None, metavar="K",
                    help="re-run K random runs, >= 1 (default: one run of every cell)")
@@ -606,6 +624,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tracks", metavar="T1,T2", help="only runs of these tracks")
     v.add_argument("--jobs", "-j", type=int_arg(1), default=1, metavar="N",
                    help="local worker processes for the re-runs, >= 1 (default 1)")
+    v.add_argument("--allow", action="append", default=[], metavar="PKG[,PKG]",
+                   help="re-run the 'module:factory' policies (and 'module:attribute' problems) of these "
+                        "top-level packages, installed (repeatable or comma-separated; only code you "
+                        "trust: it is imported and run). Built-in policies need none")
     v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
     v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)

@@ -291,16 +291,16 @@ def test_ray_runs_the_same_jobs(tmp_path):
 # ---------------------------------------------------------------- validation
 def test_validate_passes_exact_and_detects_tampering(tiny_results):
     recs = read_results(tiny_results)
-    ok = validate_results(recs, sample=3, seed=1)
+    ok = validate_results(recs, sample=3, seed=1, allow=[__name__])
     assert ok.passed and len(ok.checks) == 3 and "PASSED" in ok.summary() and "exact" in ok.summary()
 
     tampered = json.loads(json.dumps(recs))
     tampered[2]["metrics"]["mean_latency_us"] *= 0.999
-    res = validate_results(tampered, sample=None)
+    res = validate_results(tampered, sample=None, allow=[__name__])
     assert not res.passed
     bad = [c for c in res.checks if c.status != "ok"]
     assert len(bad) == 1 and bad[0].diffs[0][0] == "mean_latency_us" and "MISMATCH" in bad[0].describe()
-    assert validate_results(tampered, sample=None, rtol=1e-2).passed  # within a stated tolerance
+    assert validate_results(tampered, sample=None, rtol=1e-2, allow=[__name__]).passed  # within a stated tolerance
 
 
 def test_validate_refuses_other_versions_and_mismatched_hashes(tiny_results):
@@ -319,7 +319,7 @@ def test_validate_refuses_other_versions_and_mismatched_hashes(tiny_results):
             bad[0]["provenance"]["trace"]["sha256"] = "f" * 64
         else:
             bad[0]["provenance"][field] = value
-        res = validate_results(bad, sample=None)
+        res = validate_results(bad, sample=None, allow=[__name__])
         assert not res.passed and res.checks[0].status == "refused"
         assert reason in res.checks[0].reason and "REFUSED" in res.checks[0].describe()
 
@@ -600,7 +600,7 @@ def test_a_problem_outside_the_harness_runs_reports_and_validates(tmp_path):
     text = rep.markdown_report(recs)
     rows = [line for line in text.splitlines() if line.startswith("| 1 | good") or line.startswith("| 2 | bad")]
     assert len(rows) == 2 and "| 2.00" in rows[0] and "±" in rows[0]  # ranked by score, higher first, with CIs
-    assert validate_results(recs, sample=3).passed
+    assert validate_results(recs, sample=3, allow=[__name__]).passed
 
 
 def test_trace_hash_depends_on_every_column():
