@@ -204,27 +204,29 @@ def _open_results(p: Path) -> Any:
 
 def read_results(path: str | os.PathLike[str], warn: bool = True) -> list[dict[str, Any]]:
     """Every well-formed record of a results file (plain, ``.zst`` or ``.gz``), in file order
-    (partial/corrupt lines skipped with a warning)."""
+    (partial/corrupt lines skipped with a warning naming their line numbers, the first few)."""
     p = Path(path)
     if not p.exists():
         return []
     out: list[dict[str, Any]] = []
-    bad = 0
+    bad: list[int] = []  # line numbers (from 1)
     with _open_results(p) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                bad += 1
+                bad.append(number)
                 continue
             if isinstance(rec, dict) and rec.get("schema") == SCHEMA:
                 out.append(rec)
             else:
-                bad += 1
+                bad.append(number)
     if bad and warn:
-        warnings.warn(f"{p}: skipped {bad} malformed line(s)", stacklevel=2)
+        shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
+        warnings.warn(f"{p}: skipped {len(bad)} malformed line(s): line{'s' if len(bad) > 1 else ''} {shown}",
+                      stacklevel=2)
     return out
 
 

@@ -251,6 +251,17 @@ def test_resume_keeps_a_complete_last_record_that_lost_its_newline(tmp_path, tin
     assert len(keys) == len(set(keys)) == len(jobs) == len(out.read_bytes().splitlines())
 
 
+def test_malformed_results_lines_are_named_by_number(tmp_path, tiny_results):
+    lines = tiny_results.read_text().splitlines(keepends=True)
+    out = tmp_path / "results.jsonl"
+    out.write_text(lines[0] + "{oops\n" + lines[1] + "[1, 2]\n" + "".join(lines[2:]) + "x\n" * 6)
+    with pytest.warns(UserWarning, match=r"skipped 8 malformed line\(s\): lines 2, 4, 9, 10, 11, \.\.\.$"):
+        assert len(read_results(out)) == len(lines)
+    out.write_text(lines[0] + "{oops\n")
+    with pytest.warns(UserWarning, match=r"skipped 1 malformed line\(s\): line 2$"):
+        read_results(out)
+
+
 @pytest.mark.slow
 def test_resume_after_killing_the_bench_process(tmp_path):
     out = tmp_path / "b"
