@@ -207,6 +207,18 @@ def test_detection_refuses_a_tie(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 # ------------------------------------------------------------------------------ paths, limits
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"", "is empty: no requests to read"), (b"\n \n\t\n", "holds no requests: its first 5 bytes are blank"),
+    (b"\0" * 512, "is empty"),
+])
+def test_an_empty_trace_file_says_it_is_empty(tmp_path: Path, content: bytes, message: str) -> None:
+    path = write(tmp_path, "empty.csv", content)
+    for call in (lambda: load_trace(path), lambda: detect_format(path)):
+        with pytest.raises(TraceFormatError, match=message) as info:
+            call()
+        assert "could not detect" not in str(info.value)
+
+
 def test_missing_trace_path_says_it_does_not_exist(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.csv")
     for call in (lambda: load_trace(missing), lambda: get_trace(missing),
