@@ -178,7 +178,8 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         Skip malformed rows (counted in ``source["skipped"]``, with a
         :class:`SkippedRowsWarning`) instead of raising :class:`TraceFormatError`.
     limit:
-        Stop after this many requests (the head of a long trace).
+        Stop after this many requests (the head of a long trace): the rows past them are not
+        read, so a malformed one there is no error.
     sort:
         Stable-sort requests by arrival time; the number of requests that moved is
         ``source["reordered"]``. ``None`` (default) sorts blkparse output (merged per-CPU
@@ -317,16 +318,19 @@ class _Reader:
 
     def blocks(self) -> Iterator[Block]:
         for data in self.tf.blocks():
-            block = self.parser.parse(data)
-            if block.first_error is not None:
-                if not self.skip_bad:
-                    raise block.first_error
-                self.first_error = self.first_error or block.first_error
-            self.skipped += block.skipped
-            self.dropped.update(block.dropped)
+            parsed = block = self.parser.parse(data)
             done = self.limit is not None and self.count + len(block) >= self.limit
-            if done:
-                block = block.slice(0, self.limit - self.count)  # type: ignore[operator]
+            if done:  # the rows past the limit are not read: a malformed one there is no error
+                block = parsed.slice(0, self.limit - self.count)  # type: ignore[operator]
+            error = parsed.first_error
+            if error is not None and done and (not len(block) or (error.line or 0) > block.line(len(block) - 1)):
+                error = None
+            if error is not None:
+                if not self.skip_bad:
+                    raise error
+                self.first_error = self.first_error or error
+                self.skipped += parsed.skipped
+            self.dropped.update(parsed.dropped)
             if self.check_order:
                 self._check_order(block)
             self.count += len(block)
