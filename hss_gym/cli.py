@@ -17,13 +17,16 @@ provenance); ``--resume`` finishes only the missing runs of an interrupted bench
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from hss_gym import __version__
 
@@ -359,6 +362,30 @@ def cmd_traces(args: argparse.Namespace) -> int:
         raise ValueError(f"hss-gym traces {args.action} needs trace names (or --all); "
                          f"the catalogue: {', '.join(cat.names())}")
     names = cat.names() if args.all else args.names
+    with _terminate_as_exit():  # a SIGTERMed fetch removes its partial download too
+        return _traces(args, names)
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """Meanwhile SIGTERM raises SystemExit (status 143), so ``finally`` clauses run (the default
+    ends the process at once, leaving temporary files behind); in the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _traces(args: argparse.Namespace, names: list[str]) -> int:
+    """``traces info`` / ``fetch`` of ``names``."""
+    from hss_gym.workloads import catalogue as cat
     for name in names:
         if args.action == "info":
             info = cat.entry(name).info()
