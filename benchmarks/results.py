@@ -18,14 +18,15 @@ A results file (``OUT/results.jsonl``) holds one record per finished run, succes
 
 Each record is written with a single ``write`` on a file opened with ``O_APPEND`` and flushed, so a
 killed run leaves at most one partial last line, which :func:`read_results` skips and
-:func:`open_for_append` cuts off before appending again. The *job key* (suite, track, workload,
+:func:`repair_last_line` cuts off before the runs done are counted (a whole last record that lost
+only its newline is kept, and the newline restored). The *job key* (suite, track, workload,
 config, policy, seed, n_requests) identifies a run; ``--resume`` runs only the jobs without an
 ``ok`` record (failed runs are tried again).
 
-**One writer per results file.** A bench holds an exclusive lock (:class:`ResultsLock`,
-``fcntl.flock`` on ``results.jsonl.lock`` beside the file, which holds the writer's PID) from
-before it reads the file (to find the runs to do) until its last record is written: a second
-bench on the same ``--out`` is refused with the holder's PID (or waits, ``wait=True``), and the
+**One writer per results file.** A bench or a ``replay`` (both through :func:`writing`) holds an
+exclusive lock (:class:`ResultsLock`, ``fcntl.flock`` on ``results.jsonl.lock`` beside the file,
+which holds the writer's PID) from before it reads the file (to find the runs to do) until its last
+record is written: a second writer on the same ``--out`` is refused with the holder's PID (or waits, ``wait=True``), and the
 runs a resume chooses are computed under the lock, so it never redoes a run another process
 finished. The lock is released by the kernel when its holder dies, even by SIGKILL.
 :func:`check_compatible` refuses to add runs of another suite definition (digest) or request count
@@ -43,8 +44,9 @@ import os
 import platform
 import subprocess
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -124,19 +126,56 @@ def dumps(rec: dict[str, Any]) -> str:
     return json.dumps(rec, default=_json_default, sort_keys=False, separators=(",", ":"))
 
 
+def _is_record(line: bytes) -> bool:
+    """Whether ``line`` parses as a whole JSON object (a record, of a bench or a replay)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both
+        return False
+
+
+def repair_last_line(path: str | os.PathLike[str]) -> None:
+    """Make a results file end with a whole line, before its runs are counted or it is appended to.
+
+    A last line without its newline that parses as a whole record is a finished run that lost only
+    the newline: the newline is restored and the record kept (it counts as done). Anything else
+    there is a line cut short by a killed run: it is removed (with a warning), so its run counts as
+    not done and is run again. Either way the file holds exactly the records of the runs done, and
+    the next record starts on a line of its own. Reads only the last line (from the end)."""
+    p = Path(path)
+    if not p.is_file():
+        return
+    with p.open("rb+") as f:
+        end = f.seek(0, os.SEEK_END)
+        if not end:
+            return
+        f.seek(end - 1)
+        if f.read(1) == b"\n":
+            return
+        start, tail = end, b""
+        while start and b"\n" not in tail:
+            step = min(start, 1 << 16)
+            start -= step
+            f.seek(start)
+            tail = f.read(step) + tail
+        cut = start + tail.rfind(b"\n") + 1
+        f.seek(cut)
+        if _is_record(f.read()):
+            f.write(b"\n")  # at the end: the read left the position there
+            f.flush()
+            os.fsync(f.fileno())
+            return
+        warnings.warn(f"{p}: removing a partial last line ({end - cut} bytes) left by an interrupted run",
+                      stacklevel=2)
+        f.truncate(cut)
+
+
 def open_for_append(path: str | os.PathLike[str]) -> int:
-    """Open ``path`` for atomic appends (created if missing), first cutting off a partial last
-    line left by a killed run. Returns an OS file descriptor."""
+    """Open ``path`` for atomic appends (created if missing), first repairing its last line
+    (:func:`repair_last_line`). Returns an OS file descriptor."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    if p.exists() and p.stat().st_size:
-        with p.open("rb+") as f:
-            data = f.read()
-            if not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                warnings.warn(f"{p}: removing a partial last line ({len(data) - cut} bytes) left by "
-                              f"an interrupted run", stacklevel=2)
-                f.truncate(cut)
+    repair_last_line(p)
     return os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
 
@@ -165,27 +204,29 @@ def _open_results(p: Path) -> Any:
 
 def read_results(path: str | os.PathLike[str], warn: bool = True) -> list[dict[str, Any]]:
     """Every well-formed record of a results file (plain, ``.zst`` or ``.gz``), in file order
-    (partial/corrupt lines skipped with a warning)."""
+    (partial/corrupt lines skipped with a warning naming their line numbers, the first few)."""
     p = Path(path)
     if not p.exists():
         return []
     out: list[dict[str, Any]] = []
-    bad = 0
+    bad: list[int] = []  # line numbers (from 1)
     with _open_results(p) as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except (json.JSONDecodeError, UnicodeDecodeError):
-                bad += 1
+                bad.append(number)
                 continue
             if isinstance(rec, dict) and rec.get("schema") == SCHEMA:
                 out.append(rec)
             else:
-                bad += 1
+                bad.append(number)
     if bad and warn:
-        warnings.warn(f"{p}: skipped {bad} malformed line(s)", stacklevel=2)
+        shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
+        warnings.warn(f"{p}: skipped {len(bad)} malformed line(s): line{'s' if len(bad) > 1 else ''} {shown}",
+                      stacklevel=2)
     return out
 
 
@@ -295,7 +336,7 @@ class ResultsLock:
                 pid = self.holder()
                 who = f"PID {pid}" if pid else "another process"
                 if not self.wait:
-                    raise ResultsLocked(f"{self.results} is being written by another hss-gym bench ({who}): "
+                    raise ResultsLocked(f"{self.results} is being written by another hss-gym bench or replay ({who}): "
                                         f"wait for it to finish (or pass --wait), or use another --out") from None
                 if self.on_wait is not None:
                     self.on_wait(pid)
@@ -321,6 +362,16 @@ class ResultsLock:
                 os.ftruncate(held[0], 0)  # no stale PID (the file itself stays: others may wait on it)
             finally:
                 os.close(held[0])  # releases the flock
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str], wait: bool = False, on_wait: Any = None) -> Iterator[None]:
+    """Be the one writer of a results file: hold its :class:`ResultsLock` and repair its last line
+    (:func:`repair_last_line`) before the caller reads which runs are done. What ``bench`` and
+    ``replay`` do before they choose the runs to do, until their last record is written."""
+    with ResultsLock(path, wait=wait, on_wait=on_wait):
+        repair_last_line(path)
+        yield
 
 
 def check_compatible(path: str | os.PathLike[str], jobs: Iterable[dict[str, Any]]) -> None:

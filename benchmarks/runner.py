@@ -12,7 +12,7 @@ JSON-able job dict, so the same jobs run
   used as is. Every node needs hss-gym and the policies' packages installed.
 
 The parent process is the only writer of the results file, and holds its lock
-(:class:`~hss_gym.benchmarks.results.ResultsLock`) from choosing the runs to do to the last record:
+(:func:`~hss_gym.benchmarks.results.writing`) from choosing the runs to do to the last record:
 another bench on the same file is refused (or waits). A record is appended (atomically, see
 :mod:`hss_gym.benchmarks.results`) as soon as its job ends, so a killed bench loses only the runs
 in flight, and ``resume=True`` runs only the jobs without an ``ok`` record. A job that fails (a
@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 from hss_gym.benchmarks.problems import get_problem
 from hss_gym.benchmarks.results import (append_record, base_provenance, check_compatible, completed_keys, job_key,
-                                        now_utc, open_for_append, ResultsLock, SCHEMA)
+                                        now_utc, open_for_append, SCHEMA, writing)
 from hss_gym.benchmarks.suites import Suite
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -197,7 +197,7 @@ def run_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], *
     a file with runs of another suite digest or request count is refused (``ValueError``)."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1 (or None: all cores), got {workers!r}")
-    with ResultsLock(results_file, wait=wait):
+    with writing(results_file, wait=wait):
         check_compatible(results_file, jobs)
         return _run_jobs_locked(jobs, results_file, resume, workers, use_ray, ray_address, progress, on_record)
 

@@ -15,14 +15,28 @@ Before re-running anything it refuses, with the reason:
 
 After the re-run, the provenance that identifies the inputs (trace, configuration, profile, ...)
 must be identical too.
+
+**It runs no code that a results file names unless the maintainer allows it.** A record names the
+code that re-runs it: a ``module:factory`` policy, a ``module:attribute`` problem. Built-in policies
+(registered names, the other problems' names) and problems are re-run freely; a named module is
+imported only if its top-level package is in ``allow`` (``hss-gym validate --allow PKG``), and never
+from the current folder or the results file's folder (they are taken off ``sys.path`` meanwhile: a
+``tqdm.py`` or a package lying beside a submission is not imported in place of an installed one,
+and a package found only there is refused: install it). The runs of a refused spec are reported
+as not validated, with the reason, and the validation is incomplete (:attr:`ValidationReport.complete`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import random
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
 
 from hss_gym.benchmarks.results import latest_by_key
 
@@ -34,7 +48,9 @@ VOLATILE = {"hss_gym_version", "git_revision", "python", "platform", "host", "fi
 
 @dataclass
 class Check:
-    """The outcome for one record: ``ok``, ``mismatch`` (metric differences) or ``refused``."""
+    """The outcome for one record: ``ok``, ``mismatch`` (metric differences), ``refused`` (its
+    inputs differ from this installation's) or ``skipped`` (not re-run: it names code that
+    validate may not import)."""
 
     record: dict[str, Any]
     status: str
@@ -48,13 +64,16 @@ class Check:
             return f"OK       {what}"
         if self.status == "refused":
             return f"REFUSED  {what}: {self.reason}"
+        if self.status == "skipped":
+            return f"NOT VALIDATED {what}: {self.reason}"
         d = "; ".join(f"{k}: recorded {a!r}, re-run {b!r}" for k, a, b in self.diffs[:5])
         return f"MISMATCH {what}: {d}"
 
 
 @dataclass
 class ValidationReport:
-    """All checks; ``passed`` when nothing was refused or mismatched."""
+    """All checks; ``passed`` when every chosen run was re-run and matched, ``failed`` when one was
+    refused or mismatched; neither when some were not re-run (``complete`` is False)."""
 
     checks: list[Check]
     refused_file: str | None = None
@@ -65,14 +84,27 @@ class ValidationReport:
     def passed(self) -> bool:
         return self.refused_file is None and bool(self.checks) and all(c.status == "ok" for c in self.checks)
 
+    @property
+    def complete(self) -> bool:
+        """Whether every chosen run was re-run (none names code that validate may not import)."""
+        return all(c.status != "skipped" for c in self.checks)
+
+    @property
+    def failed(self) -> bool:
+        return self.refused_file is not None or not self.checks or any(
+            c.status in ("mismatch", "refused") for c in self.checks)
+
     def summary(self) -> str:
         if self.refused_file:
             return f"REFUSED: {self.refused_file}"
-        n = {s: sum(c.status == s for c in self.checks) for s in ("ok", "mismatch", "refused")}
+        n = {s: sum(c.status == s for c in self.checks) for s in ("ok", "mismatch", "refused", "skipped")}
         tol = "exact match" if self.rtol == 0 else f"relative tolerance {self.rtol:g}"
-        verdict = "PASSED" if self.passed else "FAILED"
-        return (f"{verdict}: {len(self.checks)} of {self.total_ok_runs} runs re-run ({tol}): "
+        verdict = "PASSED" if self.passed else "FAILED" if self.failed else "INCOMPLETE"
+        text = (f"{verdict}: {len(self.checks) - n['skipped']} of {self.total_ok_runs} runs re-run ({tol}): "
                 f"{n['ok']} ok, {n['mismatch']} mismatched, {n['refused']} refused")
+        if n["skipped"]:
+            text += f"; {n['skipped']} not validated (code the results file names that may not be imported)"
+        return text
 
 
 def _close(a: Any, b: Any, rtol: float) -> bool:
@@ -115,6 +147,103 @@ def precheck(rec: dict[str, Any]) -> str | None:
     return problem.precheck(rec) if problem.precheck is not None else None
 
 
+def named_code(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """The code outside hss-gym's built-ins that re-running ``rec`` would import, as (spec,
+    module) pairs: the module of a ``module:factory`` policy and of a ``module:attribute``
+    problem. A registered policy name (another problem's included) or a built-in problem imports
+    only hss-gym's own modules; a name that is neither imports nothing (its re-run fails)."""
+    out = []
+    for spec, label in ((rec.get("problem"), "problem "), (rec.get("policy"), "")):
+        if isinstance(spec, str) and ":" in spec:
+            out.append((label + spec, spec.partition(":")[0]))
+    return out
+
+
+def _unsafe_folders(folders: Iterable[str | os.PathLike[str]]) -> set[str]:
+    """The folders nothing is imported from: the current one and ``folders``, resolved."""
+    return {os.path.realpath(os.getcwd()), *(os.path.realpath(f) for f in folders)}
+
+
+@contextmanager
+def no_imports_from(folders: Iterable[str | os.PathLike[str]] = ()) -> Iterator[None]:
+    """Take the current folder (``''`` and its path, which ``python -m`` puts first) and
+    ``folders`` off ``sys.path`` meanwhile, so that no module lying there is imported (worker
+    processes inherit the path); put it back after."""
+    unsafe = _unsafe_folders(folders)
+    saved = list(sys.path)
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) not in unsafe]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def _found_in(top: str) -> list[str]:
+    """The folders the top-level module ``top`` would be imported from (none: not found)."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    places = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.has_location and spec.origin else [])
+    return [os.path.dirname(os.path.realpath(p)) for p in places]
+
+
+def code_refusal(module: str, allow: Iterable[str], folders: Iterable[str | os.PathLike[str]] = ()) -> str | None:
+    """Why validate may not import ``module`` (None: it may): its top-level package is not in
+    ``allow``, is not installed, or would be imported from the current folder or ``folders``."""
+    top = module.split(".")[0]
+    if top not in set(allow):
+        return (f"imports {module!r}, code the results file names: pass --allow {top or repr(top)} to run it "
+                f"(only for code you trust)")
+    unsafe = _unsafe_folders(folders)
+    where = _found_in(top)
+    if not where:
+        return (f"module {top!r} is not installed (validate never imports from the current folder or the "
+                f"results file's): install it")
+    bad = sorted(set(where) & unsafe)
+    if bad:
+        return (f"module {top!r} would be imported from {bad[0]}, the current folder or the results file's, "
+                f"which validate never imports from: install it")
+    return None
+
+
+@dataclass(frozen=True)
+class CodeUse:
+    """One distinct spec (policy, or ``problem <spec>``) of the runs to re-run: the module outside
+    hss-gym's built-ins it imports (None: built-in) and why that is refused (None: allowed)."""
+
+    spec: str
+    module: str | None = None
+    refused: str | None = None
+
+    def describe(self) -> str:
+        if self.module is None:
+            return f"{self.spec}: built-in"
+        if self.refused is not None:
+            return f"{self.spec}: would import {self.module}: not run, {self.refused}"
+        where = ", ".join(_found_in(self.module.split(".")[0]))
+        return f"{self.spec}: imports {self.module} (from {where}; allowed)"
+
+
+def code_uses(records: Iterable[dict[str, Any]], allow: Iterable[str] = (),
+              folders: Iterable[str | os.PathLike[str]] = ()) -> dict[str, CodeUse]:
+    """The distinct policy and problem specs of ``records``, each with what it imports and whether
+    validate may (``allow``: top-level packages the maintainer trusts; never from the current
+    folder or ``folders``). Built-in policies are listed too, by name."""
+    allow, folders = list(allow), list(folders)
+    out: dict[str, CodeUse] = {}
+    for rec in records:
+        named = named_code(rec)
+        if not any(spec == rec.get("policy") for spec, _ in named):
+            out.setdefault(str(rec.get("policy")), CodeUse(str(rec.get("policy"))))
+        for spec, module in named:
+            if spec not in out:
+                out[spec] = CodeUse(spec, module, code_refusal(module, allow, folders))
+    return out
+
+
 def _check(rec: dict[str, Any], new: dict[str, Any], rtol: float) -> Check:
     """Compare a record with its re-run's record."""
     if new["status"] != "ok":
@@ -147,14 +276,27 @@ def choose(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0,
 def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0,
                      rtol: float = 0.0, progress: Callable[[Check], None] | None = None,
                      per_cell: bool = False, tracks: Iterable[str] | None = None,
-                     workers: int = 1) -> ValidationReport:
+                     workers: int = 1, allow: Iterable[str] = (),
+                     folders: Iterable[str | os.PathLike[str]] = ()) -> ValidationReport:
     """Re-run the runs :func:`choose` picks (``sample`` random ``ok`` runs, or with ``per_cell``
     one of every (policy, workload, configuration) cell, ``hss-gym validate``'s default, so no
     cell of a leaderboard goes unchecked; only ``tracks`` if given) in ``workers`` processes, and
     compare their metrics. Checks are in the order the re-runs end.
 
-    A file with any record from another hss-gym version is refused as a whole.
+    A file with any record from another hss-gym version is refused as a whole. A run whose
+    policy or problem is a module outside ``allow`` (top-level package names), or found only in
+    the current folder or ``folders`` (the results file's), is not re-run: its check is
+    ``skipped``, with the reason (see the module docstring).
     """
+    folders = list(folders)
+    with no_imports_from(folders):
+        return _validate(records, sample, seed, rtol, progress, per_cell, tracks, workers,
+                         code_uses(records, allow, folders))
+
+
+def _validate(records: list[dict[str, Any]], sample: int | None, seed: int, rtol: float,
+              progress: Callable[[Check], None] | None, per_cell: bool, tracks: Iterable[str] | None,
+              workers: int, uses: dict[str, CodeUse]) -> ValidationReport:
     from hss_gym import __version__
     from hss_gym.benchmarks.results import job_key
     from hss_gym.benchmarks.runner import run_local
@@ -185,6 +327,10 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
     by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
     jobs = []
     for rec in choose(records, sample, seed, per_cell, tracks):
+        refused = [uses[spec].refused for spec, _ in named_code(rec) if uses[spec].refused]
+        if refused:  # before precheck, which would import a named problem
+            add(Check(rec, "skipped", refused[0]))
+            continue
         why = precheck(rec)
         if why is not None:
             add(Check(rec, "refused", why))

@@ -17,18 +17,21 @@ provenance); ``--resume`` finishes only the missing runs of an interrupted bench
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from hss_gym import __version__
 
 DEFAULT_CONFIGS = "perf_opt,cost_opt,tri,quad,pmem"
-EXIT_USAGE, EXIT_FAILED_RUNS = 2, 3
+EXIT_USAGE, EXIT_FAILED_RUNS, EXIT_INCOMPLETE = 2, 3, 4
 
 
 def _csv(s: str | None) -> list[str] | None:
@@ -108,7 +111,7 @@ def _max_requests() -> int:
 
 # ------------------------------------------------------------------------------------ bench
 def cmd_bench(args: argparse.Namespace) -> int:
-    from hss_gym.benchmarks.results import ResultsLock, results_path
+    from hss_gym.benchmarks.results import results_path, writing
     from hss_gym.benchmarks.runner import make_jobs
     from hss_gym.benchmarks.suites import load_suite, with_overrides
 
@@ -127,7 +130,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:  # reads only: no lock
         return _bench(args, suite, out, rpath, jobs, say)
     waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
-    with ResultsLock(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
+    with writing(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
         return _bench(args, suite, out, rpath, jobs, say)
 
 
@@ -235,19 +238,33 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------- validate
 def cmd_validate(args: argparse.Namespace) -> int:
+    from hss_gym.benchmarks.validate import no_imports_from
+    results = Path(args.results)
+    folder = results if results.is_dir() else results.parent
+    with no_imports_from([folder]):  # nothing lying beside the results (or here) is imported
+        return _validate(args, folder)
+
+
+def _validate(args: argparse.Namespace, folder: Path) -> int:
+    import secrets
+
     from tqdm import tqdm
 
-    from hss_gym.benchmarks.validate import choose, validate_results
-    import secrets
+    from hss_gym.benchmarks.validate import choose, code_uses, validate_results
     records, _ = _gather([args.results])
     sample = None if args.all else args.sample
     per_cell = not args.all and args.sample is None
     tracks = _csv(args.tracks)
+    allow = [p for a in args.allow for p in _csv(a) or []]
     seed = secrets.randbelow(MAX_SEED) if args.seed is None else args.seed
     if not args.all:  # a fresh draw each time (a fixed one would always check the same runs)
         print(f"validate: sample seed {seed} (repeat this choice with --seed {seed})")
-    total = len(choose(records, sample, seed, per_cell, tracks))
-    bar = tqdm(total=total, desc="validate", unit="run", disable=args.quiet, file=sys.stderr)
+    chosen = choose(records, sample, seed, per_cell, tracks)
+    uses = code_uses(chosen, allow, [folder])
+    print(f"validate: {len(uses)} policy/problem spec(s) in the runs to re-run:")
+    for use in uses.values():
+        print(f"  {use.describe()}")
+    bar = tqdm(total=len(chosen), desc="validate", unit="run", disable=args.quiet, file=sys.stderr)
 
     def progress(chk: Any) -> None:
         bar.update(1)
@@ -255,10 +272,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             bar.write(chk.describe())
 
     rep = validate_results(records, sample=sample, seed=seed, rtol=args.rtol, progress=progress,
-                           per_cell=per_cell, tracks=tracks, workers=args.jobs)
+                           per_cell=per_cell, tracks=tracks, workers=args.jobs, allow=allow, folders=[folder])
     bar.close()
     print(rep.summary())
-    return 0 if rep.passed else 1
+    return 0 if rep.passed else 1 if rep.failed else EXIT_INCOMPLETE
 
 
 # -------------------------------------------------------------------------------------- list
@@ -345,6 +362,30 @@ def cmd_traces(args: argparse.Namespace) -> int:
         raise ValueError(f"hss-gym traces {args.action} needs trace names (or --all); "
                          f"the catalogue: {', '.join(cat.names())}")
     names = cat.names() if args.all else args.names
+    with _terminate_as_exit():  # a SIGTERMed fetch removes its partial download too
+        return _traces(args, names)
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """Meanwhile SIGTERM raises SystemExit (status 143), so ``finally`` clauses run (the default
+    ends the process at once, leaving temporary files behind); in the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _traces(args: argparse.Namespace, names: list[str]) -> int:
+    """``traces info`` / ``fetch`` of ``names``."""
+    from hss_gym.workloads import catalogue as cat
     for name in names:
         if args.action == "info":
             info = cat.entry(name).info()
@@ -368,7 +409,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise ValueError(f"convert: DST {args.dst} is an existing directory; give the path of the cache file "
                          f"to write (e.g. {dst / (src.name + '.npz')})")
     _check_out_dir(dst.parent, "convert: DST's directory")
-    convert(args.src, args.dst, format=args.format)
+    convert(args.src, args.dst, format=args.format, force=args.force)
     print(f"wrote {args.dst}")
     return 0
 
@@ -400,23 +441,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Reference replays entirely in C (no Python per request): quick device-model sanity checks."""
     from tqdm import tqdm
 
+    from hss_gym.benchmarks.results import append_record, open_for_append, writing
     from hss_gym.config import make_config
     from hss_gym.replay import REFERENCE_POLICIES, replay
     from hss_gym.workloads.registry import check_workload, get_trace
 
     out = Path(args.out)
     _check_out_dir(out, "--out")
-    results_path = out / "results.jsonl"
-    if args.fresh and results_path.exists():
-        results_path.unlink()
-    done: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-    if results_path.exists():
-        for line in results_path.read_text().splitlines():
-            try:
-                r = json.loads(line)
-                done[(r["workload"], r["config"], r["policy"], r["seed"])] = r
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # a partial line of an interrupted run
+    rpath = out / "results.jsonl"
     configs = _csv(args.config) or []
     # each configuration resolved once, before any work (a bad name fails fast), and passed down
     resolved = {c: make_config(c) for c in configs}
@@ -424,29 +456,40 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for w in workloads:
         check_workload(w)  # a misspelt name or a missing trace file fails before any work
     jobs = [(w, c, p) for w in workloads for c in configs for p in REFERENCE_POLICIES]
-    traces: dict[str, Any] = {}
-    f = None  # the results file is opened with the first result: a failed run leaves none
-    try:
-        for w, c, p in tqdm(jobs, desc="replay", unit="run", disable=args.quiet):
-            key = (w, c, p, args.seed)
-            if key in done:
-                continue
-            if w not in traces:
-                traces[w] = get_trace(w, n=args.n, seed=args.seed)
-            tr = traces[w]
-            res = replay(tr, resolved[c], p, seed=args.seed)
-            rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
-                   "hss_gym_version": __version__, "config_hash": resolved[c].digest(),
-                   "trace_source": tr.source, "metrics": res.metrics.to_dict()}
-            if f is None:
-                out.mkdir(parents=True, exist_ok=True)
-                f = results_path.open("a")
-            f.write(json.dumps(rec, default=str) + "\n")
-            f.flush()
-            done[key] = rec
-    finally:
-        if f is not None:
-            f.close()
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
+    waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
+    with writing(rpath, wait=args.wait, on_wait=waiting):  # one writer, from reading what is done to the end
+        if args.fresh and rpath.exists():
+            rpath.unlink()
+        done: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+        if rpath.exists():
+            for line in rpath.read_text().splitlines():
+                try:
+                    r = json.loads(line)
+                    done[(r["workload"], r["config"], r["policy"], r["seed"])] = r
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # not a replay record
+        traces: dict[str, Any] = {}
+        fd = None  # the results file is opened with the first result: a failed run leaves none
+        try:
+            for w, c, p in tqdm(jobs, desc="replay", unit="run", disable=args.quiet):
+                key = (w, c, p, args.seed)
+                if key in done:
+                    continue
+                if w not in traces:
+                    traces[w] = get_trace(w, n=args.n, seed=args.seed)
+                tr = traces[w]
+                res = replay(tr, resolved[c], p, seed=args.seed)
+                rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
+                       "hss_gym_version": __version__, "config_hash": resolved[c].digest(),
+                       "trace_source": tr.source, "metrics": res.metrics.to_dict()}
+                if fd is None:
+                    fd = open_for_append(rpath)
+                append_record(fd, rec)
+                done[key] = rec
+        finally:
+            if fd is not None:
+                os.close(fd)
     lines = ["| workload | config | policy | mean µs | p99 µs | p99.99 µs | kIOPS | WA | fast hit "
              "| mean / Fast-Only |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for w in workloads:
@@ -463,7 +506,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     (out / "report.md").write_text(f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} "
                                    f"requests per workload; seed {args.seed}.\n\n{table}\n")
     print(table)
-    print(f"\nreport: {out / 'report.md'}  results: {results_path}")
+    print(f"\nreport: {out / 'report.md'}  results: {rpath}")
     return 0
 
 
@@ -562,7 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--fresh", action="store_true", help="delete OUT/results.jsonl and start over")
     b.add_argument("--jobs", "-j", type=int_arg(1), metavar="N", help="local worker processes, >= 1 (default: all cores)")
     b.add_argument("--wait", action="store_true",
-                   help="if another bench is writing OUT/results.jsonl, wait for it instead of refusing")
+                   help="if another bench or replay is writing OUT/results.jsonl, wait for it instead of refusing")
     b.add_argument("--ray", action="store_true",
                    help="distribute the runs over Ray (default address: $RAY_ADDRESS, else a local Ray)")
     b.add_argument("--ray-address", metavar="ADDR", help="Ray cluster address (implies nothing without --ray "
@@ -591,8 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "that is printed (--seed repeats a draw). The simulator is "
                                    "deterministic, so by default they must match exactly. Results from "
                                    "another hss-gym version, or whose trace or configuration hash differs "
-                                   "from this installation's, are refused with the reason. Exit status 0 = "
-                                   "passed.")
+                                   "from this installation's, are refused with the reason. No code the "
+                                   "results file names is imported unless --allow names its package: the "
+                                   "runs of other 'module:factory' policies (or 'module:attribute' "
+                                   "problems) are not validated, and nothing is imported from the current "
+                                   "folder or the results file's. Exit status 0 = passed, 1 = failed, "
+                                   "4 = incomplete (runs not validated).")
     v.add_argument("results", help="a results.jsonl file or a bench output directory")
     v.add_argument("--sample", type=int_arg(1), default=None, metavar="K",
                    help="re-run K random runs, >= 1 (default: one run of every cell)")
@@ -604,6 +651,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tracks", metavar="T1,T2", help="only runs of these tracks")
     v.add_argument("--jobs", "-j", type=int_arg(1), default=1, metavar="N",
                    help="local worker processes for the re-runs, >= 1 (default 1)")
+    v.add_argument("--allow", action="append", default=[], metavar="PKG[,PKG]",
+                   help="re-run the 'module:factory' policies (and 'module:attribute' problems) of these "
+                        "top-level packages, installed (repeatable or comma-separated; only code you "
+                        "trust: it is imported and run). Built-in policies need none")
     v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
     v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)
@@ -629,6 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("src")
     c.add_argument("dst")
     c.add_argument("--format", default=None, help="input format (default: auto-detect)")
+    c.add_argument("--force", action="store_true", help="replace DST if it exists (never SRC itself)")
     c.set_defaults(func=cmd_convert)
 
     rp = sub.add_parser("replay", help="fast reference replays in C (Fast-Only, LRU eviction, Slow-Only)")
@@ -640,6 +692,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=0, help="seed (>= 0)")
     rp.add_argument("--out", default="results/replay", help="output directory (results.jsonl, report.md)")
     rp.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
+    rp.add_argument("--wait", action="store_true",
+                    help="if another bench or replay is writing OUT/results.jsonl, wait for it instead of refusing")
     rp.add_argument("--quiet", action="store_true", help="no progress bar")
     rp.set_defaults(func=cmd_replay)
 

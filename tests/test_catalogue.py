@@ -135,3 +135,46 @@ def test_a_suite_names_catalogue_traces(cache: Path, shared_traces: Path) -> Non
     trace = load_job_trace(make_jobs(suite)[0])
     assert len(trace) == 500 and trace.source["format"] == "disksim"
     assert trace.time_us[0] == 15_849_288.47
+
+
+def test_a_killed_fetch_leaves_no_partial_download(cache: Path, mirror: str, tmp_path: Path) -> None:
+    """SIGTERM: the fetch removes its .part file as it ends; SIGKILL (nothing runs): the next fetch
+    of the file removes the .part of the dead process, and keeps a live one's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    class Slow(QuietHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the base's name
+            self.send_response(200)
+            self.send_header("Content-Length", "755814")
+            self.end_headers()
+            self.wfile.write(b"0" * 65536)
+            self.wfile.flush()
+            time.sleep(30)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "hss_gym.cli", "traces", "fetch", "msr-rsrch_1", "--mirror",
+                                 f"http://127.0.0.1:{server.server_address[1]}/"], stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while time.time() < deadline and not (cache.exists() and list(cache.glob("*.part"))):
+            time.sleep(0.05)
+        time.sleep(0.3)  # into the download loop
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 143
+        assert not list(cache.glob("*.part"))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = cache / f".msr-rsrch_1.csv.{int(dead.stdout)}.abc123.part"
+    live = cache / f".msr-rsrch_1.csv.{os.getpid()}.def456.part"
+    for part in (stale, live):
+        part.write_bytes(b"x" * 1000)
+    assert cat.fetch("msr-rsrch_1", mirror=mirror).stat().st_size == 755_814
+    assert not stale.exists() and live.exists()

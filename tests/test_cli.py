@@ -189,6 +189,41 @@ def test_convert(tmp_path, capsys):
     assert len(load_trace(tmp_path / "u.hsst")) == 300
 
 
+def test_convert_never_destroys_its_source_or_an_existing_file(tmp_path, capsys):
+    """SRC and DST the same file (also through a symlink or a hard link) is refused; an existing
+    DST is replaced only with --force; the cache is written through a temporary file and a rename
+    (nothing at DST after a failure) with the mode a plain open() gives."""
+    import os
+
+    from hss_gym.workloads import load_trace
+    src = tmp_path / "t.csv"
+    text = "".join(f"{128166372003061629 + i * 1000},hm,1,Read,{i * 4096},4096,100\n" for i in range(50))  # MSR
+    src.write_text(text)
+    os.symlink(src, tmp_path / "link.csv")
+    os.link(src, tmp_path / "hard.csv")
+    for same in (src, tmp_path / "link.csv", tmp_path / "hard.csv", tmp_path / "." / "t.csv"):
+        assert cli.main(["convert", str(src), str(same), "--force"]) == 2
+        assert "same file" in capsys.readouterr().err
+        assert src.read_text() == text
+    dst = tmp_path / "t.hsst"
+    dst.write_text("keep me")
+    assert cli.main(["convert", str(src), str(dst)]) == 2
+    assert "--force" in capsys.readouterr().err and dst.read_text() == "keep me"
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["convert", str(src), str(dst), "--force"]) == 0
+        assert len(load_trace(dst)) == 50 and (dst.stat().st_mode & 0o777) == 0o644
+        assert cli.main(["convert", str(src), str(tmp_path / "new.hsst")]) == 0
+        assert (tmp_path / "new.hsst").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text.replace(",4096,4096,", ",x,4096,"))
+    before = sorted(os.listdir(tmp_path))
+    assert cli.main(["convert", str(bad), str(tmp_path / "bad.hsst")]) == 2
+    assert sorted(os.listdir(tmp_path)) == before  # no DST, no temporary file
+
+
 def test_validate_checks_every_cell_with_a_fresh_printed_seed(bench_dir, capsys):
     """By default validate re-runs one run of every (policy, workload, configuration) cell, drawn
     with a fresh seed it prints; --seed repeats a draw. A file edited in any cell fails."""
@@ -209,6 +244,82 @@ def test_validate_checks_every_cell_with_a_fresh_printed_seed(bench_dir, capsys)
     assert {(c.record["policy"], c.record["workload"], c.record["config"]) for c in rep.checks} == cells
     again = validate_results(recs, seed=7, per_cell=True)
     assert [c.record["seed"] for c in rep.checks] == [c.record["seed"] for c in again.checks]
+
+
+def test_validate_runs_no_code_the_results_file_names_unless_allowed(bench_dir, tmp_path, monkeypatch, capsys):
+    """validate re-runs built-in policies freely; a 'module:factory' policy or 'module:attribute'
+    problem only with --allow of its package, and never from the current folder or the results
+    file's (as under `python -m`, which puts the current folder first on sys.path). The runs it may
+    not re-run are listed as not validated, and the exit status (4) says it is incomplete."""
+    import os
+    import tempfile
+
+    recs = [json.loads(x) for x in (bench_dir / "results.jsonl").read_text().splitlines()]
+    rand = [r for r in recs if r["policy"] == "random"]
+    sub, lib, scratch = tmp_path / "submission", tmp_path / "lib", tmp_path / "scratch"
+    for d in (sub, lib / "goodpkg", scratch):
+        d.mkdir(parents=True)
+    marker = tmp_path / "imported"
+    (sub / "evilmod.py").write_text(f"open({str(marker)!r}, 'w').close()\nmake = PROBLEM = None\n")
+    (lib / "goodpkg" / "__init__.py").write_text("from hss_gym.agents.heuristics import RandomPolicy as make\n")
+
+    def named(policy, problem=None, seed=None):
+        r = json.loads(json.dumps(rand[0]))
+        r["policy"] = policy
+        if problem:
+            r["problem"], r["seed"] = problem, seed
+        return r
+    hostile = [named("tempfile:mkdtemp"), named("os:system"), named("this:x"), named("evilmod:make"),
+               named("random", problem="evilmod:PROBLEM", seed=5)]
+    good = [{**json.loads(json.dumps(r)), "policy": "goodpkg:make"} for r in rand]
+    results = sub / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in recs + good + hostile))
+    called = []
+    monkeypatch.setattr(os, "system", lambda *a: called.append(a))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.chdir(sub)
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.syspath_prepend("")
+    for mod in ("this", "evilmod", "goodpkg"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+
+    assert cli.main(["validate", "results.jsonl", "--all", "--quiet"]) == cli.EXIT_INCOMPLETE
+    out = capsys.readouterr().out
+    for spec, module in (("tempfile:mkdtemp", "tempfile"), ("os:system", "os"), ("this:x", "this"),
+                         ("evilmod:make", "evilmod"), ("problem evilmod:PROBLEM", "evilmod"),
+                         ("goodpkg:make", "goodpkg")):
+        assert f"{spec}: would import {module}: not run" in out and f"--allow {module}" in out
+    assert "random: built-in" in out and "fast_only: built-in" in out
+    assert out.count("NOT VALIDATED") == len(good) + len(hostile)
+    assert "INCOMPLETE: 4 of 11 runs re-run" in out and "7 not validated" in out
+    assert not called and not os.listdir(scratch) and not marker.exists() and "this" not in sys.modules
+    assert sys.path[0] == ""  # put back
+
+    assert cli.main(["validate", "results.jsonl", "--all", "--quiet", "--allow", "goodpkg,evilmod"]) == 4
+    out = capsys.readouterr().out
+    assert f"goodpkg:make: imports goodpkg (from {lib}; allowed)" in out
+    assert "evilmod:make: would import evilmod: not run, module 'evilmod' is not installed" in out
+    assert "INCOMPLETE: 6 of 11 runs re-run" in out and "6 ok" in out and not marker.exists()
+
+    results.write_text("".join(json.dumps(r) + "\n" for r in recs + good))
+    assert cli.main(["validate", "results.jsonl", "--all", "--quiet", "--allow", "goodpkg"]) == 0
+    assert "PASSED: 6 of 6 runs re-run" in capsys.readouterr().out
+    assert cli.main(["validate", "results.jsonl", "--all", "--quiet"]) == 4
+
+
+def test_validate_under_python_m_imports_nothing_beside_the_results(bench_dir, tmp_path):
+    """`python -m hss_gym.cli validate`, run in a submission's folder, does not import a module
+    lying there, even allowed."""
+    recs = [json.loads(x) for x in (bench_dir / "results.jsonl").read_text().splitlines()]
+    marker = tmp_path / "imported"
+    (tmp_path / "evilmod.py").write_text(f"open({str(marker)!r}, 'w').close()\nmake = None\n")
+    recs[0]["policy"] = "evilmod:make"
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    import subprocess
+    run = subprocess.run([sys.executable, "-m", "hss_gym.cli", "validate", "results.jsonl", "--all", "--quiet",
+                          "--allow", "evilmod"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "not installed" in run.stdout and not marker.exists()
 
 
 def test_validate_in_parallel_and_by_track(bench_dir, tmp_path, capsys):

@@ -135,6 +135,46 @@ def test_resume_never_redoes_a_run_another_process_finished(tmp_path: Path) -> N
     assert len(read_results(rpath)) == 1
 
 
+REPLAY = ["replay", "--workload", "ycsb-b", "--config", "perf_opt", "--n", "300", "--quiet"]
+
+
+def test_replay_takes_the_results_lock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two replays on one --out: the second is refused naming the writer's PID (or waits), so no
+    record is written twice."""
+    out = tmp_path / "out"
+    holder = _holder(out / "results.jsonl")
+    try:
+        assert main([*REPLAY, "--out", str(out)]) == 2
+        assert f"PID {holder.pid}" in capsys.readouterr().err
+        assert not (out / "results.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    holder = _holder(out / "results.jsonl", then="time.sleep(1)")
+    try:
+        assert main([*REPLAY, "--out", str(out), "--wait"]) == 0
+    finally:
+        holder.wait(timeout=60)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3
+
+
+def test_replay_resume_repairs_the_last_line(tmp_path: Path) -> None:
+    """A replay after an interrupted one: a line cut short is removed and its run done again (the
+    next record is not glued onto it); a whole last record without its newline is kept."""
+    out = tmp_path / "out"
+    assert main([*REPLAY, "--out", str(out)]) == 0
+    rpath = out / "results.jsonl"
+    lines = rpath.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 3
+    rpath.write_bytes(b"".join(lines[:2]) + lines[2][:20])
+    with pytest.warns(UserWarning, match="partial last line"):
+        assert main([*REPLAY, "--out", str(out)]) == 0
+    assert rpath.read_bytes() == b"".join(lines)
+    rpath.write_bytes(b"".join(lines).rstrip(b"\n"))
+    assert main([*REPLAY, "--out", str(out)]) == 0
+    assert rpath.read_bytes() == b"".join(lines)
+
+
 def test_lock_is_reentrant_in_one_process_and_records_the_pid(tmp_path: Path) -> None:
     rpath = results_path(tmp_path)
     lock = ResultsLock(rpath)

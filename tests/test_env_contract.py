@@ -67,6 +67,24 @@ def test_step_before_reset_and_after_end_raise(make: Callable[..., Any], action:
     env.step(action(env.unwrapped))
 
 
+@pytest.mark.parametrize("make, action", [
+    (harmonia, lambda e: _all_actions(e, 0)),
+    (fleetio, lambda e: _all_actions(e, [0, 0, 1])),
+    (rlalloc, lambda e: 0),
+    (lqoco, lambda e: 2),
+    (placement, lambda e: 0),
+])
+def test_step_after_close_says_the_env_is_closed(make: Callable[..., Any], action: Callable[[Any], Any]) -> None:
+    env = make()
+    env.reset(seed=0)
+    env.step(action(env.unwrapped))
+    env.close()
+    with pytest.raises(EpisodeStateError, match=r"after close\(\): the env is closed"):
+        env.unwrapped.step(action(env.unwrapped))
+    env.reset(seed=1)  # a reset opens it again
+    env.step(action(env.unwrapped))
+
+
 # ------------------------------------------------------------------ actions
 
 @pytest.mark.parametrize("bad", ["0", 1.5, True, 0.0, np.float64(1.0), None, [0]])

@@ -207,6 +207,33 @@ def test_detection_refuses_a_tie(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 # ------------------------------------------------------------------------------ paths, limits
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"", "is empty: no requests to read"), (b"\n \n\t\n", "holds no requests: its first 5 bytes are blank"),
+    (b"\0" * 512, "is empty"),
+])
+def test_an_empty_trace_file_says_it_is_empty(tmp_path: Path, content: bytes, message: str) -> None:
+    path = write(tmp_path, "empty.csv", content)
+    for call in (lambda: load_trace(path), lambda: detect_format(path)):
+        with pytest.raises(TraceFormatError, match=message) as info:
+            call()
+        assert "could not detect" not in str(info.value)
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 24, 64])
+def test_limit_stops_before_a_malformed_line_past_it(tmp_path: Path, block_bytes: int) -> None:
+    """load_trace(limit=N) reads N requests: a malformed line N+1 is never read, so it is no
+    error (and not counted as skipped); within the limit it still is one, naming its line."""
+    rows = [f"{128166372003061629 + i * 1000},hm,1,Read,{i * 4096},4096,100\n" for i in range(8)]
+    rows[5] = rows[5].replace(",Read,20480,", ",Read,x,")
+    path = write(tmp_path, "t.csv", "".join(rows))
+    trace = load_trace(path, "msr", limit=5, block_bytes=block_bytes)
+    assert len(trace) == 5 and trace.source["skipped"] == 0
+    with pytest.raises(TraceFormatError, match="line 6"):
+        load_trace(path, "msr", limit=6, block_bytes=block_bytes)
+    with pytest.warns(SkippedRowsWarning, match="skipped 1 malformed row"):
+        assert len(load_trace(path, "msr", limit=6, skip_bad=True, block_bytes=block_bytes)) == 6
+
+
 def test_missing_trace_path_says_it_does_not_exist(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.csv")
     for call in (lambda: load_trace(missing), lambda: get_trace(missing),

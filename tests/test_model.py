@@ -460,3 +460,14 @@ def test_footprint_pages_counts_distinct_pages():
         tr = Trace(np.arange(n, dtype=float), np.zeros(n, dtype=np.uint8), offset, size)
         pages = {p for o, s in zip(offset.tolist(), size.tolist()) for p in range(o // 4096, (o + s - 1) // 4096 + 1)}
         assert tr.footprint_pages() == len(pages)
+
+
+def test_a_request_time_must_be_finite():
+    """NaN or an infinite time would poison every later time: begin() refuses it, saying why,
+    and the HSS takes the next request as if it had not been offered."""
+    h = HSS("perf_opt", footprint_pages=100)
+    for t in (float("nan"), float("inf"), float("-inf")):
+        with pytest.raises(ValueError, match="request time .*must be a finite"):
+            h.begin(t, 0, 0, PAGE)
+    h.begin(10.0, 0, 0, PAGE)
+    assert np.isfinite(h.finish(0))

@@ -353,6 +353,13 @@ out:
     return ret;
 }
 
+/* A request time that is NaN or infinite: it would poison every later time (a clear error). */
+static PyObject *bad_time(double t)
+{
+    return PyErr_Format(PyExc_ValueError, "invalid request time %s: a request's time must be a finite "
+                        "number of microseconds", isnan(t) ? "nan" : t > 0 ? "inf" : "-inf");
+}
+
 static PyObject *HSS_begin(HSSObject *self, PyObject *args)
 {
     double t;
@@ -363,6 +370,8 @@ static PyObject *HSS_begin(HSSObject *self, PyObject *args)
     if (off < 0 || size <= 0 || (op != 0 && op != 1))
         return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld "
                             "(op must be 0/1, offset >= 0, size > 0, offset + size < 4 PiB)", op, off, size);
+    if (!isfinite(t))
+        return bad_time(t);
     int rc = hss_begin(&self->h, t, op, (uint64_t)off, (uint64_t)size);
     if (rc != HSS_OK)
         return raise_rc(rc), NULL;
@@ -847,6 +856,8 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
     self->pend_len = self->pend_head = 0;
     if (off < 0 || size <= 0 || (op != 0 && op != 1))
         return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
+    if (!isfinite(t))
+        return bad_time(t);
     hss *h = &self->h;
     int rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
     if (rc != HSS_OK)

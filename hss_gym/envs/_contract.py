@@ -44,6 +44,13 @@ def not_reset(env_name: str) -> EpisodeStateError:
     return EpisodeStateError(f"{env_name}: step() called before reset(); call reset() first")
 
 
+def env_closed(env_name: str) -> EpisodeStateError:
+    """The error for ``step()`` after ``close()`` (not "the episode ended": the env let go of its
+    simulator and files)."""
+    return EpisodeStateError(f"{env_name}: step() called after close(): the env is closed; call reset() "
+                             f"to start a new episode")
+
+
 def episode_over(env_name: str) -> EpisodeStateError:
     """The error for ``step()`` after the episode ended."""
     return EpisodeStateError(f"{env_name}: step() called after the episode ended (truncated or terminated); "

@@ -17,7 +17,7 @@ from pettingzoo import ParallelEnv
 
 from hss_gym import render
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_int, check_multidiscrete_action, check_real,
-                                    check_reals, episode_over, not_reset)
+                                    check_reals, env_closed, episode_over, not_reset)
 from hss_gym.envs.fleetio_flash import MB, FlashBackend
 from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -140,6 +140,7 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
             raise ValueError(f"slo_us={list(self.slo_us)}: need {n} positive values")
         self._rng = np.random.default_rng()
         self._started = False  # reset() has run: step() before it raises
+        self._closed = False  # close() has run, and no reset() since
         self._slo_profiled = slo_us is None
         self._reset_state(np.random.default_rng(0))
 
@@ -152,6 +153,7 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         self._replay_reset(seed=seed, options=options)
+        self._closed = False
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         self._reset_state(np.random.default_rng(self._rng.integers(2 ** 63)))
@@ -164,6 +166,8 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
                      for a, t, al, c in zip(self.agents, self.tenants, self.alpha, self.classes)}
 
     def step(self, actions: dict[str, Any]):
+        if self._closed:
+            raise env_closed("hss/FleetIO-v1")
         if not self._started:
             raise not_reset("hss/FleetIO-v1")
         if not self.agents:
@@ -266,7 +270,7 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
         return cv.img
 
     def close(self) -> None:
-        pass
+        self._closed = True
 
     # -- copies (ReplayCopy) ---------------------------------------------------------------------
     def _replay_kwargs(self) -> dict[str, Any]:

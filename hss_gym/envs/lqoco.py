@@ -17,7 +17,7 @@ import numpy as np
 
 from hss_gym import render
 from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_real, check_reals,
-                                    episode_over, not_reset)
+                                    env_closed, episode_over, not_reset)
 from hss_gym.backends.lqoco.model import CONFIGS, CacheSim, CacheSpec, Tier, TierSpec
 from hss_gym.envs.lqoco_workloads import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -145,10 +145,12 @@ class LQoCoEnv(ReplayCopy, gym.Env):
             self.observation_space = gym.spaces.Box(np.array([0, -1, 0], np.float32),
                                                     np.array([1, 10, 10], np.float32), dtype=np.float32)
         self.sim: CacheSim | None = None
+        self._closed = False  # close() has run, and no reset() since
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self._replay_reset(seed=seed, options=options)
+        self._closed = False
         super().reset(seed=seed)
         rng = random.Random(int(self.np_random.integers(2**62)))
         self.sim = CacheSim(self.cache_spec, self.tier, self.period_s, self.substeps,
@@ -175,7 +177,13 @@ class LQoCoEnv(ReplayCopy, gym.Env):
         self._replay_log("step", a)
         return self._advance(self.rate * (1.0 + self.magnitudes[a]))
 
+    def close(self) -> None:
+        """Nothing to let go of; a later step() says the env is closed (until reset())."""
+        self._closed = True
+
     def _check_running(self) -> None:
+        if self._closed:
+            raise env_closed("hss/LQoCo-v0")
         if self.sim is None:
             raise not_reset("hss/LQoCo-v0")
         if self.t >= self.periods:

@@ -19,7 +19,7 @@ from pettingzoo import ParallelEnv
 from hss_gym import render
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
-                                    episode_over, not_reset)
+                                    env_closed, episode_over, not_reset)
 from hss_gym.envs.features import ROOM_FEATURES, feature_names, observation_space
 from hss_gym.hss import HSS
 from hss_gym.metrics import RunMetrics, compute_metrics
@@ -94,6 +94,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self._hss: HSS | None = None
         self._seed = 0
         self._started = False  # reset() has run (step() before it raises)
+        self._closed = False  # close() has run, and no reset() since
         self._act_log = array("q")  # fast_step's (place, move) pairs since reset(): replayed by deepcopy/pickle
         self._log_act = self._act_log.append
 
@@ -167,6 +168,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self._move_delay = 0.0
         self.agents = list(AGENTS)
         self._started = True
+        self._closed = False
         self._act_log = array("q")
         self._log_act = self._act_log.append
         self._obs = self._new_obs()
@@ -200,9 +202,15 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
     def _action(self, actions: dict[str, Any], agent: str) -> int:
         return check_discrete_action(actions[agent], self._act_space.n, f"action for {agent!r}")
 
+    def not_running(self, env_name: str = "hss/Harmonia-v0") -> Exception:
+        """Why ``step()`` cannot run now (no agents): closed, ended, or never reset."""
+        if self._closed:
+            return env_closed(env_name)
+        return episode_over(env_name) if self._started else not_reset(env_name)
+
     def step(self, actions: dict[str, Any]):
         if not self.agents:
-            raise episode_over("hss/Harmonia-v0") if self._started else not_reset("hss/Harmonia-v0")
+            raise self.not_running()
         if len(actions) != 2 or "placement" not in actions or "migration" not in actions:
             check_agent_keys(actions, AGENTS)
         # Both agents' actions are checked (also one that is not acting, whose action is ignored);
@@ -423,6 +431,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
             self._real = None
         self._hss = None
         self.agents = []
+        self._closed = True
 
     # ------------------------------------------------------------------ copies (ReplayCopy)
     def _replay_snapshot(self) -> dict[str, Any]:

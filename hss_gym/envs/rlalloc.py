@@ -17,7 +17,7 @@ import numpy as np
 from hss_gym import render
 from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_multidiscrete_action,
-                                    check_real, check_reals, episode_over, not_reset)
+                                    check_real, check_reals, env_closed, episode_over, not_reset)
 from hss_gym.workloads.msr_streams import STREAMS, stream_trace
 from hss_gym.workloads.trace import WRITE
 
@@ -140,6 +140,7 @@ class RLAllocEnv(ReplayCopy, gym.Env):
             p.n_channels, p.n_units, p.dies_per_chip, p.planes_per_die, p.blocks_per_plane,
             p.pages_per_block, p.page_size)], dtype=np.float32).clip(0, 1)
         self._ssd = None
+        self._closed = False  # close() has run, and no reset() since
         self._alloc: list[np.ndarray] = []
         self._region = p.logical_bytes // n // 4096 * 4096
 
@@ -151,7 +152,7 @@ class RLAllocEnv(ReplayCopy, gym.Env):
     def set_allocation(self, allocation: Sequence[Sequence[int]]) -> None:
         """Allocate units to every stream at once (allocation-rule baselines); units may be shared."""
         if self._ssd is None:
-            raise not_reset("hss/RLAlloc-v0")
+            raise env_closed("hss/RLAlloc-v0") if self._closed else not_reset("hss/RLAlloc-v0")
         new = self._checked_allocation(allocation)
         self._replay_log("set_allocation", [u.tolist() for u in new])
         self._assign(new)
@@ -222,6 +223,7 @@ class RLAllocEnv(ReplayCopy, gym.Env):
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._closed = False
         if options:
             raise ValueError(f"options: RLAlloc-v0 takes no reset options, got {sorted(options)}")
         self._replay_reset(seed=seed, options=options)
@@ -262,7 +264,7 @@ class RLAllocEnv(ReplayCopy, gym.Env):
 
     def step(self, action: Any):
         if self._ssd is None:
-            raise not_reset("hss/RLAlloc-v0")
+            raise env_closed("hss/RLAlloc-v0") if self._closed else not_reset("hss/RLAlloc-v0")
         if self._period >= self.episode_periods:
             raise episode_over("hss/RLAlloc-v0")
         if self.action_mode == "factored":
@@ -399,6 +401,7 @@ class RLAllocEnv(ReplayCopy, gym.Env):
         if self._ssd is not None:
             self._ssd.close()
             self._ssd = None
+        self._closed = True
 
     def _replay_fingerprint(self) -> Any:
         if self._ssd is None:

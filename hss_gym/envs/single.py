@@ -27,7 +27,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from hss_gym.envs._contract import episode_over, not_reset
+from hss_gym.envs._contract import not_reset
 from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
 from hss_gym.render import RENDER_MODES
 
@@ -111,7 +111,7 @@ class SingleAgentEnv(gym.Env):
         if self._obs is None:
             raise not_reset(f"hss/{self.agent.capitalize()}-v0")
         if not self.env.agents:
-            raise episode_over(f"hss/{self.agent.capitalize()}-v0")
+            raise self.env.not_running(f"hss/{self.agent.capitalize()}-v0")
         self._credit = []
         acts = {self.agent: action, self.other: self._other_action()}
         self._obs, rew, _, trunc, self._infos = self.env.step(acts)

@@ -58,6 +58,14 @@ def is_cache(path: str | Path) -> bool:
         return False
 
 
+def _new_file_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file: 0666 less the process's umask (read by
+    setting it and putting it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def save_cache(trace: Trace, path: str | Path) -> Path:
     """Write ``trace`` to ``path`` (atomically: a temporary file renamed into place).
 
@@ -84,6 +92,7 @@ def save_cache(trace: Trace, path: str | Path) -> Path:
     start = -(-(_PREFIX.size + len(blob)) // _ALIGN) * _ALIGN
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     try:
+        os.fchmod(fd, _new_file_mode())  # mkstemp's 0600 would hide the cache from the user's group
         with os.fdopen(fd, "wb") as fh:
             fh.write(_PREFIX.pack(MAGIC, VERSION, len(blob)))
             fh.write(blob)

@@ -186,14 +186,37 @@ def verify(name: str, file: Path | None = None) -> Path:
     return file
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user counts: it may still be writing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_parts(dest: Path) -> None:
+    """Remove the partial downloads of ``dest`` (``.<file>.<pid>.*.part``) left by fetches that
+    were killed (SIGKILL, power loss: no ``finally`` ran), those whose process is gone."""
+    prefix = f".{dest.name}."
+    for part in dest.parent.glob(f"{prefix}*.part"):
+        pid = part.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            part.unlink(missing_ok=True)
+
+
 def fetch(name: str, *, mirror: str | None = None, timeout: float = 60.0,
           force: bool = False) -> Path:
     """The verified local file of catalogue trace ``name``, downloaded first if not cached.
 
     ``mirror`` (default ``$HSS_GYM_MIRROR``) is a base URL holding the files by their
     catalogue file names; otherwise the entry's pinned raw URL. The download goes to a
-    temporary file in the cache directory and is renamed into place only if its sha256
-    matches. ``force`` downloads again even if a good copy is cached.
+    temporary file in the cache directory (named with this process's PID) and is renamed into
+    place only if its sha256 matches; it is removed on any error or interrupt, and one left by a
+    killed fetch is removed by the next fetch of the file. ``force`` downloads again even if a
+    good copy is cached.
     """
     e = entry(name)
     dest = local_path(name)
@@ -206,7 +229,8 @@ def fetch(name: str, *, mirror: str | None = None, timeout: float = 60.0,
                              f"({e.licence}); copy {e.repo}'s {e.path} to {dest} (sha256 "
                              f"{e.sha256}), or give a mirror")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{e.file}.", suffix=".part", dir=dest.parent)
+    _remove_stale_parts(dest)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.{os.getpid()}.", suffix=".part", dir=dest.parent)
     try:
         sha, size = hashlib.sha256(), 0
         with os.fdopen(fd, "wb") as out:

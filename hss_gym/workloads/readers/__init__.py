@@ -37,6 +37,7 @@ transparently.
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -177,7 +178,8 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         Skip malformed rows (counted in ``source["skipped"]``, with a
         :class:`SkippedRowsWarning`) instead of raising :class:`TraceFormatError`.
     limit:
-        Stop after this many requests (the head of a long trace).
+        Stop after this many requests (the head of a long trace): the rows past them are not
+        read, so a malformed one there is no error.
     sort:
         Stable-sort requests by arrival time; the number of requests that moved is
         ``source["reordered"]``. ``None`` (default) sorts blkparse output (merged per-CPU
@@ -316,16 +318,19 @@ class _Reader:
 
     def blocks(self) -> Iterator[Block]:
         for data in self.tf.blocks():
-            block = self.parser.parse(data)
-            if block.first_error is not None:
-                if not self.skip_bad:
-                    raise block.first_error
-                self.first_error = self.first_error or block.first_error
-            self.skipped += block.skipped
-            self.dropped.update(block.dropped)
+            parsed = block = self.parser.parse(data)
             done = self.limit is not None and self.count + len(block) >= self.limit
-            if done:
-                block = block.slice(0, self.limit - self.count)  # type: ignore[operator]
+            if done:  # the rows past the limit are not read: a malformed one there is no error
+                block = parsed.slice(0, self.limit - self.count)  # type: ignore[operator]
+            error = parsed.first_error
+            if error is not None and done and (not len(block) or (error.line or 0) > block.line(len(block) - 1)):
+                error = None
+            if error is not None:
+                if not self.skip_bad:
+                    raise error
+                self.first_error = self.first_error or error
+                self.skipped += parsed.skipped
+            self.dropped.update(parsed.dropped)
             if self.check_order:
                 self._check_order(block)
             self.count += len(block)
@@ -464,9 +469,22 @@ def _check_limit(limit: int | None) -> None:
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
 
 
-def convert(src: str | Path, dst: str | Path, format: str | None = None,
+def convert(src: str | Path, dst: str | Path, format: str | None = None, *, force: bool = False,
             **options: Any) -> Trace:
-    """Parse the trace file ``src`` (see ``load_trace``) and save it as a cache at ``dst``."""
+    """Parse the trace file ``src`` (see ``load_trace``) and save it as a cache at ``dst``.
+
+    Never destroys a file it was not asked to: ``dst`` naming ``src`` itself (also through a
+    symbolic or hard link) is refused, and an existing ``dst`` is replaced only with ``force``.
+    The cache is written through a temporary file renamed into place, so a failure leaves no
+    partial ``dst``."""
+    if os.path.lexists(dst) and os.path.exists(src):
+        same = os.path.realpath(src) == os.path.realpath(dst) or (
+            os.path.exists(dst) and os.path.samefile(src, dst))
+        if same:
+            raise ValueError(f"convert: SRC {src} and DST {dst} are the same file; give another DST "
+                             f"(the source would be replaced by the cache)")
+        if not force:
+            raise FileExistsError(f"convert: DST {dst} already exists; pass --force (force=True) to replace it")
     trace = load_trace(src, format, **options)
     _cache.save_cache(trace, dst)
     return trace

@@ -1170,6 +1170,9 @@ def detect(head: bytes, path: str, engine: str = "auto") -> str:
     if head.startswith((b"fio version 2 iolog", b"fio version 3 iolog")):
         return "fio"
     head = head.rstrip(b"\0")  # NUL padding at the end of a small file (not read as a row)
+    if not head.strip():  # not a format to detect: say so, not "could not detect the format"
+        raise TraceFormatError("is empty: no requests to read" if not head else
+                               f"holds no requests: its first {len(head):,} bytes are blank", path=path)
     # the first lines that are not blank: a junk line or two (a tar header) may come first
     first_lines = [line for line in head.split(b"\n", 200)[:200] if line.strip()][:10]
     if any(_BLKPARSE_LINE.match(line + b" ") for line in first_lines):
