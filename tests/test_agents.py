@@ -297,7 +297,9 @@ def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
     harmonia_paper = the class's defaults (Table 2), critical-path evictions, no cleaner."""
     from hss_gym.agents.harmonia import REFERENCE
     ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
-    assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True, "first_reads": "home"}
+    assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True, "first_reads": "home", "prior": "fit",
+                         "margin": 1.0}
+    assert (ref.placement.prior, paper.placement.prior) == ("fit", None) and ref.placement.cfg.explore_steps == 0
     assert ref.placement.cfg.hidden == (32,) and paper.placement.cfg.hidden == (10,)
     assert (ref.placement.cfg.batch_size, paper.placement.cfg.batch_size) == (64, 128)
     assert not ref.placement.evict and ref.placement.cleaner is not None and ref.placement.seq_explore
