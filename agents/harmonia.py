@@ -26,8 +26,9 @@ path (a request that does not fit goes to the next slower device), a :class:`Cle
 fast device's coldest pages down in idle time while the placement agent wants room there, the
 exploration warm-up makes one choice per sequential run, the placement agent places writes only
 (a page first touched by a read stays on the home device, where its data is: ``first_reads``),
-and the placement network's one hidden layer has 32 units (Table 2: 10), trained on minibatches
-of 64 (Table 2: 128). On the real traces the papers' agents lost to Slow-Only through their
+the placement agent starts from the ``fit_first`` rule and leaves it only where its network
+expects clearly more (``prior="fit"``), and the placement network's one hidden layer has 32 units
+(Table 2: 10), trained on minibatches of 64 (Table 2: 128). On the real traces the papers' agents lost to Slow-Only through their
 critical-path evictions; the reference agents beat every baseline there
 (docs/learning-diagnostics.md).
 
@@ -255,6 +256,16 @@ class PlacementAgent(_C51Policy):
     agents placed such reads on the fast device at random and the cleaning slowed every request
     (msnfs-disksim perf_opt: 60,331 of 130,483 reads placed on the fast device, 219,724 pages
     cleaned, reads 1.16x Slow-Only's mean; docs/learning-diagnostics.md).
+
+    ``prior`` (None: the network alone decides; the reference agents: ``"fit"``): the agent starts
+    from the ``fit_first`` rule (:mod:`hss_gym.agents.rules`: the fastest device the request fits
+    on). Its exploration warm-up (the config's ``explore_steps`` decisions) takes the rule's device
+    or, with probability ``deviate``, another one at random (``deviate=None``: the network's
+    epsilon warm-up, uniform choices). Afterwards it takes the network's device only where the
+    network expects more than ``margin`` (in return units) above the device the rule ends on. A
+    uniform warm-up sent half of the first writes to the slow device, which was most of the
+    learners' gap to the rule, and with a small margin the network's optimistic values for rarely
+    tried devices sent writes there (docs/learning-diagnostics.md).
 
     ``idle_horizon`` (50 requests; None: off): a placement whose page is not accessed at all within
     that many requests ends there too (terminal, its own reward). Without it a page never used
@@ -811,6 +822,7 @@ class Harmonia(Combined):
 #: on the real and synthetic suites: docs/learning-diagnostics.md. ``harmonia_paper`` is the agents
 #: as published (critical-path evictions, 7-10-102, minibatches of 128). ``first_reads="home"``: the
 #: placement agent places writes, as the paper's does; reads of unseen pages stay on the home device.
+#: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent).
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
