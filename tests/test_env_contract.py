@@ -44,13 +44,17 @@ def _all_actions(env: Any, a: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ episode state
 
-@pytest.mark.parametrize("make, action", [
+#: every env of the package, with an action it accepts
+ENVS_AND_ACTIONS = pytest.mark.parametrize("make, action", [
     (harmonia, lambda e: _all_actions(e, 0)),
     (fleetio, lambda e: _all_actions(e, [0, 0, 1])),
     (rlalloc, lambda e: 0),
     (lqoco, lambda e: 2),
     (placement, lambda e: 0),
 ])
+
+
+@ENVS_AND_ACTIONS
 def test_step_before_reset_and_after_end_raise(make: Callable[..., Any], action: Callable[[Any], Any]) -> None:
     env = make()
     with pytest.raises(RuntimeError, match=r"before reset\(\)"):
@@ -67,13 +71,7 @@ def test_step_before_reset_and_after_end_raise(make: Callable[..., Any], action:
     env.step(action(env.unwrapped))
 
 
-@pytest.mark.parametrize("make, action", [
-    (harmonia, lambda e: _all_actions(e, 0)),
-    (fleetio, lambda e: _all_actions(e, [0, 0, 1])),
-    (rlalloc, lambda e: 0),
-    (lqoco, lambda e: 2),
-    (placement, lambda e: 0),
-])
+@ENVS_AND_ACTIONS
 def test_step_after_close_says_the_env_is_closed(make: Callable[..., Any], action: Callable[[Any], Any]) -> None:
     env = make()
     env.reset(seed=0)
