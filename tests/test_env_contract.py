@@ -113,6 +113,26 @@ def test_harmonia_checks_the_action_of_an_agent_that_is_not_acting() -> None:
     assert not infos["migration"]["acting"]  # no candidate on the first request
     with pytest.raises(ValueError, match="'migration'"):
         env.step({"placement": 0, "migration": 7})
+    with pytest.raises(ValueError, match="'migration'"):
+        env.step({"placement": 0, "migration": -2})
+
+
+def test_the_migration_stay_infos_give_is_accepted_whenever_it_is_not_acting() -> None:
+    """``infos["migration"]["device"]`` is -1 when there is no candidate page; handing it back
+    as the action (SUBMISSION.md's example policy does) is the stay, accepted only then."""
+    env = harmonia()
+    _, infos = env.reset(seed=0)
+    steps = 0
+    while env.agents and steps < 300:
+        move = infos["migration"]["device"]
+        assert (move == -1) == (not infos["migration"]["acting"])
+        _, _, _, _, infos = env.step({"placement": 0, "migration": move})
+        steps += 1
+    assert steps == 300
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="'migration'"):
+        while True:  # -1 once a candidate is judged: refused
+            env.step({"placement": 0, "migration": -1})
 
 
 @pytest.mark.parametrize("bad", [[0.0, 0, 1], np.array([1.5, 0, 1]), np.array([0, 0, 3]), "001", [True, 0, 1],

@@ -219,8 +219,8 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         place, move = actions["placement"], actions["migration"]
         if type(place) is not int or not 0 <= place < n:
             place = self._action(actions, "placement")
-        if type(move) is not int or not 0 <= move < n:
-            move = self._action(actions, "migration")
+        if (type(move) is not int or not 0 <= move < n) and not (move == -1 and self._cand is None):
+            move = self._action(actions, "migration")  # -1: the "device" infos give when nothing is judged
         if not self._needs:
             place = 0
         if self._cand is None:
