@@ -401,7 +401,9 @@ def load_factory(spec: str) -> Callable[..., Policy]:
     elif spec in POLICIES:
         module, _, attr = POLICIES[spec].partition(":")
     else:
-        near = difflib.get_close_matches(spec, POLICIES, n=1)
+        others = [n for problem in PROBLEMS for n in list_policies(problem)]
+        near = ([n for n in others if n.partition("/")[2] == spec]  # another problem's policy
+                or difflib.get_close_matches(spec, [*POLICIES, *others], n=1))
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise ValueError(f"unknown policy {spec!r}{hint}; valid: {', '.join(POLICIES)}, "
                          f"or 'module:factory'")

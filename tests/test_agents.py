@@ -30,6 +30,8 @@ def episode(name: str, config: str = "perf_opt", workload: str = "ycsb-b", n: in
 def test_unknown_policy_lists_valid_names():
     with pytest.raises(ValueError, match="unknown policy 'harmonya'.*did you mean 'harmonia'.*fast_only"):
         make_policy("harmonya")
+    with pytest.raises(ValueError, match="unknown policy 'ssdkeeper' \\(did you mean 'fleetio/ssdkeeper'\\?\\)"):
+        make_policy("ssdkeeper")  # another problem's policy: the hint has its prefix
 
 
 def test_policy_from_module_factory_string():
