@@ -327,3 +327,11 @@ def test_rlalloc_copy_replays_set_allocation() -> None:
     twin = copy.deepcopy(env)
     assert [a.tolist() for a in twin.allocation()] == [a.tolist() for a in env.allocation()]
     assert _same(twin.step(3)[:2], env.step(3)[:2])
+
+
+def test_a_misspelt_env_option_names_the_option_meant() -> None:
+    """A keyword that is neither an env option nor a configuration field is refused with the one
+    probably meant and both lists (``n_request`` listed only the configuration's options)."""
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['n_request'\] \(did you mean 'n_requests'\?\); "
+                                         r"env options: .*'room_feature'.*configuration options: .*'fast_fraction'"):
+        harmonia(n_request=100)

@@ -231,7 +231,7 @@ def test_bad_input():
         hss_gym.parallel_env("perf_opt", "ycsb-z").reset()
     with pytest.raises(ValueError, match="unknown configuration"):
         hss_gym.parallel_env("perf", "ycsb-b")
-    with pytest.raises(ValueError, match="unknown config option.*not_an_option"):
+    with pytest.raises(ValueError, match="unknown option.*not_an_option"):
         hss_gym.parallel_env("perf_opt", "ycsb-b", not_an_option=1)
     with pytest.raises(ValueError, match="reward_n"):
         hss_gym.parallel_env("perf_opt", "ycsb-b", reward_n=0)

@@ -7,6 +7,8 @@ End, Arguments, Version History); get it with ``hss_v0.parallel_env(...)`` (or
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import warnings
 from array import array
 from collections import deque
@@ -30,6 +32,20 @@ from hss_gym.workloads.trace import PAGE_SIZE, Trace
 AGENTS = ["placement", "migration"]
 _ENV_KEYS = {"workload", "n_requests", "window", "backend", "paths", "backend_options", "max_steps", "raw_bins", "features",
              "reward_n", "reward_x", "penalty", "reward_ref_us", "migration", "render_mode"}
+
+
+def check_options(config_options: dict[str, Any]) -> None:
+    """Refuse a keyword that is neither an env option nor a configuration field, naming the one
+    that was probably meant (``n_request=`` -> ``n_requests``) and both lists."""
+    env_opts = sorted(p for p in inspect.signature(HSSParallelEnv.__init__).parameters
+                      if p not in ("self", "config", "workload", "config_options")) + ["backend_options", "paths"]
+    cfg_opts = sorted(set(HSSConfig.__dataclass_fields__) - {"meta", "devices", "name"}) + ["fast_fraction"]
+    unknown = sorted(set(config_options) - set(cfg_opts) - {"backend_options", "paths"})
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], env_opts + cfg_opts, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"unknown option(s) {unknown}{hint}; env options: {env_opts}; configuration options: "
+                         f"{cfg_opts}")
 
 
 class HSSParallelEnv(ReplayCopy, ParallelEnv):
@@ -66,6 +82,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         window = check_window(window)
         if features not in ("harmonia", "sibyl"):
             raise ValueError(f"features must be 'harmonia' or 'sibyl', got {features!r}")
+        check_options(config_options)
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
