@@ -724,6 +724,11 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e) if not isinstance(e, KeyError) else str(e.args[0] if e.args else e)
         print(f"hss-gym: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError as e:
+        # a trace's reader says which file and how many requests to ask for; anything else: --n
+        print(f"hss-gym: error: {e or 'out of memory; ask for fewer requests (--n)'}",
+              file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("hss-gym: interrupted (finished runs are saved; rerun with --resume)", file=sys.stderr)
         return 130
