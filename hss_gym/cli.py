@@ -726,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except MemoryError as e:
         # a trace's reader says which file and how many requests to ask for; anything else: --n
-        print(f"hss-gym: error: {e or 'out of memory; ask for fewer requests (--n)'}",
+        print(f"hss-gym: error: {str(e) or 'out of memory; ask for fewer requests (--n)'}",
               file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
