@@ -623,3 +623,74 @@ def test_out_of_memory_names_the_file_and_a_limit(tmp_path: Path, monkeypatch: p
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert f"file {path}: out of memory after reading {n} request(s) (limit=399000)" in err, err
+
+
+# ------------------------------------------------------ one request larger than every device
+
+HUGE = 16 << 40  # a 16 TiB write
+
+
+def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> None:
+    """A request larger than the configuration's total capacity (the bounded devices plus the
+    home device's nominal capacity) is refused before any per-page work, with a ValueError
+    naming the file, the request, its size and the capacity: replay, the env, HSS.begin."""
+    import time
+
+    from hss_gym.hss import HSS
+    path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
+    trace = load_trace(path)
+    cap = make_config("perf_opt").total_capacity_pages(trace.footprint_pages()) * 4096
+    assert cap < HUGE
+    message = rf"file {path}, request 0: {HUGE} bytes \(16384\.0 GiB\) is larger than " \
+              rf"configuration perf_opt's total capacity, {cap} bytes"
+    start = time.perf_counter()
+    for policy in ("lru", "fast_only", "slow_only"):  # Fast-Only's ideal config too
+        with pytest.raises(ValueError, match=message):
+            replay(trace, "perf_opt", policy=policy)
+    env = hss_gym.parallel_env("perf_opt", workload=str(path))
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=0)
+    hss = HSS("perf_opt", footprint_pages=trace.footprint_pages())
+    with pytest.raises(ValueError, match=rf"request at offset 0: {HUGE} bytes .* larger than"):
+        hss.begin(0.0, WRITE, 0, HUGE)
+    assert time.perf_counter() - start < 2
+    # a request the devices can hold is read and replayed as before
+    ok = write(tmp_path, "ok.trace", "0.5 1 0 1048576 0\n1.0 0 0 4096 0\n")
+    assert replay(load_trace(ok), "perf_opt").metrics
+
+
+def test_cli_refuses_a_huge_request_fast_in_bounded_memory(tmp_path: Path) -> None:
+    """The command line: a clear error, exit status 2, quickly, within a 3 GB address space (it
+    used to grow for minutes until the OOM killer or a MemoryError traceback ended it)."""
+    import resource
+    import subprocess
+    import sys
+    import time
+    path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", "hss_gym.cli", "replay", "--workload", str(path),
+                               "--config", "perf_opt", "--out", str(tmp_path / "r"), "--quiet"],
+                              capture_output=True, text=True, timeout=30, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        pytest.fail("replay of a 16 TiB request ran for 30 s")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and f"request 0: {HUGE} bytes" in done.stderr
+    assert time.perf_counter() - start < 10
+
+
+def test_cli_says_out_of_memory_for_a_bare_memory_error(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A MemoryError without a message (not from a reader) still gets a sentence."""
+    from hss_gym import cli
+
+    def run(args: object) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "cmd_replay", run)
+    assert cli.main(["replay", "--quiet"]) == 2
+    assert capsys.readouterr().err == "hss-gym: error: out of memory; ask for fewer requests (--n)\n"
