@@ -243,6 +243,10 @@ def check_path(path: str, *, overwrite: bool = False, allow_block_device: bool =
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):  # the file would be created through the link: O_EXCL refuses
+            raise UnsafeDeviceError(f"{path} is a dangling symbolic link (to {os.readlink(path)}, which "
+                                    "does not exist): refused; remove the link, or give the path of a "
+                                    "file to create") from None
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"{path}: parent directory {parent} does not exist") from None

@@ -147,13 +147,15 @@ def precheck(rec: dict[str, Any]) -> str | None:
     return problem.precheck(rec) if problem.precheck is not None else None
 
 
-def named_code(rec: dict[str, Any]) -> list[tuple[str, str]]:
+def named_code(rec: dict[str, Any], policies: bool = True) -> list[tuple[str, str]]:
     """The code outside hss-gym's built-ins that re-running ``rec`` would import, as (spec,
     module) pairs: the module of a ``module:factory`` policy and of a ``module:attribute``
     problem. A registered policy name (another problem's included) or a built-in problem imports
-    only hss-gym's own modules; a name that is neither imports nothing (its re-run fails)."""
+    only hss-gym's own modules; a name that is neither imports nothing (its re-run fails).
+    ``policies=False``: the problem's only (all that a report, which runs nothing, imports)."""
     out = []
-    for spec, label in ((rec.get("problem"), "problem "), (rec.get("policy"), "")):
+    named = ((rec.get("problem"), "problem "), (rec.get("policy"), "")) if policies else ((rec.get("problem"), "problem "),)
+    for spec, label in named:
         if isinstance(spec, str) and ":" in spec:
             out.append((label + spec, spec.partition(":")[0]))
     return out
@@ -190,9 +192,11 @@ def _found_in(top: str) -> list[str]:
     return [os.path.dirname(os.path.realpath(p)) for p in places]
 
 
-def code_refusal(module: str, allow: Iterable[str], folders: Iterable[str | os.PathLike[str]] = ()) -> str | None:
-    """Why validate may not import ``module`` (None: it may): its top-level package is not in
-    ``allow``, is not installed, or would be imported from the current folder or ``folders``."""
+def code_refusal(module: str, allow: Iterable[str], folders: Iterable[str | os.PathLike[str]] = (),
+                 command: str = "validate") -> str | None:
+    """Why ``command`` (validate, report) may not import ``module`` (None: it may): its top-level
+    package is not in ``allow``, is not installed, or would be imported from the current folder
+    or ``folders``."""
     top = module.split(".")[0]
     if top not in set(allow):
         return (f"imports {module!r}, code the results file names: pass --allow {top or repr(top)} to run it "
@@ -200,12 +204,12 @@ def code_refusal(module: str, allow: Iterable[str], folders: Iterable[str | os.P
     unsafe = _unsafe_folders(folders)
     where = _found_in(top)
     if not where:
-        return (f"module {top!r} is not installed (validate never imports from the current folder or the "
+        return (f"module {top!r} is not installed ({command} never imports from the current folder or the "
                 f"results file's): install it")
     bad = sorted(set(where) & unsafe)
     if bad:
         return (f"module {top!r} would be imported from {bad[0]}, the current folder or the results file's, "
-                f"which validate never imports from: install it")
+                f"which {command} never imports from: install it")
     return None
 
 
@@ -228,19 +232,21 @@ class CodeUse:
 
 
 def code_uses(records: Iterable[dict[str, Any]], allow: Iterable[str] = (),
-              folders: Iterable[str | os.PathLike[str]] = ()) -> dict[str, CodeUse]:
+              folders: Iterable[str | os.PathLike[str]] = (), command: str = "validate") -> dict[str, CodeUse]:
     """The distinct policy and problem specs of ``records``, each with what it imports and whether
-    validate may (``allow``: top-level packages the maintainer trusts; never from the current
-    folder or ``folders``). Built-in policies are listed too, by name."""
+    ``command`` may (``allow``: top-level packages the maintainer trusts; never from the current
+    folder or ``folders``). Built-in policies are listed too, by name. ``command="report"``: the
+    problem specs only (a report imports a record's problem, never its policy)."""
     allow, folders = list(allow), list(folders)
+    policies = command != "report"
     out: dict[str, CodeUse] = {}
     for rec in records:
-        named = named_code(rec)
-        if not any(spec == rec.get("policy") for spec, _ in named):
+        named = named_code(rec, policies)
+        if policies and not any(spec == rec.get("policy") for spec, _ in named):
             out.setdefault(str(rec.get("policy")), CodeUse(str(rec.get("policy"))))
         for spec, module in named:
             if spec not in out:
-                out[spec] = CodeUse(spec, module, code_refusal(module, allow, folders))
+                out[spec] = CodeUse(spec, module, code_refusal(module, allow, folders, command))
     return out
 
 

@@ -223,17 +223,43 @@ def _gather(paths: list[str]) -> tuple[list[dict[str, Any]], list[Path]]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Write the reports. A record's ``module:attribute`` problem is imported only under validate's
+    rules (``--allow PKG``, never from the current folder or the results files'): a report of an
+    untrusted submission runs none of its code."""
     from hss_gym.benchmarks.report import print_table, write_reports
+    from hss_gym.benchmarks.validate import code_uses, no_imports_from
     records, files = _gather(args.results)
     if not records:
         raise ValueError(f"no result records in {', '.join(map(str, files))}")
-    out = Path(args.out) if args.out else files[0].parent
-    md, page = write_reports(records, out, title=args.title, command=args.command_line,
-                             with_figures=not args.no_figures)
-    if not args.quiet:
-        print(print_table(records))
+    folders = sorted({f.parent for f in files})
+    with no_imports_from(folders):
+        uses = code_uses(records, _allowed(args), folders, command="report").values()
+        refused = [u.describe() for u in uses if u.refused is not None]
+        if refused:
+            raise ValueError("report: not written, the results name problems outside hss-gym: "
+                             + "; ".join(refused))
+        for use in uses:
+            print(f"report: {use.describe()}")
+        out = Path(args.out) if args.out else files[0].parent
+        md, page = write_reports(records, out, title=args.title, command=args.command_line,
+                                 with_figures=not args.no_figures)
+        if not args.quiet:
+            print(print_table(records))
     print(f"report: {md}  {page}")
     return 0
+
+
+def _allowed(args: argparse.Namespace) -> list[str]:
+    """The top-level packages of ``--allow`` (repeatable, comma-separated)."""
+    return [p for a in args.allow for p in _csv(a) or []]
+
+
+def _add_allow(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--allow PKG[,PKG]``, the same for validate and report: ``what`` the code it imports."""
+    parser.add_argument("--allow", action="append", default=[], metavar="PKG[,PKG]",
+                        help=f"import {what} of these top-level packages, installed (repeatable or "
+                             "comma-separated; only code you trust: it is imported and run). Built-ins "
+                             "need none")
 
 
 # ---------------------------------------------------------------------------------- validate
@@ -255,7 +281,7 @@ def _validate(args: argparse.Namespace, folder: Path) -> int:
     sample = None if args.all else args.sample
     per_cell = not args.all and args.sample is None
     tracks = _csv(args.tracks)
-    allow = [p for a in args.allow for p in _csv(a) or []]
+    allow = _allowed(args)
     seed = secrets.randbelow(MAX_SEED) if args.seed is None else args.seed
     if not args.all:  # a fresh draw each time (a fixed one would always check the same runs)
         print(f"validate: sample seed {seed} (repeat this choice with --seed {seed})")
@@ -619,12 +645,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="write the Markdown and HTML leaderboard of results files",
                        description="Build report.md (leaderboard tables) and report.html (tables and "
-                                   "figures, self-contained) from one or more results files.")
+                                   "figures, self-contained) from one or more results files. No code the "
+                                   "results name is imported unless --allow names its package (a "
+                                   "'module:attribute' problem; as validate), and nothing from the current "
+                                   "folder or the results files'.")
     r.add_argument("results", nargs="+", help="results.jsonl files or bench output directories")
     r.add_argument("--out", metavar="DIR", help="where to write the reports (default: next to the first file)")
     r.add_argument("--title", default="hss-gym leaderboard")
     r.add_argument("--no-figures", action="store_true", help="HTML without figures")
     r.add_argument("--quiet", "-q", action="store_true", help="do not print the tables")
+    _add_allow(r, "the 'module:attribute' problems that records name")
     r.set_defaults(func=cmd_report)
 
     v = sub.add_parser("validate", help="re-run a sample of a results file's runs and check the metrics",
@@ -651,10 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--tracks", metavar="T1,T2", help="only runs of these tracks")
     v.add_argument("--jobs", "-j", type=int_arg(1), default=1, metavar="N",
                    help="local worker processes for the re-runs, >= 1 (default 1)")
-    v.add_argument("--allow", action="append", default=[], metavar="PKG[,PKG]",
-                   help="re-run the 'module:factory' policies (and 'module:attribute' problems) of these "
-                        "top-level packages, installed (repeatable or comma-separated; only code you "
-                        "trust: it is imported and run). Built-in policies need none")
+    _add_allow(v, "and re-run the 'module:factory' policies (and 'module:attribute' problems)")
     v.add_argument("--verbose", "-v", action="store_true", help="print every checked run")
     v.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     v.set_defaults(func=cmd_validate)
@@ -723,6 +750,11 @@ def main(argv: list[str] | None = None) -> int:
         # a user mistake (bad name, path, option or file): the message, never a traceback
         msg = str(e) if not isinstance(e, KeyError) else str(e.args[0] if e.args else e)
         print(f"hss-gym: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError as e:
+        # a trace's reader says which file and how many requests to ask for; anything else: --n
+        print(f"hss-gym: error: {str(e) or 'out of memory; ask for fewer requests (--n)'}",
+              file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("hss-gym: interrupted (finished runs are saved; rerun with --resume)", file=sys.stderr)

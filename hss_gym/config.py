@@ -132,6 +132,12 @@ class HSSConfig:
         home = self.capacities[-1] if self.capacities is not None else None
         return caps + [int(home) if home else max(self.devices[-1].capacity_pages, footprint_pages)]
 
+    def total_capacity_pages(self, footprint_pages: int) -> int:
+        """Pages all devices hold together for a workload of ``footprint_pages`` pages: the
+        bounded devices' capacities plus the home device's nominal one. The simulated home grows
+        past it (never full), but no single request larger than this total is a storage request."""
+        return sum(self.page_capacities(footprint_pages)[:-1]) + self.page_capacities(0)[-1]
+
     def host_queue_depth(self, streams: int = 1) -> int:
         """Requests in flight at most for a trace of ``streams`` streams (see ``queue_depth``)."""
         return int(self.queue_depth) if self.queue_depth is not None else max(1, int(streams))

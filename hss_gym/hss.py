@@ -24,10 +24,33 @@ from hss_gym.backends import _core
 from hss_gym.backends.sim import SimBackend
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.metrics import RunMetrics, compute_metrics
-from hss_gym.workloads.trace import Trace
+from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
 #: bytes of metadata per touched page in the core (device, slot, count, last access, last move)
 PAGE_META_BYTES: int = _core.PAGE_META_BYTES
+
+
+def check_request_sizes(trace: Trace, config: HSSConfig, footprint_pages: int | None = None) -> None:
+    """Refuse ``trace`` if one of its requests is larger than ``config``'s total capacity
+    (:meth:`HSSConfig.total_capacity_pages`), with a ValueError naming the request, its size and
+    the capacity. One vectorised pass, before any per-page work: a request's pages are worked on
+    one by one, so a 16 TiB write in a two-line trace would otherwise take minutes and gigabytes
+    before failing."""
+    footprint = trace.footprint_pages() if footprint_pages is None else footprint_pages
+    capacity = config.total_capacity_pages(max(1, footprint)) * PAGE_SIZE
+    if not len(trace) or int(trace.size.max()) <= capacity:
+        return
+    i = int(np.argmax(trace.size > capacity))
+    path = trace.source.get("path")
+    where = f"file {path}, request {i}" if path else f"trace {trace.name!r}, request {i}"
+    raise ValueError(f"{where}: {_too_large(int(trace.size[i]), capacity, config.name)}")
+
+
+def _too_large(size: int, capacity: int, config: str) -> str:
+    return (f"{size} bytes ({size / 2**30:.1f} GiB) is larger than configuration {config}'s "
+            f"total capacity, {capacity} bytes ({capacity / 2**30:.1f} GiB: the bounded devices "
+            "plus the home device's nominal capacity); no device could store it (a damaged "
+            "trace, or a size column in the wrong unit?)")
 
 
 class HSS:
@@ -63,6 +86,7 @@ class HSS:
                               self.queue_depth, self.config.preloaded)
         if self.real is not None:
             self.core.set_log(True)
+        self.capacity_bytes = self.config.total_capacity_pages(self.footprint_pages) * PAGE_SIZE
         self._t = 0.0
         self.seed = seed
         self.reset(seed)
@@ -82,7 +106,11 @@ class HSS:
     # -- the decision interface -------------------------------------------------------------
     def begin(self, t: float, op: int, offset: int, size: int) -> bool:
         """Start a host request (runs idle-time migrations first). True if it needs a placement
-        decision: every write, and a read touching a page never seen before."""
+        decision: every write, and a read touching a page never seen before. A request larger
+        than the configuration's total capacity is a ValueError (before any per-page work)."""
+        if size > self.capacity_bytes:
+            raise ValueError(f"request at offset {offset}: "
+                             f"{_too_large(int(size), self.capacity_bytes, self.config.name)}")
         if self.real is not None:
             self._t = self.real.check_request(t, offset, size)
         return self.core.begin(t, op, offset, size)
@@ -160,6 +188,7 @@ class HSS:
         """Replay ``trace`` from an empty HSS placing everything on device ``place`` (LRU
         eviction down the hierarchy when it is full). Returns latencies (µs) and metrics."""
         trace.validate()
+        check_request_sizes(trace, self.config, self.footprint_pages)
         self.reset()
         if self.real is not None:
             lat, _ = self.real.run_fixed(self.core, trace, place)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from hss_gym.config import HSSConfig, make_config
-from hss_gym.hss import HSS
+from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics
 from hss_gym.workloads.trace import Trace
 
@@ -41,6 +41,7 @@ def replay(trace: Trace, config: "str | HSSConfig | list[Any]" = "perf_opt", pol
     trace.validate()
     footprint = footprint_pages or trace.footprint_pages()
     cfg = make_config(config, **options)
+    check_request_sizes(trace, cfg, footprint)  # the configuration's, not Fast-Only's ideal
     place = 0
     if policy == "fast_only":
         caps = [footprint + 1] * (cfg.n_devices - 1) + [None]

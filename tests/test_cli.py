@@ -345,3 +345,45 @@ def test_validate_in_parallel_and_by_track(bench_dir, tmp_path, capsys):
     assert cli.main(["validate", str(bench_dir), "--tracks", "nope", "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "REFUSED: no successful runs of track(s) nope" in out and track in out
+
+
+def test_report_imports_no_problem_the_results_name_unless_allowed(bench_dir, tmp_path, monkeypatch, capsys):
+    """report builds tables only, but a record's 'module:attribute' problem is imported to read
+    it: under validate's rules (the same --allow gate and messages), never from the current folder
+    or the results file's; a refused one writes no report. Policy specs are only names here."""
+    recs = [json.loads(x) for x in (bench_dir / "results.jsonl").read_text().splitlines()]
+    sub, lib = tmp_path / "submission", tmp_path / "lib"
+    for d in (sub, lib / "goodpkg"):
+        d.mkdir(parents=True)
+    marker = tmp_path / "imported"
+    (sub / "evilmod.py").write_text(f"open({str(marker)!r}, 'w').close()\nPROBLEM = None\n")
+    (lib / "goodpkg" / "__init__.py").write_text("from hss_gym.benchmarks.problems.hss import PROBLEM\n")
+    ok = [r for r in recs if r["status"] == "ok"]
+
+    def named(problem, policy="random"):
+        return {**json.loads(json.dumps(ok[0])), "problem": problem, "policy": policy, "seed": 7}
+    results = sub / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in recs + [
+        named("evilmod:PROBLEM"), named("this:x"), named("hss", policy="os:system")]))
+    monkeypatch.chdir(sub)
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.syspath_prepend("")
+    for mod in ("this", "evilmod", "goodpkg"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+
+    assert cli.main(["report", "results.jsonl", "--quiet", "--no-figures"]) == 2
+    err = capsys.readouterr().err
+    for spec, module in (("problem evilmod:PROBLEM", "evilmod"), ("problem this:x", "this")):
+        assert f"{spec}: would import {module}: not run, imports {module!r}, code the results file " \
+               f"names: pass --allow {module}" in err, err
+    assert "os:system" not in err  # a policy is a name in a table, never imported by report
+    assert not marker.exists() and "this" not in sys.modules and not (sub / "report.md").exists()
+    assert cli.main(["report", "results.jsonl", "--quiet", "--no-figures", "--allow", "evilmod"]) == 2
+    assert f"module 'evilmod' is not installed (report never imports from the current folder" \
+           in capsys.readouterr().err and not marker.exists()
+    assert sys.path[0] == ""  # put back
+
+    results.write_text("".join(json.dumps(r) + "\n" for r in recs + [named("goodpkg:PROBLEM")]))
+    assert cli.main(["report", "results.jsonl", "--quiet", "--no-figures", "--allow", "goodpkg"]) == 0
+    assert f"report: problem goodpkg:PROBLEM: imports goodpkg (from {lib}; allowed)" in capsys.readouterr().out
+    assert (sub / "report.md").exists()

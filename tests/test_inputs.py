@@ -492,3 +492,205 @@ def test_implausible_values_are_not_answered_with_a_wrong_format(
                                                r"rescale.*does not guess") as info:
         load_trace(path)
     assert "anyway" not in str(info.value)
+
+
+# ------------------------------------------------- memory: bounded by what is read, not claimed
+
+MSR_ROW = b"128166372003061629,hm,1,Read,4096,4096,100\n"
+
+# the peak memory (ru_maxrss growth, MiB) and the outcome of reading ARGV[1] with limit ARGV[2]
+_PEAK_SCRIPT = """
+import resource, sys, time
+from hss_gym.workloads.readers import load_trace
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+try:
+    outcome = f"{len(load_trace(sys.argv[1], limit=int(sys.argv[2])))} requests"
+except ValueError as exc:
+    outcome = f"{type(exc).__name__}: {exc}"
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024
+print(grown, round(time.perf_counter() - start, 2), outcome, sep="\\t")
+"""
+
+
+def _bomb(path: Path, kind: str, piece: bytes, mib: int) -> Path:
+    """``path``: one gzip member or zstd frame of ``piece`` repeated to ``mib`` MiB (streamed)."""
+    import zlib
+
+    import zstandard
+    chunk = piece * ((1 << 20) // len(piece))
+    chunk += piece[:(1 << 20) - len(chunk)]
+    comp = (zlib.compressobj(1, wbits=31) if kind == "gzip"
+            else zstandard.ZstdCompressor(level=1).compressobj())
+    with open(path, "wb") as fh:
+        for _ in range(mib):
+            fh.write(comp.compress(chunk))
+        fh.write(comp.flush())
+    return path
+
+
+def _peak(path: Path, limit: int) -> tuple[int, float, str]:
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(path), str(limit)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    grown, seconds, outcome = done.stdout.strip().split("\t", 2)
+    return int(grown), float(seconds), outcome
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_limit_reads_a_compressed_bomb_in_bounded_memory(tmp_path: Path, kind: str) -> None:
+    """A small file that decompresses to 384 MiB of valid rows, read with limit=1000: the
+    decompression stops soon after the limit (bounded steps), so memory grows by far less than
+    the decompressed size and the read is quick."""
+    path = _bomb(tmp_path / f"rows.csv.{kind}", kind, MSR_ROW, 384)
+    assert path.stat().st_size < 4 << 20
+    grown, seconds, outcome = _peak(path, 1000)
+    assert outcome == "1000 requests"
+    assert grown < 128 and seconds < 10, (grown, seconds)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_a_line_that_never_ends_is_refused_in_bounded_memory(tmp_path: Path, kind: str) -> None:
+    """A valid row, then 384 MiB without a line end: not held whole (that would be unbounded
+    for a plain file too) but refused once it is longer than any record, naming its line."""
+    path = tmp_path / f"junk.csv.{kind}"
+    _bomb(path, kind, b"x", 384)
+    head = MSR_ROW
+    data = path.read_bytes()
+    import zlib
+
+    import zstandard
+    first = (zlib.compress(head, wbits=31) if kind == "gzip"  # multi-member / multi-frame
+             else zstandard.ZstdCompressor().compress(head))
+    path.write_bytes(first + data)
+    grown, seconds, outcome = _peak(path, 1000)
+    assert outcome.startswith("LongLineError") and "line 2" in outcome, outcome
+    assert str(path) in outcome and "longer than" in outcome
+    assert grown < 128 and seconds < 10, (grown, seconds)
+
+
+def test_long_lines_plain_and_nul_padding(tmp_path: Path) -> None:
+    """Plain files too: a line longer than max(block_bytes, MAX_LINE_BYTES) is an error naming
+    its line; a long run of NUL bytes at the end is padding, counted but never held."""
+    from hss_gym.workloads.readers._io import MAX_LINE_BYTES
+    rows = MSR_ROW * 3
+    for block_bytes in (64, 1 << 24):
+        length = 2 * max(block_bytes, MAX_LINE_BYTES)
+        long = write(tmp_path, "long.csv", rows + b"y" * length + b"\n" + MSR_ROW)
+        with pytest.raises(TraceFormatError, match="line 4: a line longer than") as info:
+            load_trace(long, "msr", block_bytes=block_bytes)
+        assert str(long) in str(info.value)
+    nuls = 3 * MAX_LINE_BYTES + 5
+    padded = write(tmp_path, "padded.csv", rows + b"\0" * nuls)
+    with pytest.warns(hss_gym.workloads.readers.JunkWarning, match=f"{nuls} NUL padding"):
+        trace = load_trace(padded, "msr", block_bytes=64)
+    assert len(trace) == 3 and trace.source["nul_padding"] == nuls
+    glued = write(tmp_path, "glued.csv", rows + b"\0" * nuls + MSR_ROW)
+    with pytest.raises(TraceFormatError, match="line 4: a line longer than"):
+        load_trace(glued, "msr", block_bytes=64)
+
+
+def test_out_of_memory_names_the_file_and_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A MemoryError while reading is never a bare one: load_trace and iter_chunks say which
+    file and what limit to ask for, and the command line prints that, not a traceback."""
+    from hss_gym import cli
+    from hss_gym.workloads.readers import TraceMemoryError
+    path = write(tmp_path, "t.csv", MSR_ROW * 400_000)  # more than the first block
+    real = readers_formats.DelimitedParser.parse
+    parsed: list[int] = []
+
+    def parse(self: readers_formats.DelimitedParser, data: bytes | memoryview) -> object:
+        if getattr(self, "parsed_once", False):  # each reader's second block
+            raise MemoryError
+        self.parsed_once = True  # type: ignore[attr-defined]
+        block = real(self, data)
+        parsed.append(len(block))
+        return block
+
+    monkeypatch.setattr(readers_formats.DelimitedParser, "parse", parse)
+    with pytest.raises(TraceMemoryError, match=r"out of memory after reading (\d+) request") as info:
+        load_trace(path, "msr", limit=399000)
+    n = parsed[-1]
+    assert info.value.count == n and str(info.value).startswith(
+        f"file {path}: out of memory after reading {n} request(s) (limit=399000); read fewer "
+        f"(load_trace(..., limit=N), hss-gym --n N, e.g. N={n // 2})")
+    with pytest.raises(MemoryError, match=f"out of memory after reading {n} request"):
+        list(iter_chunks(path, "msr", chunk_size=100_000))
+    code = cli.main(["replay", "--workload", str(path), "--config", "perf_opt", "--n", "399000",
+                     "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert f"file {path}: out of memory after reading {n} request(s) (limit=399000)" in err, err
+
+
+# ------------------------------------------------------ one request larger than every device
+
+HUGE = 16 << 40  # a 16 TiB write
+
+
+def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> None:
+    """A request larger than the configuration's total capacity (the bounded devices plus the
+    home device's nominal capacity) is refused before any per-page work, with a ValueError
+    naming the file, the request, its size and the capacity: replay, the env, HSS.begin."""
+    import time
+
+    from hss_gym.hss import HSS
+    path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
+    trace = load_trace(path)
+    cap = make_config("perf_opt").total_capacity_pages(trace.footprint_pages()) * 4096
+    assert cap < HUGE
+    message = rf"file {path}, request 0: {HUGE} bytes \(16384\.0 GiB\) is larger than " \
+              rf"configuration perf_opt's total capacity, {cap} bytes"
+    start = time.perf_counter()
+    for policy in ("lru", "fast_only", "slow_only"):  # Fast-Only's ideal config too
+        with pytest.raises(ValueError, match=message):
+            replay(trace, "perf_opt", policy=policy)
+    env = hss_gym.parallel_env("perf_opt", workload=str(path))
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=0)
+    hss = HSS("perf_opt", footprint_pages=trace.footprint_pages())
+    with pytest.raises(ValueError, match=rf"request at offset 0: {HUGE} bytes .* larger than"):
+        hss.begin(0.0, WRITE, 0, HUGE)
+    assert time.perf_counter() - start < 2
+    # a request the devices can hold is read and replayed as before
+    ok = write(tmp_path, "ok.trace", "0.5 1 0 1048576 0\n1.0 0 0 4096 0\n")
+    assert replay(load_trace(ok), "perf_opt").metrics
+
+
+def test_cli_refuses_a_huge_request_fast_in_bounded_memory(tmp_path: Path) -> None:
+    """The command line: a clear error, exit status 2, quickly, within a 3 GB address space (it
+    used to grow for minutes until the OOM killer or a MemoryError traceback ended it)."""
+    import resource
+    import subprocess
+    import sys
+    import time
+    path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", "hss_gym.cli", "replay", "--workload", str(path),
+                               "--config", "perf_opt", "--out", str(tmp_path / "r"), "--quiet"],
+                              capture_output=True, text=True, timeout=30, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        pytest.fail("replay of a 16 TiB request ran for 30 s")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and f"request 0: {HUGE} bytes" in done.stderr
+    assert time.perf_counter() - start < 10
+
+
+def test_cli_says_out_of_memory_for_a_bare_memory_error(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A MemoryError without a message (not from a reader) still gets a sentence."""
+    from hss_gym import cli
+
+    def run(args: object) -> int:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "cmd_replay", run)
+    assert cli.main(["replay", "--quiet"]) == 2
+    assert capsys.readouterr().err == "hss-gym: error: out of memory; ask for fewer requests (--n)\n"

@@ -16,7 +16,7 @@ import zstandard
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from hss_gym.workloads.readers import FORMATS, iter_chunks, load_trace
+from hss_gym.workloads.readers import FORMATS, convert, iter_chunks, load_trace
 from hss_gym.workloads.readers import _tokenize as tk
 from hss_gym.workloads.trace import READ, TraceFormatError
 
@@ -302,3 +302,101 @@ def test_junk_before_the_records_and_nul_padding_read_the_same(
     assert got.source["junk_lines"] == len(junk) and got.source["nul_padding"] == pad
     assert got.source["skipped"] == 0
     assert len(caught) == (1 if junk or pad else 0)
+
+
+# ------------------------------------------------------------------------ the fuzz harness
+
+FUZZ = settings(max_examples=150, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
+HOSTILE_BYTES = b"\0\n\r\t ,;|-+.eE9x\xff\x80#:()[]"
+MUTATIONS = ("delete", "insert", "replace", "duplicate line", "drop line", "swap lines", "truncate")
+
+
+@st.composite
+def mutated_records(draw: st.DrawFn) -> tuple[str, bytes, dict[str, object]]:
+    """A valid file of one format (header included) with one to four random mutations."""
+    fmt = draw(st.sampled_from(sorted(SPECS)))
+    spec = SPECS[fmt]
+    mantissas, k, ops, offsets, sizes = draw(records(spec.sector, spec.max_frac, False))
+    lines = [spec.line(time_text(m, k), o, off, sz, i).encode()
+             for i, (m, o, off, sz) in enumerate(zip(mantissas, ops, offsets, sizes))]
+    lines = [*spec.header.encode().splitlines(), *lines]
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(MUTATIONS))
+        i = draw(st.integers(0, len(lines) - 1)) if lines else 0
+        if not lines:
+            lines = [b""]
+        line = lines[i]
+        at = draw(st.integers(0, len(line)))
+        byte = bytes([draw(st.sampled_from(HOSTILE_BYTES))])
+        if kind == "delete" and line:
+            lines[i] = line[:at] + line[at + 1:]
+        elif kind == "insert":
+            lines[i] = line[:at] + byte + line[at:]
+        elif kind == "replace" and line:
+            lines[i] = line[:max(0, at - 1)] + byte + line[at:]
+        elif kind == "duplicate line":
+            lines.insert(i, line)
+        elif kind == "drop line" and len(lines) > 1:
+            del lines[i]
+        elif kind == "swap lines" and len(lines) > 1:
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind == "truncate":
+            lines[i] = line[:at]
+            del lines[i + 1:]
+    return fmt, b"\n".join(lines) + draw(st.sampled_from([b"", b"\n", b"\r\n"])), dict(spec.options)
+
+
+def read_or_refuse(src: Path, fmt: str | None, **options: object) -> None:
+    """``load_trace`` and ``convert`` of ``src`` give a valid Trace (the cache holds the same
+    requests) or a TraceFormatError / ValueError naming the file, and a line where it names one;
+    any other exception fails the test."""
+    dst = src.with_name(src.name + ".cache")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (lambda: load_trace(src, fmt, block_bytes=64, **options),
+                     lambda: convert(src, dst, fmt, force=True, **options)):
+            try:
+                trace = call()
+            except ValueError as exc:  # TraceFormatError is one
+                assert str(src) in str(exc), exc
+                line = getattr(exc, "line", None)
+                assert line is None or (line >= 1 and f"line {line}" in str(exc)), exc
+                continue
+            assert len(trace) > 0
+            trace.validate()
+    if dst.exists():
+        np.testing.assert_array_equal(load_trace(dst).offset, trace.offset)
+        dst.unlink()
+
+
+@FUZZ
+@given(case=mutated_records(), packing=st.sampled_from(["plain", "gzip", "zstd"]),
+       name_format=st.booleans(), cut=st.sampled_from([0, 0, 1, 5]))
+def test_fuzz_mutated_records_every_reader_and_convert(
+        tmp_path: Path, case: tuple[str, bytes, dict[str, object]], packing: str,
+        name_format: bool, cut: int) -> None:
+    """Valid files of every format, mutated (bytes deleted, inserted or replaced, lines
+    duplicated, dropped, swapped, cut), plain or compressed (the stream possibly cut short): a
+    Trace or a clear error naming file and line, never another exception."""
+    fmt, raw, options = case
+    if packing == "gzip":
+        raw = gzip.compress(raw)
+    elif packing == "zstd":
+        raw = zstandard.ZstdCompressor().compress(raw)
+    if packing != "plain" and cut:
+        raw = raw[:-cut]
+    src = tmp_path / f"fuzz.{fmt}"
+    src.write_bytes(raw)
+    read_or_refuse(src, fmt if name_format or options else None, **options)
+
+
+@FUZZ
+@given(data=junk, fmt=st.sampled_from([None, *TEXT_FORMATS]))
+def test_fuzz_random_bytes_every_reader_and_convert(tmp_path: Path, data: bytes,
+                                                   fmt: str | None) -> None:
+    """Random bytes (and random text after a format's magic) through load_trace and convert."""
+    src = tmp_path / "random.trace"
+    src.write_bytes(data)
+    read_or_refuse(src, fmt, **(CSV_OPTIONS if fmt == "csv" else {}))

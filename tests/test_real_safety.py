@@ -49,3 +49,18 @@ def test_backend_refuses_before_creating_anything() -> None:
     with pytest.raises(real.UnsafeDeviceError, match="mistyped"):
         real.RealBackend([path], [1 << 16], engine="psync", allow_block_device=True)
     assert not os.path.exists(path)
+
+
+def test_a_dangling_symlink_says_so(tmp_path) -> None:
+    """A device path that is a symbolic link to nothing is refused saying so, not with the
+    "File exists" of the exclusive create that would follow it; nothing is created."""
+    link = tmp_path / "fast.img"
+    link.symlink_to(tmp_path / "gone" / "target.img")
+    with pytest.raises(real.UnsafeDeviceError, match=rf"{link} is a dangling symbolic link \(to "
+                                                     rf"{tmp_path}/gone/target.img, which does not exist\)"):
+        real.check_path(str(link))
+    why = real.unavailable_reason()
+    if why is None or "not built" not in why:
+        with pytest.raises(real.UnsafeDeviceError, match="dangling symbolic link"):
+            real.RealBackend([str(link)], [1 << 16], engine="psync")
+    assert link.is_symlink() and not (tmp_path / "gone").exists()

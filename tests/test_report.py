@@ -429,3 +429,25 @@ def test_the_report_tabulates_migrations_per_run_per_workload():
     assert rep.html_table(head, rows) in page
     for name in ("fleetio", "rlalloc", "lqoco"):
         assert get_problem(name).cell_tables == ()
+
+
+# ----------------------------------------------------------------------- hostile names
+HOSTILE = "evil|name`code`\n# heading <img src=x onerror=alert(1)> \\|"
+
+
+def test_report_md_escapes_hostile_names():
+    """A policy or workload name from a results file cannot break report.md's tables or inject
+    into them: ``|``, backticks, line breaks and HTML are escaped (in the tables, the headings,
+    the standing line and the failed runs), so every row keeps its columns."""
+    recs = _grid({HOSTILE: [2.0, 2.1], "cde": [5.0, 5.1]}, workloads=("ycsb-b", HOSTILE))
+    recs += [_failed(HOSTILE, HOSTILE, seed=5)]
+    for r in recs:
+        r["suite"] = HOSTILE
+    md = rep.markdown_report(recs)
+    assert "<img" not in md and "\n# heading" not in md and "`code`" not in md
+    assert rep.md_escape(HOSTILE) in md
+    for table in re.findall(r"(?:^\|.*\|$\n?)+", md, flags=re.M):
+        rows = table.strip().splitlines()
+        widths = {len(re.findall(r"(?<!\\)(?:\\\\)*\|", row)) for row in rows}
+        assert len(widths) == 1, rows  # unescaped pipes: the same number in every row
+    assert rep.md_escape("a\\|b") == "a\\\\\\|b"  # a backslash cannot undo the escape

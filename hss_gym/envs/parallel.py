@@ -23,7 +23,7 @@ from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
                                     env_closed, episode_over, not_reset)
 from hss_gym.envs.features import ROOM_FEATURES, feature_names, observation_space
-from hss_gym.hss import HSS
+from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads.registry import check_count, check_seed
@@ -163,6 +163,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
             spec = options.get("workload", self._workload_spec)
             self._workload_spec = spec
             self._trace = self._load_trace(spec, self._seed)
+            check_request_sizes(self._trace, self.cfg)  # before any per-page work
             real = {}
             if self.backend == "uring":
                 real = self._real_backend(self._trace)

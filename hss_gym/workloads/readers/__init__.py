@@ -47,13 +47,14 @@ from typing import Any
 import numpy as np
 
 from hss_gym.workloads import cache as _cache
-from hss_gym.workloads.readers._io import TraceFile, open_trace
+from hss_gym.workloads.readers._io import LongLineError, TraceFile, open_trace
 from hss_gym.workloads.readers.formats import (FORMAT_OPTIONS, FORMATS, Block, Parser, detect,
                                                header_text, make_parser)
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
 __all__ = ["FORMATS", "FORMAT_OPTIONS", "JunkWarning", "LOAD_OPTIONS", "SkippedRowsWarning",
-           "check_options", "convert", "detect_format", "iter_chunks", "load_trace"]
+           "TraceMemoryError", "check_options", "convert", "detect_format", "iter_chunks",
+           "load_trace"]
 
 #: The keyword options of :func:`load_trace` every format takes (the others: FORMAT_OPTIONS).
 LOAD_OPTIONS = ("format", "skip_bad", "limit", "sort", "name", "block_bytes")
@@ -63,6 +64,22 @@ _COMPRESSION_SUFFIXES = {".gz", ".gzip", ".zst", ".zstd"}
 
 class SkippedRowsWarning(UserWarning):
     """Issued when ``skip_bad=True`` skipped malformed rows (the count is in the message)."""
+
+
+class TraceMemoryError(MemoryError):
+    """Memory ran out while reading a trace file; the message names the file and what to do.
+
+    A MemoryError still (callers that catch MemoryError keep working), but never a bare one: the
+    command line prints the message instead of a traceback.
+    """
+
+    def __init__(self, path: str | Path, limit: int | None, count: int) -> None:
+        self.path, self.limit, self.count = str(path), limit, count
+        asked = f"limit={limit}" if limit is not None else "no limit"
+        example = f", e.g. N={count // 2}" if count >= 2 else ""
+        super().__init__(f"file {path}: out of memory after reading {count} request(s) ({asked}); "
+                         f"read fewer (load_trace(..., limit=N), hss-gym --n N{example}) or free "
+                         "memory")
 
 
 class JunkWarning(UserWarning):
@@ -215,29 +232,33 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
         return _renamed(trace, name)
     if sort not in (None, True, False):
         raise ValueError(f"sort must be True, False or None (the format's default), got {sort!r}")
-    with TraceFile(path, block_bytes) as tf:
-        parser = _parser(tf, format, options)
-        if sort is None:
-            sort = bool(getattr(parser, "sort_by_default", False))
-        reader = _Reader(tf, parser, skip_bad, check_order=not sort, limit=limit)
-        blocks = list(reader.blocks())
-        if not reader.count:
-            raise reader.empty_error()
-        columns = _columns(blocks)
-        extras = parser.extras(0, reader.count)
-        source = reader.source(tf.sha256(), options)
-    source["sorted"] = sort
-    if sort:
-        t = columns[0]
-        # requests that arrive before one on an earlier line: those the sort moves
-        source["reordered"] = int(np.count_nonzero(t[1:] < np.maximum.accumulate(t)[:-1]))
-        if source["reordered"]:
-            order = np.argsort(t, kind="stable")
-            columns = [c[order] for c in columns]
-            extras = {k: v[order] for k, v in extras.items()}
-    reader.warn()
-    return _cache.validated(Trace(*columns, name=name or _stem(path),
-                                  source={**source, **extras}))
+    reader: _Reader | None = None
+    try:
+        with TraceFile(path, block_bytes) as tf:
+            parser = _parser(tf, format, options)
+            if sort is None:
+                sort = bool(getattr(parser, "sort_by_default", False))
+            reader = _Reader(tf, parser, skip_bad, check_order=not sort, limit=limit)
+            blocks = list(reader.blocks())
+            if not reader.count:
+                raise reader.empty_error()
+            columns = _columns(blocks)
+            extras = parser.extras(0, reader.count)
+            source = reader.source(tf.sha256(), options)
+        source["sorted"] = sort
+        if sort:
+            t = columns[0]
+            # requests that arrive before one on an earlier line: those the sort moves
+            source["reordered"] = int(np.count_nonzero(t[1:] < np.maximum.accumulate(t)[:-1]))
+            if source["reordered"]:
+                order = np.argsort(t, kind="stable")
+                columns = [c[order] for c in columns]
+                extras = {k: v[order] for k, v in extras.items()}
+        reader.warn()
+        return _cache.validated(Trace(*columns, name=name or _stem(path),
+                                      source={**source, **extras}))
+    except MemoryError:
+        raise TraceMemoryError(path, limit, reader.count if reader is not None else 0) from None
 
 
 def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1_000_000, *,
@@ -287,13 +308,16 @@ def iter_chunks(path: str | Path, format: str | None = None, chunk_size: int = 1
             held, emitted = held - n, emitted + n
             return _cache.validated(Trace(*columns, name=trace_name, source=source))
 
-        for block in reader.blocks():
-            pending.append(block)
-            held += len(block)
-            while held >= chunk_size:
+        try:
+            for block in reader.blocks():
+                pending.append(block)
+                held += len(block)
+                while held >= chunk_size:
+                    yield emit()
+            while held:
                 yield emit()
-        while held:
-            yield emit()
+        except MemoryError:
+            raise TraceMemoryError(path, limit, reader.count) from None
         if not reader.count:
             raise reader.empty_error()
         reader.warn()
@@ -317,7 +341,7 @@ class _Reader:
         self._last_line = 0
 
     def blocks(self) -> Iterator[Block]:
-        for data in self.tf.blocks():
+        for data in self._text():
             parsed = block = self.parser.parse(data)
             done = self.limit is not None and self.count + len(block) >= self.limit
             if done:  # the rows past the limit are not read: a malformed one there is no error
@@ -346,6 +370,20 @@ class _Reader:
                 raise error
             self.skipped += n
             self.first_error = self.first_error or error
+
+    def _text(self) -> Iterator[bytes | memoryview]:
+        """The file's blocks of lines; a line too long to be a record is named by its number
+        (every line before it was parsed)."""
+        blocks = self.tf.blocks()
+        while True:
+            try:
+                data = next(blocks)
+            except StopIteration:
+                return
+            except LongLineError as exc:
+                raise LongLineError(exc.message, path=str(self.tf.path),
+                                    line=self.parser.next_line) from None
+            yield data
 
     def _check_order(self, block: Block) -> None:
         t = block.time_us

@@ -13,6 +13,12 @@ A :class:`TraceFile` reads a file once, front to back, in bounded memory:
 * :meth:`TraceFile.blocks` yields the decompressed text cut at line ends, in blocks of about
   ``block_bytes``, so a parser never sees half a line; NUL padding at the end of the text (a
   file cut out of a tar archive) is left out and counted (:attr:`TraceFile.nul_padding`);
+* memory is bounded by what is read, never by what the file claims: decompression yields at most
+  a few MiB per step (a 40 KB zstd frame may expand to 1 GiB), so a reader that stops early (a
+  ``limit``) decompresses little more than it parses; a line longer than
+  ``max(block_bytes, MAX_LINE_BYTES)`` (no trace record is; binary data or a decompression bomb
+  may be) raises :class:`LongLineError` instead of being held whole, except a run of NUL bytes
+  at the end of the text, which is counted as padding without being held;
 * only regular files are read (:func:`open_trace`): a missing path raises FileNotFoundError
   saying so, and a FIFO, socket or device is refused at once with TraceFormatError. A pipe cannot
   be read twice (format detection rewinds, the hash reads the raw bytes) and opening a FIFO
@@ -30,7 +36,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import numpy as np
 
@@ -42,8 +48,16 @@ UTF8_BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 HEAD_BYTES = 1 << 16        # decompressed bytes available to format detection
 _COMPRESSED_READ = 1 << 20  # raw read size for compressed input
+_GZIP_PIECE = 1 << 22       # decompressed bytes per gzip step at most
+# a zstd block holds at most 128 KiB and takes at least 4 bytes (ratio <= 32768): 512 compressed
+# bytes per step give at most 16 MiB, at little cost (decompression is not the slow part)
+_ZSTD_FEED = 512
+#: a line longer than this (and than the block size) is not a trace record: an error, not held
+MAX_LINE_BYTES = 1 << 20
 _THREADED_HASH = 1 << 20    # hash blocks at least this large on the helper thread
 
+
+TextT = TypeVar("TextT", bytes, memoryview)
 
 _POOL: ThreadPoolExecutor | None = None
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -130,6 +144,25 @@ def _last_newline(buf: np.ndarray, end: int) -> int:
         window *= 4
 
 
+def _has_newline(data: bytes | memoryview, start: int, stop: int) -> bool:
+    """Whether ``data[start:stop]`` holds a ``\\n`` (copied a growing window at a time)."""
+    window = 1 << 12
+    while start < stop:
+        end = min(stop, start + window)
+        if bytes(data[start:end]).find(b"\n") >= 0:
+            return True
+        start, window = end, window * 4
+    return False
+
+
+class LongLineError(TraceFormatError):
+    """A line too long to be a trace record; the reader adds its number (the parser counts)."""
+
+    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+        super().__init__(message, path=path, line=line)
+        self.message = message
+
+
 class TraceFile:
     """One pass over a (possibly compressed) trace file. Use as a context manager."""
 
@@ -138,6 +171,8 @@ class TraceFile:
             raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
         self.path = Path(path)
         self.block_bytes = block_bytes
+        self.max_line = max(block_bytes, MAX_LINE_BYTES)  # longer: LongLineError
+        self._nul_run = 0  # NUL bytes of a run too long to hold: padding if nothing follows
         self._fh: BinaryIO = open_trace(self.path)  # closed by close()
         self._hasher = _Hasher()
         self._first = self._fh.read(4)
@@ -200,14 +235,20 @@ class TraceFile:
         else is text, and a parser reports its line.
         """
         held: bytes | memoryview | None = None  # one block of look-ahead: is it the last?
-        for block in self._text_blocks():
-            if held is not None:
+        try:
+            for block in self._text_blocks():
+                if held is not None:
+                    yield held
+                held = block
+        except LongLineError:
+            if held is not None:  # its lines come first: parsed, they number the long one
                 yield held
-            held = block
+            raise
         if held is not None:
             held = self._strip_padding(held)
             if len(held):
                 yield held
+        self.nul_padding += self._nul_run
 
     def _strip_padding(self, block: bytes | memoryview) -> bytes | memoryview:
         """``block`` (the last) without its trailing NUL bytes, counted in :attr:`nul_padding`."""
@@ -232,21 +273,31 @@ class TraceFile:
         parts = self._pending
         self._pending = []
         size = sum(len(p) for p in parts)
+        want = self.block_bytes  # bytes to gather before looking for a line end
+        carried = size           # bytes of parts[0] already looked at
         for piece in self._pieces:
             parts.append(piece)
             size += len(piece)
-            if size < self.block_bytes:
+            if size < want:
                 continue
             data = parts[0] if len(parts) == 1 else b"".join(parts)
+            self._after_nul_run(data)
             cut = data.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than a block: keep reading
-                parts, size = [data], len(data)
+            if cut == 0:  # one line longer than a block: keep reading, up to max_line
+                parts = [] if self._long_line(data) else [data]
+                size = carried = len(parts[0]) if parts else 0
+                want = max(self.block_bytes, 2 * size)  # geometric: each byte copied O(1) times
                 continue
+            yield from self._before_long_line(data, carried)
             yield data if cut == len(data) else data[:cut]
             rest = data[cut:]
-            parts, size = ([rest] if rest else []), len(rest)
+            parts, size, want = ([rest] if rest else []), len(rest), self.block_bytes
+            carried = size
         if size:
-            yield parts[0] if len(parts) == 1 else b"".join(parts)
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
+            self._after_nul_run(data)
+            yield from self._before_long_line(data, carried)
+            yield data
 
     def _plain_blocks(self) -> Iterator[memoryview]:
         carry = b"".join(self._pending)  # what format detection read
@@ -256,7 +307,8 @@ class TraceFile:
                 if carry:
                     yield memoryview(carry)
                 return
-            buf = np.empty(len(carry) + self.block_bytes, dtype=np.uint8)  # pages: on write
+            # a line longer than a block: read as much again (geometric: no quadratic copying)
+            buf = np.empty(len(carry) + max(self.block_bytes, len(carry)), dtype=np.uint8)
             buf[:len(carry)] = np.frombuffer(carry, dtype=np.uint8)
             view = memoryview(buf)
             n = self._fh.readinto(view[len(carry):])
@@ -265,13 +317,51 @@ class TraceFile:
             else:
                 self._eof = True
             end = len(carry) + n
+            self._after_nul_run(view[:end])
             cut = _last_newline(buf, end) + 1 if n else end
-            if cut == 0:  # one line longer than a block: keep reading
-                carry = bytes(view[:end])
+            if cut == 0:  # one line longer than a block: keep reading, up to max_line
+                carry = b"" if self._long_line(view[:end]) else bytes(view[:end])
                 continue
+            yield from self._before_long_line(view[:end], len(carry))
             if cut:
                 yield view[:cut]
             carry = bytes(view[cut:end])
+
+    def _long_line(self, partial: bytes | memoryview) -> bool:
+        """Whether ``partial`` (text with no line end yet) is too long to hold: then, if it is
+        only NUL bytes (padding, if nothing else follows), it is counted and the caller drops it;
+        any other line that long raises :class:`LongLineError`."""
+        if len(partial) <= self.max_line:
+            return False
+        if np.frombuffer(partial, dtype=np.uint8).any():
+            raise self._long_line_error()
+        self._nul_run += len(partial)
+        return True
+
+    def _before_long_line(self, data: TextT, carried: int) -> Iterator[TextT]:
+        """Nothing if the last line of ``data[:carried]`` (read before) ends within max_line
+        bytes (a longer line spans a block end); else the lines before it (parsed, they number
+        it), then :class:`LongLineError`."""
+        if not carried:
+            return
+        start = bytes(data[:carried]).rfind(b"\n") + 1
+        stop = start + self.max_line + 1
+        if len(data) < stop or _has_newline(data, carried, stop):
+            return
+        if start:
+            yield data[:start]
+        raise self._long_line_error()
+
+    def _after_nul_run(self, data: bytes | memoryview) -> None:
+        """After a NUL run too long to hold only NUL padding may follow: text continues that
+        line, which is then too long (:class:`LongLineError`)."""
+        if self._nul_run and np.frombuffer(data, dtype=np.uint8).any():
+            raise self._long_line_error()
+
+    def _long_line_error(self) -> LongLineError:
+        return LongLineError(f"a line longer than {self.max_line} bytes: no trace record is that "
+                             "long (binary data, a decompression bomb, or not a trace file?)",
+                             path=str(self.path))
 
     # --------------------------------------------------------------------- raw and decompressed
 
@@ -330,10 +420,14 @@ class TraceFile:
                         d = None
                     if d is None:
                         d = zlib.decompressobj(wbits=31)
-                    out = d.decompress(chunk)
+                    out = d.decompress(chunk, _GZIP_PIECE)
                     if out:
                         yield out
-                    chunk = d.unused_data if d.eof else b""
+                    chunk = d.unused_data if d.eof else d.unconsumed_tail
+                    if not chunk and not d.eof and len(out) == _GZIP_PIECE:
+                        # all input taken, output may still be pending in zlib
+                        while out := d.decompress(b"", _GZIP_PIECE):
+                            yield out
         except zlib.error as exc:
             raise self._error(f"corrupt gzip data ({exc})") from None
         if d is None or not d.eof:
@@ -346,14 +440,17 @@ class TraceFile:
         dctx = zstandard.ZstdDecompressor()
         d = None
         try:
-            for chunk in self._raw(_COMPRESSED_READ):
-                while chunk:
-                    if d is None or d.eof:
-                        d = dctx.decompressobj()
-                    out = d.decompress(chunk)
-                    if out:
-                        yield out
-                    chunk = d.unused_data if d.eof else b""
+            for raw in self._raw(_COMPRESSED_READ):
+                view = memoryview(raw)
+                for start in range(0, len(view), _ZSTD_FEED):  # bounded output per step
+                    chunk: bytes | memoryview = view[start:start + _ZSTD_FEED]
+                    while chunk:
+                        if d is None or d.eof:
+                            d = dctx.decompressobj()
+                        out = d.decompress(chunk)
+                        if out:
+                            yield out
+                        chunk = d.unused_data if d.eof else b""
         except zstandard.ZstdError as exc:
             raise self._error(f"corrupt zstd data ({exc})") from None
         if d is None or not d.eof:

@@ -87,6 +87,7 @@ class Parser(Protocol):
 
     name: str          # format name
     time_field: str    # name of the time column, for ordering errors
+    next_line: int     # 1-based number of the line the next block starts with
 
     def parse(self, data: bytes | memoryview) -> Block:
         """Parse the next block of complete lines of the file."""
