@@ -15,7 +15,9 @@ import pytest
 
 import hss_gym
 from hss_gym.envs import FleetIOEnv, LQoCoEnv, RLAllocEnv
+from hss_gym.agents import make_env, make_policy, run_episode
 from hss_gym.envs._contract import ActionKeysError, EpisodeStateError
+from hss_gym.workloads.trace import Trace
 
 
 def harmonia(**kw: Any) -> Any:
@@ -335,3 +337,26 @@ def test_a_misspelt_env_option_names_the_option_meant() -> None:
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['n_request'\] \(did you mean 'n_requests'\?\); "
                                          r"env options: .*'room_feature'.*configuration options: .*'fast_fraction'"):
         harmonia(n_request=100)
+
+
+def test_the_migration_stay_never_moves_a_page_the_request_placed_elsewhere() -> None:
+    """The stay is the device ``infos["migration"]["device"]`` offered. When the request finished
+    in the same step rewrites the candidate page onto another device, handing that device back
+    must still move nothing (it queued a move back to the old device, a move nobody chose)."""
+    trace = _rewrites(6000)
+    for policy in ("fit_first", "sibyl"):
+        pol = make_policy(policy, seed=0)
+        env = make_env(pol, "perf_opt", trace, n_requests=6000, migration=True)  # its stays: infos' device
+        run_episode(pol, env, seed=0)
+        c = env.hss.counters()
+        assert c["migrations"] == c["cleaned_pages"], (policy, c["migrations"], c["cleaned_pages"])
+
+
+def _rewrites(n: int) -> Trace:
+    """Writes over a small set of pages, each rewritten often, with mixed sizes: candidates are
+    rewritten while they are offered, and a rewrite that does not fit the fast device lands on
+    the slow one."""
+    rng = np.random.default_rng(3)
+    off = rng.integers(0, 3000, n, dtype=np.int64) << 12
+    size = rng.choice(np.array([4096, 65536, 262144], dtype=np.int64), n)
+    return Trace(np.arange(n, dtype=np.float64) * 50.0, np.ones(n, np.int8), off, size, name="rewrites")

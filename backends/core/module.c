@@ -217,6 +217,7 @@ typedef struct {
     int ready;
     SimDevicesObject *devices; /* strong reference: h.dev points into it */
     long long cand;            /* env: current migration candidate, -1 if none */
+    int cand_dev;              /* env: its device when it was offered (the agent's "stay") */
     uint64_t moved_seen;       /* env: executed + stale moves already reported */
     uint64_t evict_seen;       /* env: evictions already reported */
     double delay_seen;         /* env: migration delay (us) already reported */
@@ -724,7 +725,9 @@ static int page_device(hss *h, long long page)
 
 /* env_step(place, move, next, obs_p, obs_m, sibyl, scan, step) — one environment step in one call:
  *   finish the pending request on `place` (ignored unless it needs a placement); if there is a
- *   candidate and `move` >= 0 queue its move to `move`; then, if `next` = (t, op, offset, size)
+ *   candidate and `move` >= 0 is not the device it was offered on (the agent's "stay": the
+ *   request just finished may have placed the page elsewhere since), queue its move to `move`;
+ *   then, if `next` = (t, op, offset, size)
  *   is not None, begin it, pick the next candidate (when `scan`) and write both observations.
  *   The latency goes into the episode's latencies (env_begin) at `step`; a queued move joins the
  *   FIFO as (step, penalty term), penalty term = 1/acc_intr + 1/migr_intr of its page.
@@ -753,7 +756,7 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
         return raise_rc(rc), NULL;
     int queued = 0;
     double pen = 0.0;
-    if (move >= 0 && self->cand >= 0) {
+    if (move >= 0 && self->cand >= 0 && move != self->cand_dev) {
         hss_page *pg = hss_lookup(h, (uint64_t)self->cand);
         if (pg && pg->dev) {
             double acc = (double)(h->now - pg->last_access), mig = (double)(h->now - pg->last_move);
@@ -826,6 +829,7 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
         }
     }
     int dev = self->cand >= 0 ? page_device(h, self->cand) : -1;
+    self->cand_dev = dev;
     return Py_BuildValue("(dLNNdiLi)", lat, evicted, ran, steps, delay, needs, self->cand, dev);
 }
 
@@ -864,6 +868,7 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
         return raise_rc(rc), NULL;
     uint64_t page;
     self->cand = scan && hss_candidate(h, &page) ? (long long)page : -1;
+    self->cand_dev = self->cand >= 0 ? page_device(h, self->cand) : -1;
     self->moved_seen = h->c.migrations + h->c.migrations_stale;
     unsigned long long npages = h->cur.p1 - h->cur.p0 + 1;
     if (write_features(h, (long long)h->cur.p0, op, npages, sibyl, po) < 0
