@@ -2,17 +2,25 @@
 refuses to guess, the 4 PiB address limit, missing paths, FIFOs, and option validation."""
 from __future__ import annotations
 
+import gzip
 import math
 import os
+import resource
+import subprocess
+import sys
 import threading
+import time
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zstandard
 
 import hss_gym
 from hss_gym.config import make_config
+from hss_gym.hss import HSS
 from hss_gym.replay import replay
 from hss_gym.workloads import make_trace
 import hss_gym.workloads.readers
@@ -515,9 +523,6 @@ print(grown, round(time.perf_counter() - start, 2), outcome, sep="\\t")
 
 def _bomb(path: Path, kind: str, piece: bytes, mib: int) -> Path:
     """``path``: one gzip member or zstd frame of ``piece`` repeated to ``mib`` MiB (streamed)."""
-    import zlib
-
-    import zstandard
     chunk = piece * ((1 << 20) // len(piece))
     chunk += piece[:(1 << 20) - len(chunk)]
     comp = (zlib.compressobj(1, wbits=31) if kind == "gzip"
@@ -530,8 +535,6 @@ def _bomb(path: Path, kind: str, piece: bytes, mib: int) -> Path:
 
 
 def _peak(path: Path, limit: int) -> tuple[int, float, str]:
-    import subprocess
-    import sys
     done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(path), str(limit)],
                           capture_output=True, text=True, timeout=120, check=True)
     grown, seconds, outcome = done.stdout.strip().split("\t", 2)
@@ -558,10 +561,7 @@ def test_a_line_that_never_ends_is_refused_in_bounded_memory(tmp_path: Path, kin
     _bomb(path, kind, b"x", 384)
     head = MSR_ROW
     data = path.read_bytes()
-    import zlib
-
-    import zstandard
-    first = (zlib.compress(head, wbits=31) if kind == "gzip"  # multi-member / multi-frame
+    first = (gzip.compress(head) if kind == "gzip"  # multi-member / multi-frame
              else zstandard.ZstdCompressor().compress(head))
     path.write_bytes(first + data)
     grown, seconds, outcome = _peak(path, 1000)
@@ -634,9 +634,6 @@ def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> N
     """A request larger than the configuration's total capacity (the bounded devices plus the
     home device's nominal capacity) is refused before any per-page work, with a ValueError
     naming the file, the request, its size and the capacity: replay, the env, HSS.begin."""
-    import time
-
-    from hss_gym.hss import HSS
     path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
     trace = load_trace(path)
     cap = make_config("perf_opt").total_capacity_pages(trace.footprint_pages()) * 4096
@@ -662,10 +659,6 @@ def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> N
 def test_cli_refuses_a_huge_request_fast_in_bounded_memory(tmp_path: Path) -> None:
     """The command line: a clear error, exit status 2, quickly, within a 3 GB address space (it
     used to grow for minutes until the OOM killer or a MemoryError traceback ended it)."""
-    import resource
-    import subprocess
-    import sys
-    import time
     path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
 
     def cap() -> None:
