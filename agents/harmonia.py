@@ -267,6 +267,16 @@ class PlacementAgent(_C51Policy):
     learners' gap to the rule, and with a small margin the network's optimistic values for rarely
     tried devices sent writes there (docs/learning-diagnostics.md).
 
+    ``explore_budget`` (None: no limit; the reference agents: 0.02): the warm-up leaves the rule
+    (a new deviation, or the continuation of a sequential run that deviated) only while what its
+    deviations cost, their latency above the rule's running mean, is below that fraction of all
+    requests' latency so far. A fixed number of deviations cost most where the rule is best: on a
+    short write-only trace, a hundred writes sent to a disk at milliseconds each, against a rule
+    serving writes in tens of microseconds, made the agents tens of percent slower than the rule.
+    ``min_tries`` (0; the reference agents: 64): after the warm-up, the network's device is taken
+    only when the agent has placed at least that many requests there; its values for devices it
+    hardly tried are guesses (docs/learning-diagnostics.md).
+
     ``idle_horizon`` (50 requests; None: off): a placement whose page is not accessed at all within
     that many requests ends there too (terminal, its own reward). Without it a page never used
     again (a scan) reports its outcome ``horizon`` requests late; when the hot set moves, the
@@ -281,7 +291,8 @@ class PlacementAgent(_C51Policy):
                  train: bool = True, credit: str = "page", horizon: int = 2000,
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
                  seq_explore: bool = False, first_reads: str = "place", prior: str | None = None,
-                 deviate: float = 0.1, margin: float = 0.1) -> None:
+                 deviate: float = 0.1, margin: float = 0.1, explore_budget: float | None = None,
+                 min_tries: int = 0) -> None:
         super().__init__(config, seed, train)
         if prior not in (None, "fit"):
             raise ValueError(f"prior must be None or 'fit', got {prior!r}")
@@ -289,6 +300,9 @@ class PlacementAgent(_C51Policy):
             raise ValueError("prior='fit' needs placements that do not evict (evict=False)")
         if (deviate is not None and not 0.0 <= deviate <= 1.0) or margin < 0.0:
             raise ValueError(f"need 0 <= deviate <= 1 and margin >= 0; got {deviate}, {margin}")
+        if (explore_budget is not None and explore_budget < 0.0) or min_tries < 0:
+            raise ValueError(f"need explore_budget >= 0 (or None) and min_tries >= 0; got {explore_budget}, {min_tries}")
+        self.explore_budget, self.min_tries = explore_budget, int(min_tries)
         #: the rule the agent starts from and deviates from (None: the network alone decides)
         self.prior, self.deviate, self.margin = prior, None if deviate is None else float(deviate), float(margin)
         if prior is not None and deviate is not None:  # the warm-up explores around the rule
@@ -336,6 +350,10 @@ class PlacementAgent(_C51Policy):
         n = env.cfg.n_devices
         self.wanted_at = [-(1 << 30)] * n  # per device, the step of the last write sent past it (full)
         self._run_end, self._run_choice = -1, 0  # the sequential run of the last decision, its choice
+        self._tries = [0] * n  # per device, the placements that ended there
+        self._deviated = False  # whether the last decision left the rule's device
+        self._lat_sum = self._dev_cost = 0.0  # all requests' latency; what deviations cost above the rule's
+        self._rule_lat = 0.0  # running mean latency of the placements that followed the rule
         if self.cleaner is not None:
             self.cleaner.reset(env)
 
@@ -376,6 +394,9 @@ class PlacementAgent(_C51Policy):
             first, a = a, self._fit(obs, a)
             if a != first and not self._exploring:  # a greedy choice wanted it
                 self.wanted_at[first] = self.env.step_index
+            if self.prior is not None:
+                self._deviated = a != self._fit(obs, 0)
+        self._tries[a] += 1
         if self.cleaner is not None:
             self.cleaner(self.env.step_index, self.wanted_at)
         self._last = (obs, a)
@@ -395,8 +416,8 @@ class PlacementAgent(_C51Policy):
             self._explore_left -= 1
             req = self.env.request
             if self.seq_explore and req[2] == self._run_end:
-                a = self._run_choice
-            elif self._rng.random() < self.deviate:
+                a = self._run_choice if self._run_choice == 0 or self._affordable else 0
+            elif self._rng.random() < self.deviate and self._affordable:
                 a = int(self._rng.integers(0, self.agent.n_actions - 1))
                 a += a >= rule  # any device but the rule's
             else:
@@ -405,7 +426,13 @@ class PlacementAgent(_C51Policy):
             return a
         q = self.agent.q_values(obs)
         best = max(range(len(q)), key=q.__getitem__)
-        return best if best != rule and q[best] > q[rule] + self.margin else 0
+        return best if best != rule and q[best] > q[rule] + self.margin and self._tries[best] >= self.min_tries else 0
+
+    @property
+    def _affordable(self) -> bool:
+        """Whether the warm-up may (still) leave the rule: what its deviations cost above the
+        rule's running mean latency is below ``explore_budget`` of all requests' latency so far."""
+        return self.explore_budget is None or self._dev_cost < self.explore_budget * self._lat_sum
 
     def _fit(self, obs: np.ndarray, a: int) -> int:
         """Where a choice of device ``a`` ends without evictions: the first device from ``a`` on
@@ -426,6 +453,13 @@ class PlacementAgent(_C51Policy):
         """:meth:`learn` on what it reads from ``infos["placement"]``: ``step``, ``latency_us``
         and ``evicted`` (unused here; Sibyl's reward penalises it); the caller ticks the agent."""
         agent, credit, last = self.agent, self._credit, self._last
+        if self.explore_budget is not None:
+            self._lat_sum += latency
+            if last is not None:
+                if self._deviated:
+                    self._dev_cost += latency - self._rule_lat
+                else:
+                    self._rule_lat += 0.01 * (latency - self._rule_lat)
         if credit is None:
             if last is not None:
                 agent.remember(last[0], last[1], reward, next_obs)
@@ -711,9 +745,11 @@ class Harmonia(Combined):
                  migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
                  train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
-                 prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1) -> None:
+                 prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
+                 explore_budget: float | None = None, min_tries: int = 0) -> None:
         super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
-                                        first_reads=first_reads, prior=prior, deviate=deviate, margin=margin),
+                                        first_reads=first_reads, prior=prior, deviate=deviate, margin=margin,
+                                        explore_budget=explore_budget, min_tries=min_tries),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -822,8 +858,11 @@ class Harmonia(Combined):
 #: on the real and synthetic suites: docs/learning-diagnostics.md. ``harmonia_paper`` is the agents
 #: as published (critical-path evictions, 7-10-102, minibatches of 128). ``first_reads="home"``: the
 #: placement agent places writes, as the paper's does; reads of unseen pages stay on the home device.
-#: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent).
-REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0)
+#: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent);
+#: ``explore_budget=0.02``, ``min_tries=64``: its exploration costs at most 2% of the latency seen,
+#: and it trusts the network only on devices it has tried a minibatch's worth of times.
+REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
+                 explore_budget=0.02, min_tries=64)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
 

@@ -300,7 +300,7 @@ def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
     from hss_gym.agents.harmonia import REFERENCE
     ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
     assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True, "first_reads": "home", "prior": "fit",
-                         "margin": 1.0}
+                         "margin": 1.0, "explore_budget": 0.02, "min_tries": 64}
     assert (ref.placement.prior, paper.placement.prior) == ("fit", None) and ref.placement.cfg.explore_steps == 0
     assert ref.placement.cfg.hidden == (32,) and paper.placement.cfg.hidden == (10,)
     assert (ref.placement.cfg.batch_size, paper.placement.cfg.batch_size) == (64, 128)
@@ -645,28 +645,85 @@ def test_room_feature_fits_bins_say_whether_the_request_fits():
 def test_exploration_makes_one_choice_per_sequential_run():
     """seq_explore (the reference agents): during the warm-up, a request that continues the
     previous one takes its choice, so a sequential stream is not split between the devices at
-    random; the published agents draw per request."""
+    random; the published agents draw per request. With the exploration budget a run that
+    deviated returns to the rule's device once the budget is spent (at most one switch, and only
+    back to the rule)."""
     from hss_gym.workloads import Trace
     n = 600  # inside the 1,000-decision warm-up: every choice is (mostly) random
     t = np.arange(n) * 1000.0
     runs = np.repeat(np.arange(n // 20), 20)                 # 30 runs of 20 sequential 16 KiB writes
     offset = (runs * 10_000 + np.tile(np.arange(20), n // 20) * 4) * 4096
     trace = Trace.from_arrays(t, np.ones(n, np.uint8), offset, np.full(n, 4 * 4096))
-    switches = {}
-    for name in ("harmonia", "harmonia_paper"):
-        p = make_policy(name, seed=0)
-        env = make_env(p, "perf_opt", trace, fast_fraction=0.9)  # everything fits: no redirects
-        obs, infos = env.reset(seed=0)
-        p.reset(env, 0)
-        devs = []
-        while env.agents:
-            a = p.act(obs, infos)
-            devs.append(a["placement"])
-            obs, r, _, _, infos = env.step(a)
-            p.observe(obs, r, infos)
-        d = np.array(devs).reshape(-1, 20)
-        switches[name] = int((d[:, 1:] != d[:, :-1]).sum())  # device changes inside a run
-    assert switches["harmonia"] == 0 and switches["harmonia_paper"] > 100, switches
+    devices, rules = {}, {}
+    for key, name, kw in (("unbudgeted", "harmonia", {"explore_budget": None}), ("reference", "harmonia", {}),
+                          ("paper", "harmonia_paper", {})):
+        p = make_policy(name, seed=0, **kw)
+        chosen, rule, _ = _placements(p, "perf_opt", trace, fast_fraction=0.9)  # (nearly) everything fits
+        devices[key], rules[key] = np.array(chosen).reshape(-1, 20), np.array(rule).reshape(-1, 20)
+    switches = {k: int((d[:, 1:] != d[:, :-1]).sum()) for k, d in devices.items()}  # device changes inside a run
+    assert switches["unbudgeted"] == 0 and switches["paper"] > 100, switches
+    off = devices["reference"] != rules["reference"]  # per run: deviations first, then the rule's devices
+    assert off.any() and (np.maximum.accumulate(~off, axis=1) == ~off).all(), off.astype(int)
+
+
+def _placements(policy, config: str, trace: Trace, **options) -> tuple[list[int], list[int], np.ndarray]:
+    """One episode: the device each placement decision chose, the rule's device for it, and the
+    requests' latencies."""
+    from hss_gym.agents.base import stay_action
+    env = make_env(policy, config, trace, **options)
+    obs, infos = env.reset(seed=0)
+    policy.reset(env, 0)
+    place = getattr(policy, "placement", policy)
+    chosen, rule = [], []
+    while env.agents:
+        a = {"migration": stay_action(infos), **policy.act(obs, infos)}
+        if infos["placement"]["acting"] and env.request[1] == 1:
+            chosen.append(a["placement"])
+            rule.append(place._fit(obs["placement"], 0))
+        obs, r, _, _, infos = env.step(a)
+        policy.observe(obs, r, infos)
+    return chosen, rule, env.latencies()
+
+
+def test_exploration_is_held_to_its_budget():
+    """explore_budget (the reference agents: 0.02): the warm-up leaves the rule only while its
+    deviations have cost (latency above the rule's running mean) less than that share of all
+    latency so far. On cost_opt a deviation is a write to the disk, milliseconds against the fast
+    device's tens of microseconds: without the budget the warm-up's deviations cost several times
+    the budget; with it, at most the budget plus the one deviation that crossed it."""
+    n = 1500  # inside the 1,000-decision warm-up plus some
+    rng = np.random.default_rng(0)
+    trace = Trace.from_arrays(np.arange(n) * 2000.0, np.ones(n, np.uint8), rng.integers(0, 1 << 18, n) * 4096,
+                              np.full(n, 4096))
+    cost = {}
+    for budget in (None, 0.02):
+        p = make_policy("harmonia", seed=0, explore_budget=budget)
+        chosen, rule, lat = _placements(p, "cost_opt", trace, fast_fraction=0.9)
+        dev = np.array(chosen) != np.array(rule)
+        follow = lat[~dev].mean()
+        cost[budget] = ((lat[dev] - follow).sum() / lat.sum(), int(dev.sum()), float(lat[dev].max(initial=0)))
+    assert cost[None][0] > 0.05 and cost[None][1] > 50, cost  # the test can fail: deviations are dear
+    share, k, worst = cost[0.02]
+    assert 0 < k < cost[None][1] and share <= 0.02 + worst / lat.sum(), cost
+    with pytest.raises(ValueError, match="explore_budget"):
+        make_policy("harmonia", explore_budget=-0.1)
+
+
+def test_network_decides_only_on_devices_it_has_tried():
+    """min_tries: after the warm-up the network's device replaces the rule's only if the agent
+    has placed at least that many requests there; with no deviations in the warm-up (deviate=0)
+    the slow device was tried too rarely, so min_tries keeps the rule, and without it the network's
+    guesses for that device send writes there."""
+    n = 3000
+    rng = np.random.default_rng(1)
+    trace = Trace.from_arrays(np.arange(n) * 500.0, np.ones(n, np.uint8), rng.integers(0, 1 << 16, n) * 4096,
+                              np.full(n, 4096))
+    left = {}
+    for tries in (0, 64):
+        p = make_policy("sibyl", seed=0, deviate=0.0, margin=0.0, min_tries=tries)
+        chosen, rule, _ = _placements(p, "perf_opt", trace, fast_fraction=0.9)
+        left[tries] = int((np.array(chosen[1000:]) != np.array(rule[1000:])).sum())
+    assert left[0] > 0 and left[64] == 0, left
 
 
 @pytest.mark.parametrize("name", ["harmonia", "sibyl"])
