@@ -667,14 +667,19 @@ static double busy_until(const hss *h, int a, int b)
     return fa > fb ? fa : fb;
 }
 
-/* Run the pending cleaning from `start`: evict_batch's moves, counted as migrations. */
+/* Run the pending cleaning's next chunk (hss_clean: the whole of it into a disk) from `start`:
+ * evict_batch's moves, counted as migrations. */
 static int run_clean(hss *h, double start)
 {
     uint64_t before = h->c.evictions, freed;
     double done;
     uint32_t k = h->clean_k;
-    h->clean_k = 0;
+    if (h->dev[h->clean_dev + 1].p.kind != SIMDEV_HDD && k > HSS_CLEAN_CHUNK)
+        k = HSS_CLEAN_CHUNK;
+    h->clean_k -= k;
     int rc = evict_batch(h, h->clean_dev, k, start, &done, &freed, HSS_F_CLEANED);
+    if (freed < k)
+        h->clean_k = 0; /* nothing left to clean */
     uint64_t moved = h->c.evictions - before; /* cascades included: moves, not evictions */
     h->c.evictions = before;
     h->c.migrations += moved;
@@ -714,7 +719,7 @@ int hss_run_idle(hss *h, double t)
         h->mq_head = (h->mq_head + 1) % h->mq_cap;
         h->mq_len--;
     }
-    if (h->clean_k) { /* a cleaning, after the queued moves */
+    while (h->clean_k) { /* a cleaning, after the queued moves: a chunk at a time while idle */
         int d = h->clean_dev;
         double a = simdev_free_at(&h->dev[d]), b = simdev_free_at(&h->dev[d + 1]);
         double start = a > b ? a : b;

@@ -255,10 +255,53 @@ static int test_sparse(const char *shape, uint64_t npages, uint32_t scan_window)
     return 0;
 }
 
+/* A cleaning into an SSD runs in chunks of HSS_CLEAN_CHUNK pages, each only while both devices
+ * have a free server: with one server each, a host request arriving right after the devices
+ * freed up lets one chunk run before it (and waits for that chunk at most); a long idle gap runs
+ * the rest. Into a disk the batch runs whole (its seek amortised). */
+static int test_clean_chunks(int home_hdd)
+{
+    simdev dev[2];
+    simdev_params p[2] = {ssd(1u << 20), home_hdd ? hdd(1u << 20) : ssd(1u << 20)};
+    p[0].servers = 1;
+    if (!home_hdd)
+        p[1].servers = 1;
+    for (int d = 0; d < 2; d++)
+        simdev_init(&dev[d], &p[d], 1);
+    uint64_t cap[2] = {1000, 1u << 20};
+    hss h = {0};
+    CHECK(hss_init(&h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK, "init");
+    CHECK(hss_reset(&h, 3) == HSS_OK, "reset");
+    double t = 0, lat;
+    for (int i = 0; i < 8; i++, t += 1e5) { /* 800 pages written to the fast device, the last at 0.7 s */
+        CHECK(hss_begin(&h, t, SIMDEV_WRITE, (uint64_t)i * 100 * 4096, 100 * 4096) == HSS_OK, "begin");
+        CHECK(hss_finish(&h, 0, &lat) == HSS_OK, "finish");
+    }
+    CHECK(h.dev[0].used_pages == 800, "fast holds %llu", (unsigned long long)h.dev[0].used_pages);
+    CHECK(hss_clean(&h, 0, 640, 0) == 1, "clean asked");
+    double idle = simdev_free_at(&dev[0]) > simdev_free_at(&dev[1]) ? simdev_free_at(&dev[0]) : simdev_free_at(&dev[1]);
+    /* a read of a home page arriving just after the devices are free: one chunk runs before it */
+    CHECK(hss_begin(&h, idle + 1, SIMDEV_READ, 900 * 4096, 4096) == HSS_OK, "begin read");
+    CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish read");
+    uint64_t first = 800 - h.dev[0].used_pages;
+    CHECK(first == (home_hdd ? 640u : HSS_CLEAN_CHUNK), "first idle slot cleaned %llu pages (home %s)",
+          (unsigned long long)first, home_hdd ? "hdd" : "ssd");
+    CHECK(h.clean_k == (home_hdd ? 0u : 640u - HSS_CLEAN_CHUNK), "pending %u", h.clean_k);
+    CHECK(hss_begin(&h, idle + 1e7, SIMDEV_READ, 901 * 4096, 4096) == HSS_OK, "begin later read");
+    CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish later read");
+    CHECK(h.dev[0].used_pages == 160 && h.clean_k == 0, "after a long idle gap: %llu held, %u pending",
+          (unsigned long long)h.dev[0].used_pages, h.clean_k);
+    CHECK(h.c.cleaned == 640, "cleaned %llu", (unsigned long long)h.c.cleaned);
+    hss_free(&h);
+    return 0;
+}
+
 int main(void)
 {
     int tests = 0;
     tests++; test_device_model();
+    tests++; test_clean_chunks(0);
+    tests++; test_clean_chunks(1);
     for (int ndev = 2; ndev <= 4; ndev++) {
         tests++; run(ndev, 1, 10, 4096, 3000);
         tests++; run(ndev, 32, 3, 200, 3000);   /* tiny span: constant eviction and migration */
