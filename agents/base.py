@@ -84,6 +84,12 @@ class BasePolicy:
     name: ClassVar[str] = "policy"
     #: True if the policy learns from rewards (the loops call ``observe`` only then)
     learns: ClassVar[bool] = False
+    #: the training set the policy declares (recorded with its runs as ``trained_on``, shown by the
+    #: report): None, not declared; ``"none"``, nothing outside the episode it plays; ``"train"``,
+    #: the package's training split (:mod:`hss_gym.workloads.training`); else a description
+    #: (``"train-* seeds 1000-1999"``, ``"MSR src1_0, hm_0"``). ``hss-gym bench --trained-on``
+    #: declares it for the ``--policies`` instead.
+    trained_on: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse a subclass whose ``reset``, ``act`` or ``observe`` the loops cannot call."""

@@ -671,6 +671,8 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
         if ct is not None:
             out += ["", "<details><summary>Learning curves</summary>", "", md_table(*ct), "", curve_legend(td), "",
                     "</details>"]
+    if rows := training_rows(records):
+        out += ["", "## Declared training sets", "", md_table(TRAINING_HEAD, rows)]
     claims = evaluate_claims(records)
     if claims:
         out += ["", "## Published numbers beside ours", "", md_table(CLAIMS_HEAD, claims_rows(claims)), "",
@@ -679,6 +681,23 @@ def markdown_report(records: list[dict[str, Any]], title: str = "hss-gym leaderb
     if fails:
         out += ["", "## Failed runs", ""] + [f"* {md_escape(e)}" for e in failure_lines(fails)]
     return "\n".join(out) + "\n"
+
+
+TRAINING_HEAD = ["policy", "trained on", "runs"]
+
+
+def training_rows(records: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per (policy, declared training set) of the successful runs, when any run declares
+    one (``trained_on``; benchmarks/SUBMISSION.md): what a learned policy saw before it was
+    evaluated. A policy none of whose runs declares one is "not declared"."""
+    ok = [r for r in records if r.get("status") == "ok"]
+    if not any(r.get("trained_on") for r in ok):
+        return []
+    count: dict[tuple[str, str], int] = {}
+    for r in ok:
+        key = (str(r.get("policy")), str(r.get("trained_on") or "not declared"))
+        count[key] = count.get(key, 0) + 1
+    return [[p, t, str(n)] for (p, t), n in sorted(count.items())]
 
 
 def failure_lines(fails: list[dict[str, Any]]) -> list[str]:
@@ -822,6 +841,8 @@ def html_report(records: list[dict[str, Any]], title: str = "hss-gym leaderboard
         for key, cap, uri in figs:
             if key == (td.suite, td.track):
                 parts.append(f'<figure><img alt="{e(cap)}" src="{uri}"><figcaption>{e(cap)}</figcaption></figure>')
+    if rows := training_rows(records):
+        parts.append("<h2>Declared training sets</h2>" + html_table(TRAINING_HEAD, rows))
     claims = evaluate_claims(records)
     if claims:
         parts.append("<h2>Published numbers beside ours</h2>")

@@ -97,6 +97,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         rec.update(status="ok", metrics=out["metrics"], steps=out.get("steps"),
                    wall_s=round(time.perf_counter() - start, 4), error=None)
         rec.update({k: out[k] for k in ("curves", "latency_quantiles") if out.get(k)})
+        if out.get("trained_on") and not rec.get("trained_on"):  # the bench's --trained-on wins
+            rec["trained_on"] = out["trained_on"]
     except Exception as e:  # one broken policy or trace must not stop a leaderboard
         tb = traceback.format_exc(limit=-4)
         rec.update(status="failed", error=f"{type(e).__name__}: {e}", traceback=tb,

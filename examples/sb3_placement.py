@@ -1,7 +1,8 @@
 """Train a Stable-Baselines3 agent on ``hss/Placement-v0`` (Sibyl's data-placement problem).
 
 The agent decides, for every write and first touch of a page, which device receives it (device 0 =
-fastest). Reward = ``L_ref / latency`` of the placed request. After training, the policy is
+fastest). Reward = ``L_ref / latency`` of the placed request (``--reward latency``: minus the
+latencies over ``L_ref``). After training, the policy is
 evaluated on a **held-out trace**: the synthetic workload generated with a different seed
 (``--eval-seed``), next to three baselines on the same trace:
 
@@ -38,8 +39,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config", default="cost_opt", help="HSS configuration: perf_opt, cost_opt, pmem, tri, quad")
     p.add_argument("--algo", default="ppo", choices=ALGOS, help="SB3 algorithm")
     p.add_argument("--timesteps", type=int, default=20_000, help="training decisions")
+    p.add_argument("--reward", default="ratio", choices=("ratio", "latency"),
+                   help="the env's reward: Harmonia's L_ref / latency, or minus the latency over L_ref (docs/hss.md)")
     p.add_argument("--n-requests", type=int, default=2_000, help="requests per episode (trace length)")
-    p.add_argument("--seed", type=int, default=0, help="training seed (also the training trace's seed)")
+    p.add_argument("--seed", type=int, default=0, help="training seed (the first training episode's; each reset after it draws a new one)")
     p.add_argument("--eval-seed", type=int, default=1_000, help="held-out trace seed for evaluation")
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch intra-op threads (torch.set_num_threads): 1 suits these small networks, "
@@ -50,7 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def make_env(args: argparse.Namespace) -> gym.Env:
     return gym.make("hss/Placement-v0", workload=args.workload, config=args.config,
-                    n_requests=args.n_requests)
+                    n_requests=args.n_requests, reward=args.reward)
 
 
 def make_model(args: argparse.Namespace, env: gym.Env):
@@ -109,7 +112,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     env.close()
     eval_env.close()
 
-    out = {"workload": args.workload, "config": args.config, "algo": args.algo, "timesteps": args.timesteps,
+    out = {"workload": args.workload, "config": args.config, "algo": args.algo, "reward": args.reward,
+           "timesteps": args.timesteps,
            "train_seconds": train_s, "eval_seed": args.eval_seed, "results": results}
     if not args.quiet:
         print(f"{args.algo.upper()} on hss/Placement-v0 ({args.config}, {args.workload}): "

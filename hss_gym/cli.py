@@ -126,12 +126,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if rpath.is_dir():
         raise ValueError(f"--out {out}: {rpath} is a directory, not a results file")
     jobs = make_jobs(suite)
+    if args.trained_on is not None:
+        _declare_training(jobs, args.trained_on, _csv(args.policies))
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     if args.dry_run:  # reads only: no lock
         return _bench(args, suite, out, rpath, jobs, say)
     waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
     with writing(rpath, wait=args.wait, on_wait=waiting):  # one writer, from the resume choice to the end
         return _bench(args, suite, out, rpath, jobs, say)
+
+
+def _declare_training(jobs: list[dict[str, Any]], trained_on: str, policies: list[str] | None) -> None:
+    """Record ``trained_on`` with the runs of the ``--policies`` (not the references the bench adds)."""
+    if not policies:
+        raise ValueError("--trained-on declares the training set of the policies named by --policies; name them")
+    if not trained_on.strip():
+        raise ValueError("--trained-on must describe a training set: 'none', 'train' (the package's training "
+                         "split, docs/leaderboard.md) or what the policy trained on")
+    mine = set(policies)
+    for j in jobs:
+        if j["policy"] in mine:
+            j["trained_on"] = trained_on.strip()
 
 
 def _installed_policies(suite: Any, explicit: bool, quiet: bool) -> Any:
@@ -616,6 +631,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--policies", metavar="P1,P2",
                    help="comma-separated policies instead of the suite's: registered names "
                         "(`hss-gym list policies`) or module:factory; fast_only (and oracle) are added as references")
+    b.add_argument("--trained-on", metavar="TEXT",
+                   help="declare what the --policies trained on, recorded with their runs and shown by the report: "
+                        "'none', 'train' (the package's training split) or a description (benchmarks/SUBMISSION.md)")
     b.add_argument("--no-oracle", action="store_true", help="do not run the Oracle (no %% of Oracle column)")
     b.add_argument("--workloads", metavar="W1,W2", help="only these workloads (names or trace files)")
     b.add_argument("--configs", metavar="C1,C2", help="only these configurations")

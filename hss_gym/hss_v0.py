@@ -51,7 +51,10 @@ observed, or -1) and ``device`` (its current device, or -1).
 * placement (immediate, Harmonia eq. 2): ``L_ref / L_t`` for the request it placed, where
   ``L_t`` is that request's latency and ``L_ref`` the fast device's 4 KiB read service time
   (``reward_ref_us``; 10.9 µs on perf_opt), so a request served at fast-device speed earns ~1;
-  0 on steps where it did not act.
+  0 on steps where it did not act. ``reward="latency"``: ``-L_t / L_ref`` on *every* step
+  (also those where it did not act), so an episode's return is minus its summed latency over
+  ``L_ref``, the leaderboard's mean latency up to a constant (Harmonia's ratio behaves like a
+  harmonic mean instead; docs/hss.md compares the two).
 * migration (delayed, Harmonia eq. 3): once ``x`` (=10) of its moves have been executed, the next
   ``n`` (=50) host requests' latencies give ``L_ref * n / sum(L_i) - P``, with
   ``P = penalty * mean(1 / acc_intr + 1 / migr_intr)`` over the moves it pays for (intervals in
@@ -63,8 +66,12 @@ observed, or -1) and ``device`` (its current device, or -1).
 ## Starting State
 Every device empty and idle: a page's data lives on the home device (the last, slowest one) until
 its first access (``preloaded=True``: already wherever it is placed). The trace is generated or
-read from ``workload`` with the reset seed, which also seeds the device model: same seed, same
-episode.
+read from ``workload`` with the episode's seed, which also seeds the device model: same seed, same
+episode. ``reset(seed=s)`` plays the episode of seed ``s``; an unseeded ``reset()`` draws the next
+episode's seed from the env's generator (Gymnasium's convention: ``reset(seed=s)`` reseeds it,
+and before any seed it comes from entropy), so successive unseeded resets give new episodes, the
+same ones after the same ``reset(seed=s)``. A trace file is read once and replayed as is, unless
+``trace_window`` draws a window of it per episode.
 
 ## Episode End
 Truncation after the last request of the trace (or ``max_steps``); no termination. On the final
@@ -85,7 +92,12 @@ migration agent's decisions), ``room_feature`` ("fraction": the free-space featu
 ``fast_cap``/``free_d`` are ``floor(8 x free fraction)`` as published; "fits": bin 0 when the
 request does not fit in the device's free space, i.e. placing it there evicts on the critical
 path, else 1 + the free fraction in sevenths; "binary": 0 when it does not fit, 7 when it fits),
-``render_mode`` ("ansi" or "rgb_array"), plus any
+``trace_window`` (None; ``N`` or ``(low, high)``: each episode is a window of ``N`` requests, or
+of a length drawn in [low, high], at a start drawn from the episode's seed, of a trace file, a
+``catalogue:NAME`` or a ``Trace``; not with ``window``, nor a generated workload, whose episodes
+are new anyway; ``n_requests`` still bounds what is read of the file: ``n_requests=None`` reads it
+all; ``env.episode_window`` is the episode's ``(start, stop)``), ``reward`` ("ratio": Harmonia's
+``L_ref / L_t``, or "latency"), ``render_mode`` ("ansi" or "rgb_array"), plus any
 :class:`hss_gym.config.HSSConfig` field (``queue_size``, ``fast_fraction``, ``queue_depth``, ...).
 
 >>> from hss_gym import hss_v0
@@ -112,6 +124,9 @@ path, else 1 + the free fraction in sevenths; "binary": 0 when it does not fit, 
   unchanged, bit for bit. hss-gym 0.5.1 moved the native core to ``hss_gym.backends._core`` and
   changed the reference Harmonia agent, not this environment. hss-gym 0.5.2 added the option
   ``room_feature="binary"`` (the reference agents' observation); the other values are unchanged.
+  After hss-gym 0.6.0 (issue 42): an unseeded ``reset()`` draws a new episode from the env's
+  generator (before, it replayed the last seeded one); the options ``trace_window`` and
+  ``reward="latency"``. Every seeded episode is unchanged, bit for bit.
   A change that alters episodes becomes ``hss_v1``; this module stays.
 """
 

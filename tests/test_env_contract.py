@@ -285,13 +285,14 @@ def test_copy_and_pickle_continue_as_the_original(make: Callable[..., Any], draw
         env.unwrapped.step(draw(env.unwrapped, rng))
 
 
-@pytest.mark.parametrize("make", [lqoco, rlalloc, fleetio])
+@pytest.mark.parametrize("make", [lqoco, rlalloc, fleetio, harmonia])
 def test_copy_before_reset_replays_the_unseeded_reset(make: Callable[..., Any]) -> None:
     env = make()
     twin = copy.deepcopy(env)
     a, b = env.reset(), twin.reset()  # no seed: both continue the same generator
     assert _same(a[0], b[0])
-    act = {k: [0, 0, 1] for k in env.possible_agents} if make is fleetio else 1
+    act = ({k: [0, 0, 1] for k in env.possible_agents} if make is fleetio else
+           {"placement": 1, "migration": 0} if make is harmonia else 1)
     assert _same(env.step(act)[:2], twin.step(act)[:2])
 
 

@@ -18,7 +18,8 @@ EXPECTED = (["lun0", "lun1", "lun2", "lun3", "lun4", "ssd-00", "ssd-01", "ssd-02
 
 
 def test_list_workloads() -> None:
-    assert list_workloads() == EXPECTED + ["learn-hot-scan", "learn-write-once", "learn-phase"]
+    assert list_workloads() == EXPECTED + ["learn-hot-scan", "learn-write-once", "learn-phase", "train-vdi",
+                                           "train-rocksdb", "train-ycsb", "train-mlperf", "train-hot-scan"]
 
 
 @pytest.mark.parametrize("name", EXPECTED)

@@ -58,7 +58,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
                            "profile_hash": env.model.prof.digest(),
                            "tenants": [t.name for t in env.tenants], "env_options": policy.env_options,
                            "alpha": env.alpha.tolist(), "slo_us": env.slo_us.tolist()},
-            "curves": {"mean_reward": out.curves["mean_reward"]}}
+            "curves": {"mean_reward": out.curves["mean_reward"]}, "trained_on": getattr(policy, "trained_on", None)}
 
 
 def _ratio(a: Any, b: Any) -> float | None:

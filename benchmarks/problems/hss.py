@@ -201,7 +201,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         policy.close()
         env.close()
     out: dict[str, Any] = {"metrics": res.metrics.to_dict(), "steps": res.steps, "provenance": prov,
-                           "curves": {CURVE: learning_curve(lat)}}
+                           "curves": {CURVE: learning_curve(lat)}, "trained_on": getattr(policy, "trained_on", None)}
     if len(lat):
         out["latency_quantiles"] = latency_quantiles(lat)
     return out

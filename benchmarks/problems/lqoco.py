@@ -57,7 +57,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
                            "q_table_kb": q / 1024 if q is not None else None},
             "curves": {"watermark": h["W"][::CURVE_EVERY],
                        "throughput_mbps": h["throughput_mbps"][::CURVE_EVERY],
-                       "full_s_per_tenth": [sum(full[i:i + slot]) for i in range(0, slot * 10, slot)]}}
+                       "full_s_per_tenth": [sum(full[i:i + slot]) for i in range(0, slot * 10, slot)]},
+            "trained_on": getattr(policy, "trained_on", None)}
 
 
 # ------------------------------------------------------------------------------------ claims

@@ -81,7 +81,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     metrics = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     metrics["mean_reward"] = float(np.mean(rewards)) if rewards else None
     return {"metrics": metrics, "steps": len(rewards), "provenance": prov,
-            "curves": {"reward": rewards}}
+            "curves": {"reward": rewards}, "trained_on": getattr(policy, "trained_on", None)}
 
 
 PROBLEM = Problem(

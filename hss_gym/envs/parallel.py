@@ -7,6 +7,7 @@ End, Arguments, Version History); get it with ``hss_v0.parallel_env(...)`` (or
 
 from __future__ import annotations
 
+import copy
 import difflib
 import inspect
 import warnings
@@ -26,10 +27,13 @@ from hss_gym.envs.features import ROOM_FEATURES, feature_names, observation_spac
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
-from hss_gym.workloads.registry import check_count, check_seed
+from hss_gym.workloads.registry import canonical_name, check_count, check_seed
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
 AGENTS = ["placement", "migration"]
+#: the placement agent's rewards: Harmonia's ``L_ref / L_t`` on the steps it acts (the default), or
+#: ``-L_t / L_ref`` on every step (the episode's return is then minus the sum of all latencies)
+REWARDS = ("ratio", "latency")
 _ENV_KEYS = {"workload", "n_requests", "window", "backend", "paths", "backend_options", "max_steps", "raw_bins", "features",
              "reward_n", "reward_x", "penalty", "reward_ref_us", "migration", "render_mode"}
 
@@ -62,6 +66,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
                  reward_n: int = 50, reward_x: int = 10, penalty: float = 0.01,
                  reward_ref_us: float | None = None, migration: bool = True,
                  render_mode: str | None = None, room_feature: str = "fraction",
+                 trace_window: "int | tuple[int, int] | None" = None, reward: str = "ratio",
                  **config_options: Any) -> None:
         if backend not in ("sim", "uring"):
             raise ValueError(f"unknown backend {backend!r}; available: 'sim', 'uring'")
@@ -80,11 +85,21 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         if max_steps is not None:
             max_steps = check_int("max_steps", max_steps, 1)
         window = check_window(window)
+        trace_window = check_trace_window(trace_window)
+        if trace_window is not None and window is not None:
+            raise ValueError(f"window={window} and trace_window={trace_window} both choose the episode's slice of "
+                             f"the trace: give one of them")
+        self.trace_window = trace_window
+        self._check_trace_window_workload(workload)
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
         if features not in ("harmonia", "sibyl"):
             raise ValueError(f"features must be 'harmonia' or 'sibyl', got {features!r}")
         check_options(config_options)
         self.cfg = make_config(config, **config_options)
         self.n_requests, self.window, self.max_steps = n_requests, window, max_steps
+        self.reward = reward
+        self._latency_reward = reward == "latency"
         self.raw_bins, self.kind, self.migration_enabled = raw_bins, features, migration
         if room_feature not in ROOM_FEATURES:
             raise ValueError(f"room_feature must be one of {', '.join(map(repr, ROOM_FEATURES))}, got {room_feature!r}")
@@ -109,7 +124,12 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self._workload_spec = workload
         self._trace: Trace | None = None
         self._hss: HSS | None = None
-        self._seed = 0
+        self._seed = 0  # the episode's seed: the reset seed, or drawn from _rng by an unseeded reset
+        # The env's generator (Gymnasium's convention): reset(seed=s) reseeds it with s, an unseeded
+        # reset draws the next episode's seed from it; from entropy until the first seeded reset.
+        self._rng = np.random.default_rng()
+        self._source: tuple[Any, Trace] | None = None  # (spec, trace) of a trace workload, read once
+        self.episode_window: tuple[int, int] | None = None  # the episode's (start, stop) in the trace read
         self._started = False  # reset() has run (step() before it raises)
         self._closed = False  # close() has run, and no reset() since
         self._act_log = array("q")  # fast_step's (place, move) pairs since reset(): replayed by deepcopy/pickle
@@ -134,12 +154,35 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         return p["read_us"] + PAGE_SIZE / p["read_bw"]
 
     # ------------------------------------------------------------------ episode
+    def _check_trace_window_workload(self, spec: "str | Trace") -> None:
+        if self.trace_window is not None and isinstance(spec, str) and canonical_name(spec) is not None:
+            raise ValueError(f"trace_window is for trace workloads (a file, 'catalogue:NAME' or a Trace); "
+                             f"{spec!r} is generated: every unseeded reset() already draws a new episode of it")
+
+    def _read(self, spec: "str | Trace", seed: int) -> Trace:
+        """The workload's trace before any window: a registered name generated from ``seed``; a
+        file or ``catalogue:NAME`` read once (its first ``n_requests``), or a Trace as given, kept
+        until the workload changes, since no seed changes it."""
+        from hss_gym.workloads.registry import get_trace
+        if isinstance(spec, str) and canonical_name(spec) is not None:
+            return get_trace(spec, n=self.n_requests, seed=seed)
+        if self._source is None or not (self._source[0] is spec or (isinstance(spec, str) and spec == self._source[0])):
+            self._source = (spec, spec if isinstance(spec, Trace) else get_trace(spec, n=self.n_requests))
+        return self._source[1]
+
     def _load_trace(self, spec: "str | Trace", seed: int) -> Trace:
-        if isinstance(spec, Trace):
-            tr = spec
-        else:
-            from hss_gym.workloads.registry import get_trace
-            tr = get_trace(spec, n=self.n_requests, seed=seed)
+        tr = self._read(spec, seed)
+        if self.trace_window is not None:  # a window of the long trace, drawn from the episode's seed
+            low, high = self.trace_window
+            if high > len(tr):
+                raise ValueError(f"trace_window {self.trace_window} asks for up to {high} requests; the trace has "
+                                 f"{len(tr)} (n_requests={self.n_requests} of it were read; n_requests=None reads all)")
+            rng = np.random.default_rng(seed)
+            length = int(rng.integers(low, high + 1))
+            start = int(rng.integers(0, len(tr) - length + 1))
+            self.episode_window = (start, start + length)
+            return tr.slice(start, start + length).validate()
+        self.episode_window = self.window
         if self.window is not None:
             start, stop = self.window
             if stop > len(tr):
@@ -155,20 +198,29 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         if unknown:  # PettingZoo's API test passes arbitrary options: warn, do not fail
             warnings.warn(f"ignoring unknown reset option(s) {sorted(unknown)}; valid: 'workload', 'window'",
                           stacklevel=2)
+        if "window" in options:
+            window = check_window(options["window"], "reset option window")
+            if window is not None and self.trace_window is not None:
+                raise ValueError(f"reset option window={window}: this env draws its windows (trace_window="
+                                 f"{self.trace_window}); give one of them")
+            self.window = window
+        if "workload" in options:
+            self._check_trace_window_workload(options["workload"])
+            self._source = None  # read it again
         if seed is not None:
             self._seed = check_seed(seed)
-        if "window" in options:
-            self.window = check_window(options["window"], "reset option window")
-        if "workload" in options or "window" in options or self._trace is None or seed is not None:
-            spec = options.get("workload", self._workload_spec)
-            self._workload_spec = spec
-            self._trace = self._load_trace(spec, self._seed)
-            check_request_sizes(self._trace, self.cfg)  # before any per-page work
-            real = {}
-            if self.backend == "uring":
-                real = self._real_backend(self._trace)
-            self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed,
-                            streams=self._trace.n_streams(), **real)
+            self._rng = np.random.default_rng(self._seed)
+        else:  # Gymnasium's convention: continue the env's generator, a new episode
+            self._seed = int(self._rng.integers(2**63))
+        spec = options.get("workload", self._workload_spec)
+        self._workload_spec = spec
+        self._trace = self._load_trace(spec, self._seed)
+        check_request_sizes(self._trace, self.cfg)  # before any per-page work
+        real = {}
+        if self.backend == "uring":
+            real = self._real_backend(self._trace)
+        self._hss = HSS(self.cfg, footprint_pages=self._trace.footprint_pages(), seed=self._seed,
+                        streams=self._trace.n_streams(), **real)
         tr = self._trace
         self._hss.reset(self._seed)
         self._end = len(tr) if self.max_steps is None else min(len(tr), self.max_steps)
@@ -282,7 +334,10 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
             r_migr, credit = self._migration_reward(latency, ran or [])
         else:  # nothing to count or pay this step (the common case)
             r_migr, credit = 0.0, []
-        r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
+        if self._latency_reward:
+            r_place = -latency / self.reward_ref_us
+        else:
+            r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
         if done:
             obs_p, obs_m = np.zeros_like(obs_p), np.zeros_like(obs_m)
             needs, cand, dev = False, -1, -1
@@ -454,7 +509,8 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
     # ------------------------------------------------------------------ copies (ReplayCopy)
     def _replay_snapshot(self) -> dict[str, Any]:
         # What reset() starts from; a Trace is never modified, so it is shared, not copied.
-        return {"_seed": self._seed, "window": self.window, "_workload_spec": self._workload_spec}
+        return {"_seed": self._seed, "window": self.window, "_workload_spec": self._workload_spec,
+                "_rng": copy.deepcopy(self._rng)}
 
     def _replay_tail(self) -> list[tuple[str, tuple, dict[str, Any]]]:
         return [("_replay_fast_steps", (self._act_log.tobytes(),), {})] if self._started and self._act_log else []
@@ -476,6 +532,24 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         if self._hss is None:
             return None
         return (self._i, len(self.agents), repr(sorted(self._hss.counters().items())))
+
+
+def check_trace_window(trace_window: Any) -> tuple[int, int] | None:
+    """``trace_window`` (requests per episode: ``N``, or ``(low, high)`` for a length drawn in
+    [low, high]) as ``(low, high)``, or None."""
+    if trace_window is None:
+        return None
+    if isinstance(trace_window, (int, np.integer)) and not isinstance(trace_window, (bool, np.bool_)):
+        n = check_int("trace_window", trace_window, 1)
+        return n, n
+    if isinstance(trace_window, (str, bytes)) or not hasattr(trace_window, "__len__") or len(trace_window) != 2:
+        raise ValueError(f"trace_window must be None, N (requests per episode) or (low, high) (a length drawn in "
+                         f"[low, high]), got {trace_window!r}")
+    low = check_int("trace_window low", trace_window[0], 1)
+    high = check_int("trace_window high", trace_window[1], 1)
+    if high < low:
+        raise ValueError(f"trace_window ({low}, {high}) is reversed: low must be <= high")
+    return low, high
 
 
 def check_window(window: Any, name: str = "window") -> tuple[int, int] | None:

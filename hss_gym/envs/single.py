@@ -11,13 +11,16 @@ Registered at ``import hss_gym``:
 * ``hss/Placement-v0`` — Sibyl's problem (ISCA'22): the learner places each write and first touch;
   when the fast device is full its LRU page is evicted to the next device on the critical path; no
   migration. Observation: Sibyl's six features (req_size, req_type, acc_intr, acc_freq, fast_cap,
-  curr_dev) as ``Box(0, 1, (6,))``. Reward: ``L_ref / latency`` of the placed request.
+  curr_dev) as ``Box(0, 1, (6,))``. Reward: ``L_ref / latency`` of the placed request
+  (``reward="latency"``: minus the latencies since the previous decision, over ``L_ref``).
 * ``hss/Migration-v0`` — the learner migrates the scanner's candidate pages; placement follows a
   fixed policy (``placement_policy``: ``"fast"`` = fast device until full, then LRU eviction
   (default), or ``"slow"``). Observation: Harmonia's features of the candidate. Reward: the delayed
   migration reward (eq. 3); ``info["credit"]`` names the decision steps it pays for.
 
-Both accept every :class:`HSSParallelEnv` keyword (``config``, ``workload``, ``n_requests``, ...).
+Both accept every :class:`HSSParallelEnv` keyword (``config``, ``workload``, ``n_requests``,
+``trace_window``, ``reward``, ...). An unseeded ``reset()`` draws the episode's seed from the env's
+``np_random`` (a new episode; the same sequence after the same ``reset(seed=s)``).
 """
 
 from __future__ import annotations
@@ -93,8 +96,12 @@ class SingleAgentEnv(gym.Env):
         return reward, False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """``reset(seed=s)`` plays the two-agent env's episode of seed ``s``; an unseeded reset
+        draws the next episode's seed from this env's ``np_random`` (seeded by the last seeded
+        reset, from entropy before any), as Gymnasium's convention has it: a new episode."""
         super().reset(seed=seed)
-        self._obs, self._infos = self.env.reset(seed=seed, options=options)
+        episode = seed if seed is not None else int(self.np_random.integers(2**63))
+        self._obs, self._infos = self.env.reset(seed=episode, options=options)
         self._credit: list[int] = []
         _, done = self._advance(0.0)
         if done:

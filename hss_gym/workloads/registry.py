@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gym.workloads import catalogue, learning, mixes, synthetic
+from hss_gym.workloads import catalogue, learning, mixes, synthetic, training
 from hss_gym.workloads.trace import Trace
 
 DEFAULT_N = 100_000
@@ -39,16 +39,18 @@ def check_seed(value: Any, name: str = "seed") -> int:
 
 
 def list_workloads() -> list[str]:
-    """Every registered name: the 18 synthetic workloads, ``mix1`` .. ``mix6``, then the learning
-    scenarios with known answers (``learn-*``, :mod:`hss_gym.workloads.learning`)."""
-    return synthetic.workload_names() + list(mixes.MIXES) + learning.names()
+    """Every registered name: the 18 synthetic workloads, ``mix1`` .. ``mix6``, the learning
+    scenarios with known answers (``learn-*``, :mod:`hss_gym.workloads.learning`), then the
+    training workloads (``train-*``, :mod:`hss_gym.workloads.training`)."""
+    return synthetic.workload_names() + list(mixes.MIXES) + learning.names() + training.names()
 
 
 def canonical_name(name: str) -> str | None:
     """The registered id ``name`` refers to, or ``None`` when it refers to none."""
     key = name.strip().lower().replace("_", "-")
     key = re.sub(r"^(ssd|ycsb)-?", r"\1-", key)
-    return key if key in synthetic.TARGETS or key in mixes.MIXES or key in learning.DEFAULTS else None
+    known = key in synthetic.TARGETS or key in mixes.MIXES or key in learning.DEFAULTS or key in training.TRAIN_WORKLOADS
+    return key if known else None
 
 
 def _unknown(name: str) -> ValueError:
@@ -73,6 +75,8 @@ def make_trace(name: str, n: int = DEFAULT_N, seed: int = 0, **params: Any) -> T
         return mixes.generate_mix(key, n, seed, **params)
     if key in learning.DEFAULTS:
         return learning.generate(key, n, seed, **params)
+    if key in training.TRAIN_WORKLOADS:
+        return training.generate(key, n, seed, **params)
     return synthetic.generate(key, n, seed, **params)
 
 
