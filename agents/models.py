@@ -5,10 +5,10 @@ A researcher who trained a network on one of the package's envs puts it on a lea
 the env options that reproduce the spaces it was trained on, and plays its greedy action (what
 ``model.predict(obs, deterministic=True)`` answers) in the two-agent env the leaderboard runs.
 
-Why NumPy: a per-step ``model.predict`` costs ~1.5-2 ms of PyTorch overhead per decision, so a
-100,000-request run would take minutes; the policy networks are small MLPs, so their weights are
-copied into NumPy and the forward runs there, once per distinct observation (the HSS observations
-are binned features, so an episode sees few distinct ones). Speed and the action agreement with
+Why NumPy: a per-step ``model.predict`` is mostly PyTorch's per-call overhead, for networks of a
+few thousand weights; the weights are copied into NumPy and the forward runs there, once per
+distinct observation (the HSS observations are binned features, so an episode sees few distinct
+ones, and the argmax of a fixed network is memoised exactly). Speed and the action agreement with
 ``model.predict`` are measured in ``benchmarks/perf/bench_model_policy.py`` and docs/agents.md.
 
 Why no unpickling: an SB3 ``.zip`` is read as its ``data`` JSON (spaces, ``policy_kwargs``) and its

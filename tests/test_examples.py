@@ -28,10 +28,16 @@ def load_example(name: str):
 
 
 # ---------------------------------------------------------------- SB3 placement
-def test_sb3_placement_tiny_budget():
+def test_sb3_placement_tiny_budget(tmp_path):
     pytest.importorskip("stable_baselines3")
+    from hss_gym.agents import make_env, make_policy, run_episode
     sb3 = load_example("sb3_placement")
-    out = sb3.main(["--timesteps", "256", "--n-requests", "300", "--quiet"])
+    out = sb3.main(["--timesteps", "256", "--n-requests", "300", "--quiet", "--save", str(tmp_path / "ppo")])
+    # the saved model plays on the leaderboard's env: its held-out episode again, same latency
+    policy = make_policy(f"sb3:{tmp_path / 'ppo.zip'}")
+    assert (tmp_path / "ppo.zip.json").is_file()
+    res = run_episode(policy, make_env(policy, "cost_opt", "lun0", n_requests=300), seed=1_000)
+    assert res.metrics.mean_latency_us == out["results"]["trained"]["mean_latency_us"]
     res = out["results"]
     assert set(res) == {"trained", "untrained", "random", "always_fast", "always_slow"}
     decisions = {r["decisions"] for r in res.values()}
@@ -70,12 +76,18 @@ def test_sb3_placement_learns():
 
 # ---------------------------------------------------------------- CleanRL-style DQN
 @requires("torch")
-def test_cleanrl_dqn_tiny_budget_stores_no_autoreset_step():
+def test_cleanrl_dqn_tiny_budget_stores_no_autoreset_step(tmp_path):
     """Episodes of 100 requests end many times in 800 steps; with Gymnasium's next-step autoreset
     the step after an episode's end is not a transition (its reward is 0, its observation the
     old episode's last): none may be in the replay buffer, and every placement's reward is > 0."""
+    from hss_gym.agents import make_env, make_policy, run_episode
     dqn = load_example("cleanrl_dqn")
-    out = dqn.main(["--timesteps", "800", "--n-requests", "100", "--learning-starts", "200", "--quiet"])
+    out = dqn.main(["--timesteps", "800", "--n-requests", "100", "--learning-starts", "200", "--quiet",
+                    "--save", str(tmp_path / "dqn.pt")])
+    # the saved state_dict plays as torch:PATH (CleanRL's layout needs no card): the same episode
+    policy = make_policy(f"torch:{tmp_path / 'dqn.pt'}")
+    res = run_episode(policy, make_env(policy, "cost_opt", "ssd-02", n_requests=100), seed=1_000)
+    assert res.metrics.mean_latency_us == out["results"]["trained"]["mean_latency_us"]
     rb = out["replay"]
     stored = rb.size if rb.full else rb.pos
     assert 600 < stored < 800  # some steps were resets
