@@ -128,6 +128,12 @@ def test_torchrl_pettingzoo_rollout():
     assert out["total_rewards"]["placement"] > 0  # placement earns L_ref / latency > 0 when it acts
     assert 0 < out["decisions"]["placement"] <= 60
     assert math.isfinite(out["mean_latency_us"]) and out["mean_latency_us"] > 0
+    # run to the episode's end and evaluated beside the baselines on the same trace and seed
+    assert out["episode_done"]
+    ev = out["evaluation"]
+    assert set(ev) == {"torchrl random (masked)", "slow_only", "fit_first"}
+    assert ev["torchrl random (masked)"]["mean_latency_us"] == out["mean_latency_us"]
+    assert ev["fit_first"]["mean_latency_us"] < ev["slow_only"]["mean_latency_us"]
 
     # The TensorDict itself: shapes, masks and the episode end.
     env, base = trl.make_env("lun2", "perf_opt", 40, seed=0)
@@ -306,3 +312,33 @@ def test_lqoco_report_reads_what_the_bench_writes(tmp_path, monkeypatch):
     for argv in ([], [str(out)], [str(out / "results.jsonl")]):
         with pytest.raises(SystemExit, match=r"lqoco-v1/results.jsonl: no ok run of workload 'S-8'"):
             rep.main(argv)
+
+
+# ---------------------------------------------------------------- IPPO on the two-agent env
+@pytest.mark.slow
+@requires("torch")
+def test_ippo_trains_both_agents_to_a_leaderboard_row(tmp_path):
+    """A tiny budget: both agents learn (the migration agent after the placement-first part), the
+    actors are saved with their card and played on the quick suite as ``torch:PATH`` next to
+    Slow-Only; the example's table is the leaderboard's (mean latency / Fast-Only per track)."""
+    from hss_gym.agents import make_policy
+    from hss_gym.benchmarks.results import read_results
+    ippo = load_example("ippo_hss")
+    out = ippo.main(["--total-requests", "2000", "--rollout", "500", "--n-requests", "500", "--out", str(tmp_path),
+                     "--eval-workloads", "lun2", "--eval-n", "2000", "--eval-seeds", "0", "--quiet"])
+    log = out["log"]
+    assert [r["requests"] for r in log] == [500, 1000, 1500, 2000]
+    assert log[0]["migration_decisions"] == 0 and log[-1]["migration_decisions"] > 0  # placement first
+    assert all(math.isfinite(r["placement_loss"]) for r in log)
+    policy = make_policy(f"torch:{out['model']}")
+    assert policy.agents == ("placement", "migration")
+    assert policy.env_options == {"features": "harmonia", "raw_bins": False, "room_feature": "fits", "migration": True}
+    spec = f"torch:{out['model']}"
+    assert set(out["leaderboard"]) == {"perf_opt", "cost_opt"}
+    recs = [r for r in read_results(tmp_path / "quick" / "results.jsonl") if r["policy"] == spec]
+    assert len(recs) == 2 and all(r["status"] == "ok" for r in recs)
+    for track, row in out["leaderboard"].items():
+        fo = next(r for r in read_results(tmp_path / "quick" / "results.jsonl")
+                  if r["policy"] == "fast_only" and r["track"] == track)["metrics"]["mean_latency_us"]
+        mine = next(r for r in recs if r["track"] == track)["metrics"]["mean_latency_us"]
+        assert row[spec] == pytest.approx(mine / fo)
