@@ -339,7 +339,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for d in builtin_profiles():
             print(f"  {d:6s} {load_profile(d).name}")
     if what in ("all", "policies"):
-        print("policies (by name, or 'module:factory' for your own):")
+        print("policies (by name, 'module:factory' for your own, or a trained model: 'sb3:PATH.zip', 'torch:PATH.pt'):")
         for name, spec in POLICIES.items():
             mod = spec.partition(":")[0]
             try:
@@ -615,7 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suite name (see `hss-gym list suites`) or a suite JSON file (default: quick)")
     b.add_argument("--policies", metavar="P1,P2",
                    help="comma-separated policies instead of the suite's: registered names "
-                        "(`hss-gym list policies`) or module:factory; fast_only (and oracle) are added as references")
+                        "(`hss-gym list policies`), module:factory, or a trained model (sb3:PATH.zip, torch:PATH.pt); "
+                        "fast_only (and oracle) are added as references")
     b.add_argument("--no-oracle", action="store_true", help="do not run the Oracle (no %% of Oracle column)")
     b.add_argument("--workloads", metavar="W1,W2", help="only these workloads (names or trace files)")
     b.add_argument("--configs", metavar="C1,C2", help="only these configurations")
