@@ -216,5 +216,9 @@ def test_bench_records_the_weights_sha256(tmp_path: Path, monkeypatch: pytest.Mo
     assert model["sha256"] == hashlib.sha256((tmp_path / "ppo.zip").read_bytes()).hexdigest()
     assert model["env_id"] == "hss/Placement-v0" and model["format"] == "sb3"
     assert named_code(rec) == []  # weights are data: validate re-runs it without --allow
+    assert cli.main(["validate", "out", "--all", "--quiet"]) == 0
+    (tmp_path / "ppo.zip").write_bytes((tmp_path / "ppo.zip").read_bytes() + b"\0")  # other bytes, same weights
+    assert cli.main(["validate", "out", "--all", "--quiet"]) == 1  # the recorded sha256 no longer matches
+    assert "provenance model" in capsys.readouterr().out
     assert cli.main([*argv[:4], "sb3:missing.zip", *argv[5:]]) == 2
     assert "model file missing.zip not found" in capsys.readouterr().err
