@@ -3,8 +3,9 @@
 Requirement (issue 42): a 100,000-request run takes under 30 s on one core. Measured here, on one
 thread: an SB3 PPO and a DQN ``MlpPolicy`` (64-64, SB3's defaults) saved from ``hss/Placement-v0``
 with wide random weights (so their actions vary, as a trained model's do), played by
-:func:`hss_gym.agents.run_episode` on ``--workload`` / ``--config`` (what a bench job does; the episode's reset, which generates it, is timed); beside it the env alone (placement on device 0) on the same trace, and
-``model.predict(obs, deterministic=True)`` per decision on ``hss/Placement-v0`` for ``--predict``
+:func:`hss_gym.agents.run_episode` on ``--workload`` / ``--config`` (what a bench job does; the
+episode's reset, which generates the trace, is timed); beside it the env alone (Slow-Only, with
+Placement-v0's options) on the same trace, and ``model.predict(obs, deterministic=True)`` per decision on ``hss/Placement-v0`` for ``--predict``
 decisions (the per-step route this replaces), extrapolated to the episode's decisions. Also
 counted: the decisions of the whole episode where ``model.predict`` (one batch of every
 observation) answers another action than the policy (must be 0).
@@ -54,10 +55,9 @@ def main() -> None:
     n = a.requests
     with tempfile.TemporaryDirectory() as tmp:
         env = gym.make("hss/Placement-v0", config=a.config, workload=a.workload, n_requests=n)
-        base = make_policy("fast_only")
+        slow = make_policy("slow_only")
         t = time.perf_counter()
-        run_episode(make_policy("slow_only"), make_env(base, a.config, a.workload, n_requests=n, features="sibyl",
-                                                       migration=False), seed=0)
+        run_episode(slow, make_env(slow, a.config, a.workload, n_requests=n, features="sibyl", migration=False), seed=0)
         env_s = time.perf_counter() - t
         print(f"{a.workload} / {a.config}, {n:,} requests, one thread")
         print(f"  env alone (slow_only, Placement-v0's options): {env_s:6.2f} s")
