@@ -262,7 +262,7 @@ def test_rllib_fleetio_export_matches_the_rl_module():
 
 # ---------------------------------------------------------------- threads, CleanRL flags, paths
 TORCH_EXAMPLES = ["sb3_placement", "sb3_lqoco", "cleanrl_dqn", "torchrl_pettingzoo", "rllib_multiagent",
-                  "rllib_fleetio"]
+                  "rllib_fleetio", "ippo_hss"]
 
 
 @pytest.mark.parametrize("name", TORCH_EXAMPLES)
