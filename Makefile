@@ -102,6 +102,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_agents.py
 	$(PY) benchmarks/perf/bench_baselines.py
 	$(PY) benchmarks/perf/bench_lqoco.py
+	$(PY) benchmarks/perf/bench_model_policy.py  # needs the sb3 extra
 	$(PY) benchmarks/perf/bench_uring.py  # skips without fio or io_uring
 	$(PY) benchmarks/perf/bench_flash.py  # MQSim side by side: skips the speed part without ../shared/anchors/MQSim
 

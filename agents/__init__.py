@@ -3,12 +3,15 @@
 The policy protocol every problem shares (:class:`BasePolicy`), the HSS policy class, the episode
 loop and the registry are in :mod:`hss_gym.agents.base`;
 each policy lives in its own module (heuristics, archivist, ksvm, rnn_hss, sibyl, sapm,
-harmonia, oracle) and is imported on demand, so nothing here needs torch.
+harmonia, oracle) and is imported on demand, so nothing here needs torch. A trained model plays
+as ``make_policy("sb3:PATH.zip")`` or ``"torch:PATH.pt"`` (:mod:`hss_gym.agents.models`; its
+model card: :func:`save_model_card`).
 """
 
 from hss_gym.agents.base import (POLICIES, BasePolicy, Combined, EpisodeResult, InvalidActionError,
                                  Policy, list_policies, load_factory, make_env, make_policy,
                                  run_episode, stay_action)
+from hss_gym.agents.models import save_model_card
 
 __all__ = ["POLICIES", "BasePolicy", "Combined", "EpisodeResult", "InvalidActionError", "Policy",
-           "list_policies", "load_factory", "make_env", "make_policy", "run_episode", "stay_action"]
+           "list_policies", "load_factory", "make_env", "make_policy", "run_episode", "save_model_card", "stay_action"]

@@ -369,12 +369,17 @@ def _takes_seed(factory: Callable[..., Policy]) -> bool:
         return False
 
 
+#: The trained models' formats make_policy reads, as a spec's prefix (``"sb3:ppo.zip"``; an
+#: ``"rllib:"`` checkpoint is refused, saying what to do instead): hss_gym.agents.models.
+MODEL_FORMATS = ("sb3", "torch")
+
 #: The optional packages policies import, and the extra of hss-gym that installs each.
 EXTRAS: dict[str, str] = {"torch": "agents", "sklearn": "agents", "matplotlib": "agents",
                           "stable_baselines3": "sb3", "torchrl": "torchrl", "ray": "rllib"}
 
 #: The built-in policies that need an optional package (a PyTorch or scikit-learn model), by the
 #: modules they import; every other one, the reference agents included, runs on the core install.
+#: (A trained model, ``"sb3:PATH"`` or ``"torch:PATH"``, needs torch to read its weights.)
 NEEDS: dict[str, tuple[str, ...]] = {
     "archivist": ("torch",), "k_svm": ("sklearn",), "rnn_hss": ("torch",),
     "sibyl+k_svm": ("sklearn",), "sibyl+rnn_hss": ("torch",), "rlalloc/rlalloc_dqn": ("torch",),
@@ -384,7 +389,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
 def missing_extra(spec: str) -> str | None:
     """Why the built-in policy ``spec`` cannot run on this install ("needs the 'agents' extra:
     pip install ..."), or None when it can."""
-    missing = [m for m in NEEDS.get(spec, ()) if importlib.util.find_spec(m) is None]
+    needs = NEEDS.get(spec) or (("torch",) if spec.partition(":")[0] in MODEL_FORMATS else ())
+    missing = [m for m in needs if importlib.util.find_spec(m) is None]
     if not missing:
         return None
     extras = sorted({EXTRAS[m] for m in missing})
@@ -426,7 +432,8 @@ def load_factory(spec: str) -> Callable[..., Policy]:
 def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any) -> Any:
     """A policy from a registered name, a ``"module:factory"`` string, or a policy (returned).
     ``"fleetio/<name>"``, ``"rlalloc/<name>"`` and ``"lqoco/<name>"`` make another problem's
-    policy (:func:`list_policies`), with ``kwargs``.
+    policy (:func:`list_policies`), with ``kwargs``. ``"sb3:PATH.zip"`` and ``"torch:PATH.pt"``
+    play a trained model greedily (:mod:`hss_gym.agents.models`).
 
     ``seed`` seeds the policy's own randomness (a learner's initial network, exploration, replay
     sampling) and is given to factories that have a ``seed`` parameter; a policy without one is
@@ -435,6 +442,13 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
     fixed trace."""
     if isinstance(spec, Policy):
         return spec
+    fmt = spec.partition(":")[0]
+    if fmt in MODEL_FORMATS or fmt == "rllib":  # a trained model's file, not a module
+        if fmt == "rllib":
+            raise ValueError(f"policy {spec!r}: RLlib checkpoints are not read yet; save the policy network's "
+                             f"state_dict and play it as 'torch:PATH.pt' (docs/agents.md)")
+        from hss_gym.agents.models import load_model_policy
+        return load_model_policy(spec)
     if "/" in spec and ":" not in spec:
         problem, _, name = spec.partition("/")
         if problem in PROBLEMS:

@@ -14,7 +14,9 @@ A results file (``OUT/results.jsonl``) holds one record per finished run, succes
                     "config_hash": HSSConfig.digest() of the named configuration,
                     "env_config_hash": digest of the configuration the policy ran on
                                        (Fast-Only enlarges the fast device),
-                    "policy_name": "random", "env_options": {...}}}
+                    "policy_name": "random", "env_options": {...},
+                    "model": {a trained model's format, file, sha256, env_id, card_sha256}
+                             (only for "sb3:PATH" / "torch:PATH" policies)}}
 
 Each record is written with a single ``write`` on a file opened with ``O_APPEND`` and flushed, so a
 killed run leaves at most one partial last line, which :func:`read_results` skips and

@@ -152,11 +152,18 @@ def named_code(rec: dict[str, Any], policies: bool = True) -> list[tuple[str, st
     module) pairs: the module of a ``module:factory`` policy and of a ``module:attribute``
     problem. A registered policy name (another problem's included) or a built-in problem imports
     only hss-gym's own modules; a name that is neither imports nothing (its re-run fails).
-    ``policies=False``: the problem's only (all that a report, which runs nothing, imports)."""
+    ``policies=False``: the problem's only (all that a report, which runs nothing, imports).
+    A trained model (``sb3:PATH``, ``torch:PATH``) is read as data, except a TorchScript module,
+    which is code (``torch``)."""
+    from hss_gym.agents.models import model_code, model_format
     out = []
     named = ((rec.get("problem"), "problem "), (rec.get("policy"), "")) if policies else ((rec.get("problem"), "problem "),)
     for spec, label in named:
-        if isinstance(spec, str) and ":" in spec:
+        if isinstance(spec, str) and label == "" and model_format(spec):
+            code = model_code(spec)  # weights are data; a TorchScript module is code
+            if code is not None:
+                out.append((spec, code))
+        elif isinstance(spec, str) and ":" in spec:
             out.append((label + spec, spec.partition(":")[0]))
     return out
 

@@ -11,7 +11,8 @@ After training, the greedy policy is evaluated on a **held-out trace** (the work
 with ``--eval-seed``) next to random placement, always-fast and always-slow; the comparison is the
 episode's mean request latency (``info["metrics"]["mean_latency_us"]`` on the final step).
 
-    python examples/cleanrl_dqn.py --config cost_opt --workload ssd-02 --timesteps 20000
+    python examples/cleanrl_dqn.py --config cost_opt --workload ssd-02 --timesteps 20000 --save dqn.pt
+    hss-gym bench --suite quick --policies torch:dqn.pt    # its state_dict on the leaderboard
 
 CleanRL's command-line conventions: ``--exp-name``, ``--seed``, ``--torch-deterministic``,
 ``--cuda`` / ``--no-cuda`` (CUDA when available, the default), ``--track`` (log to Weights & Biases:
@@ -66,6 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--target-network-frequency", type=int, default=250, help="vector steps between target syncs")
     p.add_argument("--seed", type=int, default=0, help="training seed (env i trains on trace seed + i)")
     p.add_argument("--eval-seed", type=int, default=1_000, help="held-out trace seed for evaluation")
+    p.add_argument("--save", metavar="PATH.pt", help="save the Q-network's state_dict (CleanRL's way): "
+                   "hss-gym bench --policies torch:PATH.pt plays it")
     p.add_argument("--quiet", action="store_true", help="print nothing")
     return p.parse_args(argv)
 
@@ -203,6 +206,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "always_slow": lambda o: n_actions - 1,
     }
     results.update({name: evaluate(eval_env, pol, args.eval_seed) for name, pol in baselines.items()})
+    if args.save:
+        torch.save(q_network.state_dict(), args.save)  # keys network.0.weight ...: read as torch:PATH
     eval_env.close()
     if run is not None:
         run.summary.update({f"eval/{k}_mean_latency_us": r["mean_latency_us"] for k, r in results.items()})

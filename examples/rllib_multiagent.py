@@ -10,6 +10,12 @@ observe every step (an agent with no decision has ``infos[agent]["acting"] == Fa
 action is ignored by the env, earning reward 0); the episode ends with ``truncateds["__all__"]``
 after the last request.
 
+Episodes are short (``--n-requests``, 200) so that every iteration's batch ends some: RLlib
+reports ``episode_return_mean`` only over finished episodes. After training, the greedy modules
+(``forward_inference``, argmax) play whole episodes on held-out trace seeds (``--eval-seeds``) and
+are evaluated like leaderboard runs: mean and p99 latency beside Slow-Only's and the fit-first
+rule's on the same traces.
+
     python examples/rllib_multiagent.py --workload lun2 --config perf_opt --iterations 2
 """
 
@@ -93,8 +99,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--workload", default="lun2", help="workload name or trace path")
     p.add_argument("--config", default="perf_opt", help="HSS configuration")
-    p.add_argument("--n-requests", type=int, default=1_000, help="requests per episode")
-    p.add_argument("--iterations", type=int, default=1, help="training iterations")
+    p.add_argument("--n-requests", type=int, default=200, help="requests per episode (shorter than a batch)")
+    p.add_argument("--iterations", type=int, default=2, help="training iterations")
+    p.add_argument("--eval-seeds", default="1000,1001", help="trace seeds of the greedy evaluation episodes")
+    p.add_argument("--eval-requests", type=int, default=2_000, help="requests per evaluation episode")
     p.add_argument("--batch-size", type=int, default=256, help="env steps per iteration")
     p.add_argument("--minibatch-size", type=int, default=64)
     p.add_argument("--epochs", type=int, default=2)
@@ -140,23 +148,54 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             history.append(row)
             if not args.quiet:
                 print(row)
-        # Greedy actions of the trained modules on the first observations of a fresh episode.
-        env = HSSMultiAgentEnv(algo.config.env_config)
-        obs, _ = env.reset(seed=args.seed)
-        greedy = {}
-        for p in ("placement", "migration"):
-            batch = {"obs": torch.as_tensor(obs[p][None], dtype=torch.float32)}
-            logits = algo.get_module(p).forward_inference(batch)["action_dist_inputs"]
-            greedy[p] = {"logits_shape": tuple(logits.shape), "action": int(logits.argmax(-1)[0])}
+        modules = {p: algo.get_module(p) for p in ("placement", "migration")}
+        evaluation = evaluate(modules, args)
     finally:
         algo.stop()
         ray.shutdown()
-    out = {"history": history, "greedy": greedy}
+    out = {"history": history, "evaluation": evaluation}
     if not args.quiet:
         ret = history[-1]["episode_return_mean"]
         print(f"{len(history)} iteration(s); last episode_return_mean = "
               f"{'n/a (no episode finished yet)' if ret is None or math.isnan(ret) else ret}")
+        print(f"greedy evaluation, {args.config} / {args.workload}, {args.eval_requests:,} requests, trace seeds "
+              f"{args.eval_seeds} (mean over them):")
+        print(f"{'policy':<14} {'mean latency (us)':>18} {'p99 (us)':>10}")
+        for name, m in evaluation.items():
+            print(f"{name:<14} {m['mean_latency_us']:>18.1f} {m['p99_latency_us']:>10.1f}")
     return out
+
+
+def evaluate(modules: dict[str, Any], args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Whole episodes of the trained modules' greedy actions (RLlib's ``forward_inference``,
+    argmax), and of Slow-Only and fit-first on the same traces; mean and p99 latency averaged over
+    the seeds."""
+    import numpy as np
+    import torch
+
+    from hss_gym.agents import make_env, make_policy, run_episode
+
+    seeds = [int(s) for s in args.eval_seeds.split(",")]
+    runs: dict[str, list[dict[str, float]]] = {"rllib greedy": [], "slow_only": [], "fit_first": []}
+    for seed in seeds:
+        env = hss_gym.parallel_env(args.config, args.workload, n_requests=args.eval_requests)
+        obs, infos = env.reset(seed=seed)
+        while env.agents:
+            actions = {"placement": 0, "migration": max(infos["migration"]["device"], 0)}
+            for a, module in modules.items():
+                if infos[a]["acting"]:
+                    with torch.no_grad():
+                        logits = module.forward_inference({"obs": torch.as_tensor(obs[a][None])})["action_dist_inputs"]
+                    actions[a] = int(logits.argmax(-1)[0])
+            obs, _, _, _, infos = env.step(actions)
+        runs["rllib greedy"].append(env.metrics().to_dict())
+        for name in ("slow_only", "fit_first"):
+            policy = make_policy(name)
+            res = run_episode(policy, make_env(policy, args.config, args.workload, n_requests=args.eval_requests),
+                              seed=seed)
+            runs[name].append(res.metrics.to_dict())
+    return {name: {k: float(np.mean([m[k] for m in ms])) for k in ("mean_latency_us", "p99_latency_us")}
+            for name, ms in runs.items()}
 
 
 if __name__ == "__main__":

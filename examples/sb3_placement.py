@@ -13,7 +13,8 @@ evaluated on a **held-out trace**: the synthetic workload generated with a diffe
 The comparison is the episode's mean request latency, ``info["metrics"]["mean_latency_us"]`` on
 the final step (lower is better).
 
-    python examples/sb3_placement.py --workload lun0 --config cost_opt --timesteps 20000
+    python examples/sb3_placement.py --workload lun0 --config cost_opt --timesteps 20000 --save ppo.zip
+    hss-gym bench --suite quick --policies sb3:ppo.zip     # the trained model on the leaderboard
 
 ``main(argv)`` returns the numbers as a dict, so tests and notebooks can call it directly.
 """
@@ -47,6 +48,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch intra-op threads (torch.set_num_threads): 1 suits these small networks, "
                         "PyTorch's default (all cores) is 14-20x slower on a busy 2-core machine")
+    p.add_argument("--save", metavar="PATH.zip", help="save the trained model and its card (PATH.zip.json): "
+                   "hss-gym bench --policies sb3:PATH.zip plays it")
     p.add_argument("--quiet", action="store_true", help="print nothing")
     return p.parse_args(argv)
 
@@ -109,6 +112,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     results = {name: evaluate(eval_env, pol, args.eval_seed) for name, pol in policies.items()}
     results["untrained"] = untrained
+    if args.save:
+        from hss_gym.agents import save_model_card
+        path = args.save if args.save.endswith(".zip") else f"{args.save}.zip"  # SB3 adds .zip
+        model.save(path)
+        save_model_card(path, env)
     env.close()
     eval_env.close()
 

@@ -11,7 +11,11 @@ dict of the last step) cannot go through it. :class:`TensorInfos` keeps only the
 entries (``acting``, ``action_mask``, ``step``, placement's ``latency_us``); the run's metrics stay
 available from the underlying env's :meth:`metrics`.
 
-    python examples/torchrl_pettingzoo.py --workload lun2 --config perf_opt --steps 200
+The rollout runs to the episode's end (``--steps`` caps it) and is evaluated like a leaderboard
+run: its mean and p99 latency beside Slow-Only's and the fit-first rule's on the same trace and
+seed (:func:`hss_gym.agents.run_episode`).
+
+    python examples/torchrl_pettingzoo.py --workload lun2 --config perf_opt
 """
 
 from __future__ import annotations
@@ -85,7 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workload", default="lun2", help="workload name or trace path")
     p.add_argument("--config", default="perf_opt", help="HSS configuration")
     p.add_argument("--n-requests", type=int, default=500, help="requests in the trace (= episode length)")
-    p.add_argument("--steps", type=int, default=200, help="rollout length (stops early at episode end)")
+    p.add_argument("--steps", type=int, default=100_000, help="rollout length at most (it stops at the episode's end)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch intra-op threads (torch.set_num_threads): 1 suits these small networks, "
@@ -105,15 +109,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rollout = env.rollout(args.steps, break_when_any_done=True)
     totals = {g: float(rollout.get(("next", g, "reward")).sum()) for g in env.group_map}
     acting = {g: int(rollout.get((g, "info", "acting")).sum()) for g in env.group_map}
+    metrics = base.metrics()
     out = {"steps": int(rollout.batch_size[0]), "keys": sorted(map(str, rollout.keys(True, True))),
            "total_rewards": totals, "decisions": acting, "group_map": dict(env.group_map),
-           "mean_latency_us": float(base.metrics().mean_latency_us)}
+           "mean_latency_us": float(metrics.mean_latency_us), "episode_done": not base.agents,
+           "evaluation": {"torchrl random (masked)": metrics.to_dict(), **baselines(args)}}
     if not args.quiet:
         print(rollout)
         print("keys:", *out["keys"], sep="\n  ")
-        print(f"{out['steps']} steps; total rewards {totals}; decisions {acting}; "
-              f"mean latency {out['mean_latency_us']:.1f} us")
+        print(f"{out['steps']} steps ({'the whole episode' if out['episode_done'] else 'capped by --steps'}); "
+              f"total rewards {totals}; decisions {acting}")
+        print(f"{'policy':<26} {'mean latency (us)':>18} {'p99 (us)':>10}")
+        for name, m in out["evaluation"].items():
+            print(f"{name:<26} {m['mean_latency_us']:>18.1f} {m['p99_latency_us']:>10.1f}")
     env.close()
+    return out
+
+
+def baselines(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Slow-Only's and fit-first's metrics on the rollout's trace and seed (the leaderboard's loop)."""
+    from hss_gym.agents import make_env as make_hss_env, make_policy, run_episode
+    out = {}
+    for name in ("slow_only", "fit_first"):
+        policy = make_policy(name)
+        env = make_hss_env(policy, args.config, args.workload, n_requests=args.n_requests)
+        out[name] = run_episode(policy, env, seed=args.seed).metrics.to_dict()
     return out
 
 

@@ -354,7 +354,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for d in builtin_profiles():
             print(f"  {d:6s} {load_profile(d).name}")
     if what in ("all", "policies"):
-        print("policies (by name, or 'module:factory' for your own):")
+        print("policies (by name, 'module:factory' for your own, or a trained model: 'sb3:PATH.zip', 'torch:PATH.pt'):")
         for name, spec in POLICIES.items():
             mod = spec.partition(":")[0]
             try:
@@ -630,7 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suite name (see `hss-gym list suites`) or a suite JSON file (default: quick)")
     b.add_argument("--policies", metavar="P1,P2",
                    help="comma-separated policies instead of the suite's: registered names "
-                        "(`hss-gym list policies`) or module:factory; fast_only (and oracle) are added as references")
+                        "(`hss-gym list policies`), module:factory, or a trained model (sb3:PATH.zip, torch:PATH.pt); "
+                        "fast_only (and oracle) are added as references")
     b.add_argument("--trained-on", metavar="TEXT",
                    help="declare what the --policies trained on, recorded with their runs and shown by the report: "
                         "'none', 'train' (the package's training split) or a description (benchmarks/SUBMISSION.md)")

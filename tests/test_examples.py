@@ -28,10 +28,16 @@ def load_example(name: str):
 
 
 # ---------------------------------------------------------------- SB3 placement
-def test_sb3_placement_tiny_budget():
+def test_sb3_placement_tiny_budget(tmp_path):
     pytest.importorskip("stable_baselines3")
+    from hss_gym.agents import make_env, make_policy, run_episode
     sb3 = load_example("sb3_placement")
-    out = sb3.main(["--timesteps", "256", "--n-requests", "300", "--quiet"])
+    out = sb3.main(["--timesteps", "256", "--n-requests", "300", "--quiet", "--save", str(tmp_path / "ppo")])
+    # the saved model plays on the leaderboard's env: its held-out episode again, same latency
+    policy = make_policy(f"sb3:{tmp_path / 'ppo.zip'}")
+    assert (tmp_path / "ppo.zip.json").is_file()
+    res = run_episode(policy, make_env(policy, "cost_opt", "lun0", n_requests=300), seed=1_000)
+    assert res.metrics.mean_latency_us == out["results"]["trained"]["mean_latency_us"]
     res = out["results"]
     assert set(res) == {"trained", "untrained", "random", "always_fast", "always_slow"}
     decisions = {r["decisions"] for r in res.values()}
@@ -70,12 +76,18 @@ def test_sb3_placement_learns():
 
 # ---------------------------------------------------------------- CleanRL-style DQN
 @requires("torch")
-def test_cleanrl_dqn_tiny_budget_stores_no_autoreset_step():
+def test_cleanrl_dqn_tiny_budget_stores_no_autoreset_step(tmp_path):
     """Episodes of 100 requests end many times in 800 steps; with Gymnasium's next-step autoreset
     the step after an episode's end is not a transition (its reward is 0, its observation the
     old episode's last): none may be in the replay buffer, and every placement's reward is > 0."""
+    from hss_gym.agents import make_env, make_policy, run_episode
     dqn = load_example("cleanrl_dqn")
-    out = dqn.main(["--timesteps", "800", "--n-requests", "100", "--learning-starts", "200", "--quiet"])
+    out = dqn.main(["--timesteps", "800", "--n-requests", "100", "--learning-starts", "200", "--quiet",
+                    "--save", str(tmp_path / "dqn.pt")])
+    # the saved state_dict plays as torch:PATH (CleanRL's layout needs no card): the same episode
+    policy = make_policy(f"torch:{tmp_path / 'dqn.pt'}")
+    res = run_episode(policy, make_env(policy, "cost_opt", "ssd-02", n_requests=100), seed=1_000)
+    assert res.metrics.mean_latency_us == out["results"]["trained"]["mean_latency_us"]
     rb = out["replay"]
     stored = rb.size if rb.full else rb.pos
     assert 600 < stored < 800  # some steps were resets
@@ -116,6 +128,12 @@ def test_torchrl_pettingzoo_rollout():
     assert out["total_rewards"]["placement"] > 0  # placement earns L_ref / latency > 0 when it acts
     assert 0 < out["decisions"]["placement"] <= 60
     assert math.isfinite(out["mean_latency_us"]) and out["mean_latency_us"] > 0
+    # run to the episode's end and evaluated beside the baselines on the same trace and seed
+    assert out["episode_done"]
+    ev = out["evaluation"]
+    assert set(ev) == {"torchrl random (masked)", "slow_only", "fit_first"}
+    assert ev["torchrl random (masked)"]["mean_latency_us"] == out["mean_latency_us"]
+    assert ev["fit_first"]["mean_latency_us"] < ev["slow_only"]["mean_latency_us"]
 
     # The TensorDict itself: shapes, masks and the episode end.
     env, base = trl.make_env("lun2", "perf_opt", 40, seed=0)
@@ -161,16 +179,18 @@ def test_rllib_multiagent_one_iteration():  # ~7 s (Ray start-up included)
     pytest.importorskip("ray.rllib")
     rl = load_example("rllib_multiagent")
     out = rl.main(["--n-requests", "200", "--batch-size", "256", "--minibatch-size", "64",
-                   "--iterations", "1", "--quiet"])
+                   "--iterations", "1", "--eval-seeds", "1000", "--eval-requests", "500", "--quiet"])
     (row,) = out["history"]
     assert row["env_steps"] == 256
     assert set(row["policy_loss"]) == {"placement", "migration"}
     assert all(math.isfinite(v) for v in row["policy_loss"].values())
     # 256 steps of 200-request episodes: at least one episode finished, with a finite return.
     assert row["episode_return_mean"] is not None and math.isfinite(row["episode_return_mean"])
-    for p in ("placement", "migration"):
-        assert out["greedy"][p]["logits_shape"] == (1, 2)
-        assert out["greedy"][p]["action"] in (0, 1)
+    # the greedy modules played a whole held-out episode, evaluated beside the baselines
+    ev = out["evaluation"]
+    assert set(ev) == {"rllib greedy", "slow_only", "fit_first"}
+    assert all(math.isfinite(m["mean_latency_us"]) and m["mean_latency_us"] > 0 for m in ev.values())
+    assert ev["fit_first"]["mean_latency_us"] < ev["slow_only"]["mean_latency_us"]
 
 
 # ---------------------------------------------------------------- command line
@@ -242,7 +262,7 @@ def test_rllib_fleetio_export_matches_the_rl_module():
 
 # ---------------------------------------------------------------- threads, CleanRL flags, paths
 TORCH_EXAMPLES = ["sb3_placement", "sb3_lqoco", "cleanrl_dqn", "torchrl_pettingzoo", "rllib_multiagent",
-                  "rllib_fleetio"]
+                  "rllib_fleetio", "ippo_hss"]
 
 
 @pytest.mark.parametrize("name", TORCH_EXAMPLES)
@@ -294,3 +314,33 @@ def test_lqoco_report_reads_what_the_bench_writes(tmp_path, monkeypatch):
     for argv in ([], [str(out)], [str(out / "results.jsonl")]):
         with pytest.raises(SystemExit, match=r"lqoco-v1/results.jsonl: no ok run of workload 'S-8'"):
             rep.main(argv)
+
+
+# ---------------------------------------------------------------- IPPO on the two-agent env
+@pytest.mark.slow
+@requires("torch")
+def test_ippo_trains_both_agents_to_a_leaderboard_row(tmp_path):
+    """A tiny budget: both agents learn (the migration agent after the placement-first part), the
+    actors are saved with their card and played on the quick suite as ``torch:PATH`` next to
+    Slow-Only; the example's table is the leaderboard's (mean latency / Fast-Only per track)."""
+    from hss_gym.agents import make_policy
+    from hss_gym.benchmarks.results import read_results
+    ippo = load_example("ippo_hss")
+    out = ippo.main(["--total-requests", "2000", "--rollout", "500", "--n-requests", "500", "--out", str(tmp_path),
+                     "--eval-workloads", "lun2", "--eval-n", "2000", "--eval-seeds", "0", "--quiet"])
+    log = out["log"]
+    assert [r["requests"] for r in log] == [500, 1000, 1500, 2000]
+    assert log[0]["migration_decisions"] == 0 and log[-1]["migration_decisions"] > 0  # placement first
+    assert all(math.isfinite(r["placement_loss"]) for r in log)
+    policy = make_policy(f"torch:{out['model']}")
+    assert policy.agents == ("placement", "migration")
+    assert policy.env_options == {"features": "harmonia", "raw_bins": False, "room_feature": "fits", "migration": True}
+    spec = f"torch:{out['model']}"
+    assert set(out["leaderboard"]) == {"perf_opt", "cost_opt"}
+    recs = [r for r in read_results(tmp_path / "quick" / "results.jsonl") if r["policy"] == spec]
+    assert len(recs) == 2 and all(r["status"] == "ok" for r in recs)
+    for track, row in out["leaderboard"].items():
+        fo = next(r for r in read_results(tmp_path / "quick" / "results.jsonl")
+                  if r["policy"] == "fast_only" and r["track"] == track)["metrics"]["mean_latency_us"]
+        mine = next(r for r in recs if r["track"] == track)["metrics"]["mean_latency_us"]
+        assert row[spec] == pytest.approx(mine / fo)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import os
 import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -152,6 +153,9 @@ class Problem:
         """Raise ValueError (listing the valid names) for an unknown policy. ``module:factory``
         specs are not imported here: one that fails to import is a failed run, recorded."""
         names = list(self.policies())
+        fmt, _, path = spec.partition(":")
+        if self.name == "hss" and fmt in ("sb3", "torch") and not os.path.isfile(path):
+            raise ValueError(f"policy {spec!r}: model file {path} not found")
         if ":" in spec or spec in names:
             return
         near = difflib.get_close_matches(spec, names, n=1)

@@ -192,6 +192,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     policy = make_policy(job["policy"], seed=int(job["seed"]))  # a learner's own seed: the run's
     prov["policy_name"] = policy.name
     prov["env_options"] = dict(policy.env_options)
+    model = getattr(policy, "provenance", None)  # a trained model's file and sha256 (hss_gym.agents.models)
+    if model:
+        prov["model"] = dict(model)
     env = make_env(policy, config, trace, n_requests=len(trace))
     prov["env_config_hash"] = env.cfg.digest()
     try:
