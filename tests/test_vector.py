@@ -164,3 +164,32 @@ def test_bad_arguments_fail_clearly():
         pair.step({"placement": np.zeros(2, np.int64)})
     with pytest.raises(ValueError, match=r"actions\['migration'\]\[0\] = -2 is not a device in -1\.\.1"):
         pair.step({"placement": np.zeros(2, np.int64), "migration": np.array([-2, 0])})
+
+
+def test_sb3_adapter_is_dummy_vec_env():
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from hss_gym.envs.sb3 import SB3VecEnv
+    n = 3
+    ours = SB3VecEnv(gym.make_vec("hss/Placement-v0", num_envs=n, **SHORT))
+    ref = DummyVecEnv([lambda: gym.make("hss/Placement-v0", **SHORT) for _ in range(n)])
+    ours.seed(4)
+    ref.seed(4)
+    np.testing.assert_array_equal(ours.reset(), ref.reset())
+    rng, ends = np.random.default_rng(3), 0
+    for t in range(400):
+        a = rng.integers(0, 2, n)
+        o1, r1, d1, i1 = ours.step(a)
+        o2, r2, d2, i2 = ref.step(a)
+        np.testing.assert_array_equal(o1, o2)
+        np.testing.assert_array_equal(r1, r2)
+        np.testing.assert_array_equal(d1, d2)
+        for k in np.flatnonzero(d1):
+            np.testing.assert_array_equal(i1[k]["terminal_observation"], i2[k]["terminal_observation"])
+            assert i1[k]["TimeLimit.truncated"] == i2[k]["TimeLimit.truncated"]
+        ends += int(d1.sum())
+    assert ends >= 6
+    assert ours.get_attr("agent") == ["placement"] * n
+    with pytest.raises(TypeError, match="wraps a native HSS vector env"):
+        SB3VecEnv(ref)
