@@ -358,9 +358,9 @@ static int vec_step_one(hss_vec *v, int k)
     return rc;
 }
 
-static int vec_chunk(hss_vec *v, int c, int nchunks, int *bad)
+/* Step slots lo..hi-1 (those not skipped); stops at the first error (*bad: its slot). */
+static int vec_range(hss_vec *v, int lo, int hi, int *bad)
 {
-    int lo = (int)((long long)v->n * c / nchunks), hi = (int)((long long)v->n * (c + 1) / nchunks);
     for (int k = lo; k < hi; k++) {
         if (v->skip[k]) {
             v->trunc[k] = 0;
@@ -401,24 +401,50 @@ int hss_vec_init(hss_vec *v, int n, int mode, int nfeat, int raw)
 /* ------------------------------------------------------------------ threads */
 
 #ifdef HSS_VEC_THREADS
-/* Workers 1..T-1 wait for a new generation, step their chunk and report; the caller is chunk 0. */
-typedef struct hss_vec_worker { hss_vec_pool *pool; int chunk; } hss_vec_worker;
+/* The caller and workers 1..T-1 take slots HSS_VEC_GRAIN at a time from a shared counter until
+ * none is left, so a thread the system has not scheduled yet holds no work up: the caller waits
+ * only for slots being stepped, never for a worker that has not woken (on a busy machine, the
+ * batch is then never slower than one thread by more than a grain). A worker that wakes late
+ * finds the counter past the end (or takes slots of the next call, which are ready then). */
+#define HSS_VEC_GRAIN 4
 
 struct hss_vec_pool {
     hss_vec *v;
-    int nthreads, started, stop, pending;
-    unsigned gen;
+    int nthreads, started, stop;
+    unsigned gen;               /* calls so far: a change wakes the workers */
+    int next, done;             /* next slot to take, slots stepped (atomics) */
+    int rc, bad;                /* the first error and its slot (under mu) */
     pthread_mutex_t mu;
-    pthread_cond_t go, done;
+    pthread_cond_t go, finished;
     pthread_t *th;
-    hss_vec_worker *w;
-    int *rc, *bad;  /* per chunk */
 };
+
+static void pool_work(hss_vec_pool *p)
+{
+    int n = p->v->n;
+    for (;;) {
+        int lo = __atomic_fetch_add(&p->next, HSS_VEC_GRAIN, __ATOMIC_ACQ_REL);
+        if (lo >= n)
+            return;
+        int hi = lo + HSS_VEC_GRAIN < n ? lo + HSS_VEC_GRAIN : n, bad = -1;
+        int rc = vec_range(p->v, lo, hi, &bad);
+        if (rc != HSS_OK) {
+            pthread_mutex_lock(&p->mu);
+            if (p->rc == HSS_OK)
+                p->rc = rc, p->bad = bad;
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (__atomic_add_fetch(&p->done, hi - lo, __ATOMIC_ACQ_REL) == n) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->finished);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
 
 static void *vec_worker(void *arg)
 {
-    hss_vec_worker *w = arg;
-    hss_vec_pool *p = w->pool;
+    hss_vec_pool *p = arg;
     unsigned seen = 0;
     for (;;) {
         pthread_mutex_lock(&p->mu);
@@ -430,12 +456,7 @@ static void *vec_worker(void *arg)
         }
         seen = p->gen;
         pthread_mutex_unlock(&p->mu);
-        int rc = vec_chunk(p->v, w->chunk, p->nthreads, &p->bad[w->chunk]);
-        pthread_mutex_lock(&p->mu);
-        p->rc[w->chunk] = rc;
-        if (--p->pending == 0)
-            pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        pool_work(p);
     }
 }
 
@@ -451,11 +472,8 @@ static void pool_free(hss_vec_pool *p)
         pthread_join(p->th[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->finished);
     free(p->th);
-    free(p->w);
-    free(p->rc);
-    free(p->bad);
     free(p);
 }
 
@@ -465,19 +483,16 @@ static hss_vec_pool *pool_new(hss_vec *v, int nthreads)
     if (!p)
         return NULL;
     p->v = v, p->nthreads = nthreads;
-    p->th = calloc((size_t)nthreads, sizeof *p->th);
-    p->w = calloc((size_t)nthreads, sizeof *p->w);
-    p->rc = calloc((size_t)nthreads, sizeof *p->rc);
-    p->bad = calloc((size_t)nthreads, sizeof *p->bad);
-    if (!p->th || !p->w || !p->rc || !p->bad || pthread_mutex_init(&p->mu, NULL)) {
-        free(p->th), free(p->w), free(p->rc), free(p->bad), free(p);
+    p->next = p->done = v->n;  /* nothing to take until the first call */
+    if (!(p->th = calloc((size_t)nthreads, sizeof *p->th)) || pthread_mutex_init(&p->mu, NULL)) {
+        free(p->th);
+        free(p);
         return NULL;
     }
     pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->done, NULL);
+    pthread_cond_init(&p->finished, NULL);
     for (int c = 1; c < nthreads; c++) {
-        p->w[c] = (hss_vec_worker){p, c};
-        if (pthread_create(&p->th[p->started], NULL, vec_worker, &p->w[c]) != 0) {
+        if (pthread_create(&p->th[p->started], NULL, vec_worker, p) != 0) {
             pool_free(p);
             return NULL;
         }
@@ -488,22 +503,22 @@ static hss_vec_pool *pool_new(hss_vec *v, int nthreads)
 
 static int pool_step(hss_vec_pool *p, int *bad)
 {
+    int n = p->v->n;
     pthread_mutex_lock(&p->mu);
-    p->pending = p->nthreads - 1;
+    p->rc = HSS_OK;
+    __atomic_store_n(&p->done, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->next, 0, __ATOMIC_RELEASE);
     p->gen++;
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
-    p->rc[0] = vec_chunk(p->v, 0, p->nthreads, &p->bad[0]);
+    pool_work(p);
     pthread_mutex_lock(&p->mu);
-    while (p->pending)
-        pthread_cond_wait(&p->done, &p->mu);
+    while (__atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < n)
+        pthread_cond_wait(&p->finished, &p->mu);
+    int rc = p->rc;
+    *bad = p->bad;
     pthread_mutex_unlock(&p->mu);
-    for (int c = 0; c < p->nthreads; c++)
-        if (p->rc[c] != HSS_OK) {
-            *bad = p->bad[c];
-            return p->rc[c];
-        }
-    return HSS_OK;
+    return rc;
 }
 #else
 static void pool_free(hss_vec_pool *p) { (void)p; }
@@ -534,7 +549,7 @@ int hss_vec_step(hss_vec *v, int *bad)
     if (v->pool)
         return pool_step(v->pool, bad);
 #endif
-    return vec_chunk(v, 0, 1, bad);
+    return vec_range(v, 0, v->n, bad);
 }
 
 void hss_vec_free(hss_vec *v)

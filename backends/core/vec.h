@@ -123,8 +123,8 @@ typedef struct hss_vec {
 int hss_vec_init(hss_vec *v, int n, int mode, int nfeat, int raw);
 void hss_vec_free(hss_vec *v);
 void hss_vec_slot_clear(hss_vec_slot *s); /* a new episode: empty reward state (keeps its buffer) */
-/* Step every slot not skipped; the threads split the slots in contiguous chunks. Returns HSS_OK or
- * the first error (*bad: its slot); the slots before it in each chunk were stepped. */
+/* Step every slot not skipped, the threads taking a few slots at a time. Returns HSS_OK or an
+ * error (*bad: the slot that failed; other slots may have been stepped). */
 int hss_vec_step(hss_vec *v, int *bad);
 /* Use `nthreads` threads (the caller's included) for the steps: HSS_OK, HSS_EINVAL (< 1, or more
  * than one where threads are not built in) or HSS_ENOMEM. */
