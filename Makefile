@@ -105,6 +105,7 @@ bench-perf: $(SO_STAMP)
 	$(PY) benchmarks/perf/bench_replay.py
 	$(PY) benchmarks/perf/bench_trace_parse.py
 	$(PY) benchmarks/perf/bench_env_step.py
+	$(PY) benchmarks/perf/bench_vector_env.py
 	$(PY) benchmarks/perf/bench_memory.py
 	$(PY) benchmarks/perf/bench_agents.py
 	$(PY) benchmarks/perf/bench_baselines.py
