@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-import hss_gym
+import hss_gym  # noqa: F401  (registers the ids)
 from hss_gym.envs import HSSParallelEnv
 from hss_gym.envs.vector import MigrationVectorEnv, ParallelVectorEnv, PlacementVectorEnv
 
