@@ -53,7 +53,8 @@ test-slow: $(SO_STAMP)
 	test $$ra -eq 0 && test $$rb -eq 0
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
-## model), the batched env step of the vector envs, the real-device engine, the C51 agents' kernel, the flash SSD model and the L-QoCo simulator.
+## model), the batched env step of the vector envs, the real-device engine, the C51 agents'
+## kernel, the flash SSD model and the L-QoCo simulator.
 test-asan: build/test_core_asan build/test_vec_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan build/test_lqoco_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_vec_asan
