@@ -37,10 +37,12 @@ def packages() -> list[str]:
 
 core = Extension(
     "hss_gym.backends._core",
-    sources=["backends/core/module.c", "backends/core/hss.c", "backends/simdev.c"],
-    depends=["backends/binding.h"],
+    sources=["backends/core/module.c", "backends/core/hss.c", "backends/core/vec.c", "backends/simdev.c"],
+    depends=["backends/binding.h", "backends/core/hss.h", "backends/core/vec.h"],
     include_dirs=["backends/core", "backends"],
-    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+    # -pthread: the vector envs step their batch over threads (backends/core/vec.c)
+    extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"] + ([] if sys.platform == "win32" else ["-pthread"]),
+    extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
 )
 
 lqoco = Extension(

@@ -96,6 +96,19 @@ def test_cleanrl_dqn_tiny_budget_stores_no_autoreset_step(tmp_path):
     assert all(math.isfinite(r["mean_latency_us"]) and r["mean_latency_us"] > 0 for r in out["results"].values())
 
 
+def test_cleanrl_ppo_vector_same_training_as_sync():
+    """The PPO example on the native vector env trains exactly as on SyncVectorEnv (same envs,
+    same numbers, same seed), across episode ends (100-request episodes), and reports its speed."""
+    pytest.importorskip("torch")
+    ppo = load_example("cleanrl_ppo_vector")
+    argv = ["--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "128", "--n-requests", "100",
+            "--no-cuda", "--update-epochs", "1"]
+    native, sync = ppo.main(argv), ppo.main(argv + ["--vectorization-mode", "sync"])
+    assert native["episodes"] == sync["episodes"] > 4
+    assert native["mean_latency_us"] == sync["mean_latency_us"]
+    assert 0 < native["env_share"] < 1 and native["steps_per_s"] > 0
+
+
 @pytest.mark.slow
 def test_cleanrl_dqn_learns():
     """On cost_opt/ssd-02 the best fixed device (slow) beats random clearly; the untrained network
@@ -261,8 +274,8 @@ def test_rllib_fleetio_export_matches_the_rl_module():
 
 
 # ---------------------------------------------------------------- threads, CleanRL flags, paths
-TORCH_EXAMPLES = ["sb3_placement", "sb3_lqoco", "cleanrl_dqn", "torchrl_pettingzoo", "rllib_multiagent",
-                  "rllib_fleetio", "ippo_hss"]
+TORCH_EXAMPLES = ["sb3_placement", "sb3_lqoco", "cleanrl_dqn", "cleanrl_ppo_vector", "torchrl_pettingzoo",
+                  "rllib_multiagent", "rllib_fleetio", "ippo_hss"]
 
 
 @pytest.mark.parametrize("name", TORCH_EXAMPLES)

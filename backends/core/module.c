@@ -13,6 +13,7 @@
 
 #include "hss.h"
 #include "simdev.h"
+#include "vec.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -216,14 +217,7 @@ typedef struct {
     hss h;
     int ready;
     SimDevicesObject *devices; /* strong reference: h.dev points into it */
-    long long cand;            /* env: current migration candidate, -1 if none */
-    int cand_dev;              /* env: its device when it was offered (the agent's "stay") */
-    uint64_t moved_seen;       /* env: executed + stale moves already reported */
-    uint64_t evict_seen;       /* env: evictions already reported */
-    double delay_seen;         /* env: migration delay (us) already reported */
-    long long *pend_step;      /* env: FIFO of queued moves, (decision step, penalty term) */
-    double *pend_pen;
-    size_t pend_head, pend_len, pend_cap;
+    hss_env e;                 /* env: the migration candidate and the FIFO of queued moves (vec.h) */
     Py_buffer lat;             /* env: the episode's latencies (float64), written per step */
     int lat_held;
 } HSSObject;
@@ -232,8 +226,7 @@ static void HSS_dealloc(HSSObject *self)
 {
     if (self->lat_held)
         PyBuffer_Release(&self->lat);
-    PyMem_Free(self->pend_step);
-    PyMem_Free(self->pend_pen);
+    hss_env_free(&self->e);
     if (self->ready)
         hss_free(&self->h);
     Py_XDECREF(self->devices);
@@ -571,164 +564,63 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         "touched_pages", self->h.pt.touched, "step", self->h.now, "queue_length", self->h.mq_len);
 }
 
-/* Table-1 bins (Harmonia) of a page in the context of a request. See hss_gym/envs/features.py. */
-static int log_bin(double x, double per_octave)
+/* An observation buffer of `k` features (1-D, writable): float32 (*raw = 0) or int64 bins (1). */
+static int get_obs(PyObject *o, int k, Py_buffer *b, int *raw, const char *name)
 {
-    int b = (int)(per_octave * log2(1.0 + x));
-    return b > 63 ? 63 : b;
-}
-
-/* features(page, op, npages, out, sibyl=False): write the observation of `page` (-1: a page never
- * seen) for a request of type `op` and `npages` pages into `out`: float32 scaled to [0, 1], or
- * int64 bin indices. Layout: harmonia = req_type, req_size, acc_intr, acc_freq, fast_cap, curr_dev,
- * migr_intr, then free space of devices 1..N-2; sibyl = req_size, req_type, acc_intr, acc_freq,
- * fast_cap, curr_dev. */
-#define FEAT_SIBYL 1 /* the `sibyl` flags argument: Sibyl's six features (else Harmonia's) */
-#define FEAT_FITS 2  /* free-space bins of the env's room_feature="fits" (else "fraction") */
-#define FEAT_BINARY 4 /* with FEAT_FITS: room_feature="binary", bins 0 (does not fit) or 7 (fits) */
-
-/* room_feature="fits": bin 0 when the request's `npages` pages do not fit in device d's free space
- * (placing it there evicts on the critical path), else 1 + the free fraction in sevenths;
- * room_feature="binary" (`binary`): 0 or 7, whether it fits alone. */
-static int room_bin(hss *h, int d, unsigned long long npages, int binary)
-{
-    uint64_t used = h->dev[d].used_pages, need = npages ? npages : 1;
-    if (used + need > h->cap[d])
-        return 0;
-    if (binary)
-        return 7;
-    int b = 1 + (int)(7.0 * (1.0 - (double)used / (double)h->cap[d]));
-    return b > 7 ? 7 : b;
-}
-
-/* Observation of `page` (-1 or unplaced: a page never seen) for a request of type `op` and
- * `npages` pages; writes bins and their sizes, returns the number of features. */
-static int compute_features(hss *h, long long page, int op, unsigned long long npages, int sibyl,
-                            int *bins, int *nbins)
-{
-    hss_page *pg = page >= 0 ? hss_lookup(h, (uint64_t)page) : NULL;
-    if (pg && !pg->dev)
-        pg = NULL;
-    int k = 0;
-    int size_bin = npages <= 1 ? 0 : (int)log2((double)npages);
-    if (size_bin > 7)
-        size_bin = 7;
-    int fit = sibyl & FEAT_FITS;  /* free-space bins: 0 = the request does not fit, else sevenths */
-    int binary = sibyl & FEAT_BINARY;
-    sibyl &= FEAT_SIBYL;
-    double free0 = 1.0 - (double)h->dev[0].used_pages / (double)h->cap[0];
-    int fast_bin = fit ? room_bin(h, 0, npages, binary) : free0 <= 0 ? 0 : (int)(free0 * 8.0);
-    if (fast_bin > 7)
-        fast_bin = 7;
-    int acc = pg ? log_bin((double)(h->now - pg->last_access), 2.0) : 63;
-    int freq = pg ? log_bin((double)pg->count, 4.0) : 0;
-    int migr = pg ? log_bin((double)(h->now - pg->last_move), 2.0) : 63;
-    int dev = pg ? hss_dev_of(pg) : h->home;
-    if (sibyl) {
-        nbins[k] = 8; bins[k++] = size_bin;
-        nbins[k] = 2; bins[k++] = op;
-        nbins[k] = 64; bins[k++] = acc;
-        nbins[k] = 64; bins[k++] = freq;
-        nbins[k] = 8; bins[k++] = fast_bin;
-        nbins[k] = h->ndev; bins[k++] = dev;
-        return k;
-    }
-    nbins[k] = 2; bins[k++] = op;
-    nbins[k] = 8; bins[k++] = size_bin;
-    nbins[k] = 64; bins[k++] = acc;
-    nbins[k] = 64; bins[k++] = freq;
-    nbins[k] = 8; bins[k++] = fast_bin;
-    nbins[k] = h->ndev; bins[k++] = dev;
-    nbins[k] = 64; bins[k++] = migr;
-    for (int d = 1; d < h->ndev - 1; d++) {
-        double fr = 1.0 - (double)h->dev[d].used_pages / (double)h->cap[d];
-        int b = fit ? room_bin(h, d, npages, binary) : fr <= 0 ? 0 : (int)(fr * 8.0);
-        nbins[k] = 8; bins[k++] = b > 7 ? 7 : b;
-    }
-    return k;
-}
-
-/* Write the features of `page` into a float32 (scaled to [0, 1]) or int64 (bins) buffer. */
-static int write_features(hss *h, long long page, int op, unsigned long long npages, int sibyl, PyObject *out)
-{
-    int bins[HSS_MAX_DEV + 8], nbins[HSS_MAX_DEV + 8];
-    int k = compute_features(h, page, op, npages, sibyl, bins, nbins);
-    Py_buffer b;
-    if (bind_get_buffer(out, &b, 1) < 0)
+    if (bind_get_buffer(o, b, 1) < 0)
         return -1;
-    const char *f = bind_format(&b);
-    int is_f32 = f[0] == 'f' && b.itemsize == 4, is_i64 = (f[0] == 'q' || f[0] == 'l') && b.itemsize == 8;
-    if (b.ndim != 1 || b.shape[0] != k || (!is_f32 && !is_i64)) {
-        PyBuffer_Release(&b);
-        return bind_raise(PyExc_ValueError, "out must be a float32 or int64 array of length %d", k);
+    const char *f = bind_format(b);
+    int is_f32 = f[0] == 'f' && b->itemsize == 4, is_i64 = (f[0] == 'q' || f[0] == 'l') && b->itemsize == 8;
+    if (b->ndim != 1 || b->shape[0] != k || (!is_f32 && !is_i64)) {
+        PyBuffer_Release(b);
+        return bind_raise(PyExc_ValueError, "%s must be a float32 or int64 array of length %d", name, k);
     }
-    for (int i = 0; i < k; i++) {
-        if (is_f32)
-            ((float *)b.buf)[i] = nbins[i] > 1 ? (float)bins[i] / (float)(nbins[i] - 1) : 0.0f;
-        else
-            ((int64_t *)b.buf)[i] = bins[i];
+    *raw = is_i64;
+    return 0;
+}
+
+/* Both agents' observation buffers (the same type): 0, or -1 with none held. */
+static int get_obs_pair(HSSObject *self, PyObject *po, PyObject *mo, int flags, Py_buffer *b, int *raw)
+{
+    int k = hss_feature_count(&self->h, flags), raw_m;
+    if (get_obs(po, k, &b[0], raw, "obs_p") < 0)
+        return -1;
+    if (get_obs(mo, k, &b[1], &raw_m, "obs_m") < 0) {
+        PyBuffer_Release(&b[0]);
+        return -1;
     }
-    PyBuffer_Release(&b);
+    if (raw_m != *raw) {
+        bind_release(b, 2);
+        return bind_raise(PyExc_ValueError, "obs_p and obs_m must have the same type");
+    }
     return 0;
 }
 
 /* features(page, op, npages, out, sibyl=False): the observation of a page (see
- * hss_gym/envs/features.py for the layout) into `out`. */
+ * hss_gym/envs/features.py for the layout; vec.c computes it) into `out`, float32 scaled to
+ * [0, 1] or int64 bins; `sibyl` holds the feature flags (vec.h HSS_FEAT_*). */
 static PyObject *HSS_features(HSSObject *self, PyObject *args)
 {
     long long page;
-    int op, sibyl = 0;
+    int op, sibyl = 0, raw;
     unsigned long long npages;
     PyObject *out;
     if (!PyArg_ParseTuple(args, "LiKO|i", &page, &op, &npages, &out, &sibyl))
         return NULL;
-    if (write_features(&self->h, page, op, npages, sibyl, out) < 0)
+    Py_buffer b;
+    if (get_obs(out, hss_feature_count(&self->h, sibyl), &b, &raw, "out") < 0)
         return NULL;
+    hss_features_row(&self->h, page, op, npages, sibyl, raw, b.buf);
+    PyBuffer_Release(&b);
     Py_RETURN_NONE;
 }
 
-/* Queue a move's (decision step, penalty term) at the FIFO's tail; -1 when out of memory. */
-static int pend_push(HSSObject *self, long long step, double pen)
-{
-    if (self->pend_len == self->pend_cap) {
-        size_t cap = self->pend_cap ? 2 * self->pend_cap : 64;
-        long long *st = PyMem_Malloc(cap * sizeof *st);
-        double *pe = PyMem_Malloc(cap * sizeof *pe);
-        if (!st || !pe) {
-            PyMem_Free(st);
-            PyMem_Free(pe);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (size_t k = 0; k < self->pend_len; k++) {  /* unwrap the ring */
-            size_t j = (self->pend_head + k) % (self->pend_cap ? self->pend_cap : 1);
-            st[k] = self->pend_step[j];
-            pe[k] = self->pend_pen[j];
-        }
-        PyMem_Free(self->pend_step);
-        PyMem_Free(self->pend_pen);
-        self->pend_step = st, self->pend_pen = pe, self->pend_cap = cap, self->pend_head = 0;
-    }
-    size_t j = (self->pend_head + self->pend_len) % self->pend_cap;
-    self->pend_step[j] = step;
-    self->pend_pen[j] = pen;
-    self->pend_len++;
-    return 0;
-}
-
-/* The device of `page` as its curr_dev feature gives it (the home device if never placed). */
-static int page_device(hss *h, long long page)
-{
-    hss_page *pg = hss_lookup(h, (uint64_t)page);
-    return pg && pg->dev ? hss_dev_of(pg) : h->home;
-}
-
-/* env_step(place, move, next, obs_p, obs_m, sibyl, scan, step) — one environment step in one call:
- *   finish the pending request on `place` (ignored unless it needs a placement); if there is a
- *   candidate and `move` >= 0 is not the device it was offered on (the agent's "stay": the
- *   request just finished may have placed the page elsewhere since), queue its move to `move`;
- *   then, if `next` = (t, op, offset, size)
- *   is not None, begin it, pick the next candidate (when `scan`) and write both observations.
+/* env_step(place, move, next, obs_p, obs_m, sibyl, scan, step) — one environment step in one call
+ * (vec.h hss_env_step): finish the pending request on `place` (ignored unless it needs a
+ * placement); if there is a candidate and `move` >= 0 is not the device it was offered on (the
+ * agent's "stay": the request just finished may have placed the page elsewhere since), queue its
+ * move to `move`; then, if `next` = (t, op, offset, size) is not None, begin it, pick the next
+ * candidate (when `scan`) and write both observations.
  *   The latency goes into the episode's latencies (env_begin) at `step`; a queued move joins the
  *   FIFO as (step, penalty term), penalty term = 1/acc_intr + 1/migr_intr of its page.
  * Returns (latency, evicted, ran, ran_steps, move_delay_us, needs_placement, candidate, device):
@@ -738,7 +630,7 @@ static int page_device(hss *h, long long page)
  * candidate page (-1: none) and its device (-1: none). */
 static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
 {
-    int place, move, sibyl, scan;
+    int place, move, sibyl, scan, raw = 0;
     long long step;
     PyObject *next, *po, *mo;
     if (!PyArg_ParseTuple(args, "iiOOOipL", &place, &move, &next, &po, &mo, &sibyl, &scan, &step))
@@ -746,77 +638,41 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
     hss *h = &self->h;
     if (!h->cur.active)
         return PyErr_Format(PyExc_RuntimeError, "env_step() without a pending request");
-    if (!h->cur.needs_placement)
-        place = 0;
-    else if (place < 0 || place >= h->ndev)
+    if (h->cur.needs_placement && (place < 0 || place >= h->ndev))
         return PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %d", h->ndev - 1, place);
-    double lat;
-    int rc = hss_finish(h, place, &lat);
-    if (rc != HSS_OK)
-        return raise_rc(rc), NULL;
-    int queued = 0;
-    double pen = 0.0;
-    if (move >= 0 && self->cand >= 0 && move != self->cand_dev) {
-        hss_page *pg = hss_lookup(h, (uint64_t)self->cand);
-        if (pg && pg->dev) {
-            double acc = (double)(h->now - pg->last_access), mig = (double)(h->now - pg->last_move);
-            pen = 1.0 / (acc < 1 ? 1 : acc) + 1.0 / (mig < 1 ? 1 : mig);
-        }
-        rc = hss_enqueue(h, (uint64_t)self->cand, move);
-        if (rc < 0)
-            return raise_rc(rc), NULL;
-        queued = rc;
-    }
-    int needs = 0;
-    self->cand = -1;
+    double t = 0.0;
+    int op = 0;
+    long long off = 0, size = 1;
+    Py_buffer b[2] = {{0}};
     if (next != Py_None) {
-        double t;
-        int op;
-        long long off, size;
         if (!PyArg_ParseTuple(next, "diLL", &t, &op, &off, &size))
             return NULL;
         if (off < 0 || size <= 0 || (op != 0 && op != 1))
             return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
-        rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
-        if (rc != HSS_OK)
-            return raise_rc(rc), NULL;
-        needs = h->cur.needs_placement;
-        uint64_t page;
-        if (scan && hss_candidate(h, &page))
-            self->cand = (long long)page;
-        unsigned long long npages = h->cur.p1 - h->cur.p0 + 1;
-        if (write_features(h, (long long)h->cur.p0, op, npages, sibyl, po) < 0
-            || write_features(h, self->cand, op, npages, sibyl, mo) < 0)
+        if (get_obs_pair(self, po, mo, sibyl, b, &raw) < 0)
             return NULL;
     }
+    hss_env_out o;
+    int rc = hss_env_step(h, &self->e, place, move, next != Py_None, t, op, (uint64_t)off, (uint64_t)size, scan,
+                          sibyl, raw, step, b[0].buf, b[1].buf, &o);
+    bind_release(b, 2);
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
     if (self->lat_held && step >= 0 && step < (long long)(self->lat.len / (Py_ssize_t)sizeof(double)))
-        ((double *)self->lat.buf)[step] = lat;
-    long long evicted = (long long)(h->c.evictions - self->evict_seen);
-    self->evict_seen = h->c.evictions;
-    if (queued && pend_push(self, step, pen) < 0)
-        return NULL;
-    uint64_t moved = h->c.migrations + h->c.migrations_stale;
-    size_t executed = (size_t)(moved - self->moved_seen), n = executed < self->pend_len ? executed : self->pend_len;
-    self->moved_seen = moved;
-    PyObject *ran = Py_None, *steps = PyList_New((Py_ssize_t)n);
-    double delay = 0.0;
+        ((double *)self->lat.buf)[step] = o.latency;
+    PyObject *ran = Py_None, *steps = PyList_New((Py_ssize_t)o.ran);
     if (!steps)
         return NULL;
     Py_INCREF(Py_None);
-    if (executed) {  /* queued moves run (or are dropped as stale) in FIFO order */
-        delay = h->c.mig_delay_us - self->delay_seen;
-        self->delay_seen = h->c.mig_delay_us;
+    if (o.executed) {
         Py_DECREF(Py_None);
-        if (!(ran = PyList_New((Py_ssize_t)n))) {
+        if (!(ran = PyList_New((Py_ssize_t)o.ran))) {
             Py_DECREF(steps);
             return NULL;
         }
-        for (size_t k = 0; k < n; k++) {
-            size_t j = self->pend_head;
-            self->pend_head = (j + 1) % self->pend_cap;
-            self->pend_len--;
-            PyObject *pair = Py_BuildValue("(Ld)", self->pend_step[j], self->pend_pen[j]);
-            PyObject *s = PyLong_FromLongLong(self->pend_step[j]);
+        for (size_t k = 0; k < o.ran; k++) {
+            hss_pend p = hss_env_pop(&self->e);
+            PyObject *pair = Py_BuildValue("(Ld)", p.step, p.pen), *s = PyLong_FromLongLong(p.step);
             if (!pair || !s) {
                 Py_XDECREF(pair);
                 Py_XDECREF(s);
@@ -828,9 +684,8 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
             PyList_SET_ITEM(steps, (Py_ssize_t)k, s);
         }
     }
-    int dev = self->cand >= 0 ? page_device(h, self->cand) : -1;
-    self->cand_dev = dev;
-    return Py_BuildValue("(dLNNdiLi)", lat, evicted, ran, steps, delay, needs, self->cand, dev);
+    return Py_BuildValue("(dLNNdiLi)", o.latency, o.evicted, ran, steps, o.delay, o.needs, self->e.cand,
+                         self->e.cand_dev);
 }
 
 /* env_begin(t, op, offset, size, obs_p, obs_m, sibyl, scan[, latencies]) -> (needs_placement,
@@ -839,7 +694,7 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
 static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
 {
     double t;
-    int op, sibyl, scan;
+    int op, sibyl, scan, raw;
     long long off, size;
     PyObject *po, *mo, *lat = Py_None;
     if (!PyArg_ParseTuple(args, "diLLOOip|O", &t, &op, &off, &size, &po, &mo, &sibyl, &scan, &lat))
@@ -855,28 +710,20 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
         if (self->lat.itemsize != 8 || !self->lat.format || strcmp(self->lat.format, "d") != 0)
             return PyErr_Format(PyExc_ValueError, "env_begin: latencies must be a contiguous float64 array");
     }
-    self->evict_seen = 0;
-    self->delay_seen = 0.0;
-    self->pend_len = self->pend_head = 0;
     if (off < 0 || size <= 0 || (op != 0 && op != 1))
         return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
     if (!isfinite(t))
         return bad_time(t);
+    Py_buffer b[2] = {{0}};
+    if (get_obs_pair(self, po, mo, sibyl, b, &raw) < 0)
+        return NULL;
     hss *h = &self->h;
-    int rc = hss_begin(h, t, op, (uint64_t)off, (uint64_t)size);
+    int rc = hss_env_begin(h, &self->e, t, op, (uint64_t)off, (uint64_t)size, scan, sibyl, raw, b[0].buf, b[1].buf);
+    bind_release(b, 2);
     if (rc != HSS_OK)
         return raise_rc(rc), NULL;
-    uint64_t page;
-    self->cand = scan && hss_candidate(h, &page) ? (long long)page : -1;
-    self->cand_dev = self->cand >= 0 ? page_device(h, self->cand) : -1;
-    self->moved_seen = h->c.migrations + h->c.migrations_stale;
-    unsigned long long npages = h->cur.p1 - h->cur.p0 + 1;
-    if (write_features(h, (long long)h->cur.p0, op, npages, sibyl, po) < 0
-        || write_features(h, self->cand, op, npages, sibyl, mo) < 0)
-        return NULL;
-    return Py_BuildValue("(iL)", h->cur.needs_placement, self->cand);
+    return Py_BuildValue("(iL)", h->cur.needs_placement, self->e.cand);
 }
-
 /* I/O log for the real-device backend (hss.h HSS_LOG_*): set_log(on), take_log() -> bytes of
  * hss_log_ent records (drained), where(page) -> (device, slot) or None. */
 static PyObject *HSS_set_log(HSSObject *self, PyObject *args)
@@ -957,6 +804,252 @@ static PyTypeObject HSSType = {
     .tp_getset = HSS_getset,
 };
 
+/* ------------------------------------------------------------------ VecEnv */
+
+/* VecEnv(n, mode, nfeat, arrays, threads=1): a batch of n HSS envs stepped in one call (vec.h),
+ * for hss_gym/envs/vector.py; mode 0 both agents, 1 placement learns, 2 migration learns.
+ * `arrays`: a dict of the shared NumPy arrays the steps read and write (held until the object
+ * goes): act_p, act_m (int64 [n]), skip (bool [n]), obs_p, obs_m (float32 or int64 [n, nfeat]),
+ * rew_p, rew_m (float64 [n]), trunc, acting_p, acting_m (bool [n]); those a mode does not use
+ * may be missing. load(k, ...) gives slot k an episode after its env was reset in Python; step()
+ * steps every slot not skipped, without the GIL. */
+#define VEC_NARR 10
+static const char *const vec_arrays[VEC_NARR] = {"act_p", "act_m", "skip", "obs_p", "obs_m", "rew_p", "rew_m",
+                                                 "trunc", "acting_p", "acting_m"};
+/* which arrays each mode needs (bit i: vec_arrays[i]) */
+static const unsigned vec_needs[3] = {0x3FF, 0x0AD, 0x0D6};
+
+typedef struct {
+    PyObject_HEAD
+    hss_vec v;
+    int ready, busy, loaded;   /* loaded: slots given an episode */
+    Py_buffer arr[VEC_NARR];
+    PyObject **core;           /* per slot: its HSS (strong; the slot borrows h and e) */
+    Py_buffer *req;            /* per slot: time_us, op, offset, size */
+} VecEnvObject;
+
+static void VecEnv_dealloc(VecEnvObject *self)
+{
+    if (self->ready)
+        hss_vec_free(&self->v);
+    bind_release(self->arr, VEC_NARR);
+    if (self->core)
+        for (int k = 0; k < self->v.n; k++)
+            Py_XDECREF(self->core[k]);
+    if (self->req)
+        bind_release(self->req, 4 * self->v.n);
+    PyMem_Free(self->core);
+    PyMem_Free(self->req);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Array i of `arrays` as a C-contiguous buffer of the expected format and shape; 0, or -1. */
+static int vec_array(VecEnvObject *self, PyObject *arrays, int i, int n, int nfeat, int raw)
+{
+    PyObject *o = PyDict_GetItemString(arrays, vec_arrays[i]);
+    if (!o)
+        return bind_raise(PyExc_ValueError, "VecEnv: array %s is missing", vec_arrays[i]);
+    Py_buffer *b = &self->arr[i];
+    if (bind_get_buffer(o, b, i != 0 && i != 1 && i != 2) < 0)
+        return -1;
+    const char *f = bind_format(b);
+    int obs = i == 3 || i == 4, ok;
+    if (obs)
+        ok = b->ndim == 2 && b->shape[0] == n && b->shape[1] == nfeat
+             && (raw ? (f[0] == 'q' || f[0] == 'l') && b->itemsize == 8 : f[0] == 'f' && b->itemsize == 4);
+    else
+        ok = b->ndim == 1 && b->shape[0] == n
+             && (i <= 1 ? (f[0] == 'q' || f[0] == 'l') && b->itemsize == 8
+                 : i == 5 || i == 6 ? f[0] == 'd' : f[0] == '?' && b->itemsize == 1);
+    if (!ok) {
+        const char *type = obs ? (raw ? "int64" : "float32") : i <= 1 ? "int64" : i == 5 || i == 6 ? "float64" : "bool";
+        PyBuffer_Release(b);
+        return bind_raise(PyExc_ValueError, "VecEnv: %s must be a C-contiguous %s array of shape (%d%s)",
+                          vec_arrays[i], type, n, obs ? ", nfeat" : ",");
+    }
+    return 0;
+}
+
+static int VecEnv_init(VecEnvObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"n", "mode", "nfeat", "arrays", "raw", "threads", NULL};
+    int n, mode, nfeat, raw = 0, threads = 1;
+    PyObject *arrays;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|pi", kwlist, &n, &mode, &nfeat, &PyDict_Type, &arrays, &raw,
+                                     &threads))
+        return -1;
+    if (self->ready)
+        return bind_raise(PyExc_RuntimeError, "VecEnv is initialised once");
+    if (n < 1 || mode < HSS_VEC_PAIR || mode > HSS_VEC_MIGRATION || nfeat < 1 || nfeat > HSS_FEAT_MAX)
+        return bind_raise(PyExc_ValueError, "VecEnv: need n >= 1, mode 0..2 and 1 <= nfeat <= %d", HSS_FEAT_MAX);
+    if (threads < 1 || threads > n)
+        return bind_raise(PyExc_ValueError, "VecEnv: threads must be in 1..n (%d), got %d", n, threads);
+    if (!(self->core = PyMem_Calloc((size_t)n, sizeof *self->core))
+        || !(self->req = PyMem_Calloc(4 * (size_t)n, sizeof *self->req))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = hss_vec_init(&self->v, n, mode, nfeat, raw);
+    if (rc != HSS_OK)
+        return raise_rc(rc);
+    self->ready = 1;
+    for (int i = 0; i < VEC_NARR; i++)
+        if ((vec_needs[mode] >> i & 1) && vec_array(self, arrays, i, n, nfeat, raw) < 0)
+            return -1;
+    hss_vec *v = &self->v;
+    v->act_p = self->arr[0].buf, v->act_m = self->arr[1].buf, v->skip = self->arr[2].buf;
+    v->obs_p = self->arr[3].buf, v->obs_m = self->arr[4].buf, v->rew_p = self->arr[5].buf;
+    v->rew_m = self->arr[6].buf, v->trunc = self->arr[7].buf, v->acting_p = self->arr[8].buf;
+    v->acting_m = self->arr[9].buf;
+    if ((rc = hss_vec_set_threads(v, threads)) != HSS_OK)
+        return rc == HSS_EINVAL ? bind_raise(PyExc_ValueError, "VecEnv: threads are not available here") : raise_rc(rc);
+    return 0;
+}
+
+static int vec_idle(VecEnvObject *self)
+{
+    if (!self->ready)
+        return bind_raise(PyExc_RuntimeError, "VecEnv is not initialised");
+    if (self->busy)
+        return bind_raise(PyExc_RuntimeError, "VecEnv: step() is running in another thread");
+    return 0;
+}
+
+/* load(k, core, time_us, op, offset, size, i, end, needs, flags, scan, place_dev, ref_us, penalty,
+ *      reward_n, reward_x): slot k steps `core` (an HSS whose env_begin started the episode, its
+ * latencies included) from request i of the episode's `end` requests (float64, uint8, int64,
+ * int64 columns), the request observed now needing a placement if `needs`; the rest are the
+ * env's feature flags, migration switch, fixed placement device (mode 2) and reward parameters. */
+static PyObject *VecEnv_load(VecEnvObject *self, PyObject *args)
+{
+    int k, needs, flags, scan, place_dev, reward_n, reward_x;
+    long long i, end;
+    double ref_us, penalty;
+    PyObject *core, *cols[4];
+    if (!PyArg_ParseTuple(args, "iO!OOOOLLpiiiddii", &k, &HSSType, &core, &cols[0], &cols[1], &cols[2], &cols[3],
+                          &i, &end, &needs, &flags, &scan, &place_dev, &ref_us, &penalty, &reward_n, &reward_x)
+        || vec_idle(self) < 0)
+        return NULL;
+    hss_vec *v = &self->v;
+    if (k < 0 || k >= v->n)
+        return PyErr_Format(PyExc_IndexError, "slot %d out of range 0..%d", k, v->n - 1);
+    HSSObject *c = (HSSObject *)core;
+    if (!c->ready || !c->lat_held || !c->h.cur.active)
+        return PyErr_Format(PyExc_ValueError, "slot %d: the HSS has no episode begun (env_begin with latencies)", k);
+    if (hss_feature_count(&c->h, flags) != v->nfeat)
+        return PyErr_Format(PyExc_ValueError, "slot %d: %d features, the batch has %d", k,
+                            hss_feature_count(&c->h, flags), v->nfeat);
+    if (place_dev < 0 || place_dev >= c->h.ndev || reward_n < 1 || reward_x < 1)
+        return PyErr_Format(PyExc_ValueError, "slot %d: place_dev must be a device, reward_n and reward_x >= 1", k);
+    Py_buffer b[4] = {{0}};
+    if (get_buf(cols[0], 'd', 0, &b[0], "time_us") < 0 || get_buf(cols[1], 'B', 0, &b[1], "op") < 0
+        || get_buf(cols[2], 'q', 0, &b[2], "offset") < 0 || get_buf(cols[3], 'q', 0, &b[3], "size") < 0) {
+        bind_release(b, 4);
+        return NULL;
+    }
+    if (i < 0 || i >= end || b[0].shape[0] < end || b[1].shape[0] < end || b[2].shape[0] < end
+        || b[3].shape[0] < end) {
+        bind_release(b, 4);
+        return PyErr_Format(PyExc_ValueError, "slot %d: need 0 <= i < end <= the columns' length", k);
+    }
+    bind_release(&self->req[4 * k], 4);
+    memcpy(&self->req[4 * k], b, sizeof b);
+    if (!self->core[k])
+        self->loaded++;
+    Py_INCREF(core);
+    Py_XSETREF(self->core[k], core);
+    hss_vec_slot *s = &v->s[k];
+    s->h = &c->h, s->e = &c->e;
+    s->t = b[0].buf, s->op = b[1].buf, s->off = b[2].buf, s->size = b[3].buf;
+    s->i = i, s->end = end, s->needs = needs;
+    s->lat = c->lat.buf, s->nlat = (long long)(c->lat.len / (Py_ssize_t)sizeof(double));
+    s->flags = flags, s->scan = scan, s->place_dev = place_dev;
+    s->ref_us = ref_us, s->penalty = penalty, s->reward_n = reward_n, s->reward_x = reward_x;
+    hss_vec_slot_clear(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *VecEnv_step(VecEnvObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (vec_idle(self) < 0)
+        return NULL;
+    if (self->loaded < self->v.n)
+        return PyErr_Format(PyExc_RuntimeError, "VecEnv.step: %d of %d slots have no episode (load them)",
+                            self->v.n - self->loaded, self->v.n);
+    int rc, bad = -1;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = hss_vec_step(&self->v, &bad);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc == HSS_ENOMEM)
+        return PyErr_NoMemory();
+    if (rc != HSS_OK)
+        return PyErr_Format(PyExc_RuntimeError, "VecEnv.step: env %d failed: %s", bad,
+                            rc == HSS_EFULL ? "no device can take the page"
+                            : rc == HSS_ESTEPS ? "more than 2**32 - 2 requests in one episode"
+                            : "invalid argument to the HSS core");
+    Py_RETURN_NONE;
+}
+
+/* position(k) -> (i, needs, candidate): slot k's request index, whether it needs a placement and
+ * the migration candidate (-1: none). */
+static PyObject *VecEnv_position(VecEnvObject *self, PyObject *args)
+{
+    int k;
+    if (!PyArg_ParseTuple(args, "i", &k) || vec_idle(self) < 0)
+        return NULL;
+    if (k < 0 || k >= self->v.n || !self->core[k])
+        return PyErr_Format(PyExc_IndexError, "slot %d is out of range or not loaded", k);
+    const hss_vec_slot *s = &self->v.s[k];
+    return Py_BuildValue("(LiL)", s->i, s->needs, s->e->cand);
+}
+
+static PyObject *VecEnv_set_threads(VecEnvObject *self, PyObject *args)
+{
+    int threads;
+    if (!PyArg_ParseTuple(args, "i", &threads) || vec_idle(self) < 0)
+        return NULL;
+    if (threads < 1 || threads > self->v.n)
+        return PyErr_Format(PyExc_ValueError, "threads must be in 1..%d, got %d", self->v.n, threads);
+    int rc = hss_vec_set_threads(&self->v, threads);
+    if (rc == HSS_EINVAL)
+        return PyErr_Format(PyExc_ValueError, "threads are not available here");
+    if (rc != HSS_OK)
+        return raise_rc(rc), NULL;
+    Py_RETURN_NONE;
+}
+
+BIND_GETTER(VecEnv_get_threads, VecEnvObject, PyLong_FromLong(self->v.nthreads))
+
+static PyMethodDef VecEnv_methods[] = {
+    {"load", (PyCFunction)VecEnv_load, METH_VARARGS,
+     "load(k, core, time_us, op, offset, size, i, end, needs, flags, scan, place_dev, ref_us, penalty, reward_n, "
+     "reward_x): slot k's episode (see source)"},
+    {"step", (PyCFunction)VecEnv_step, METH_NOARGS, "step(): step every slot not skipped (GIL released)"},
+    {"position", (PyCFunction)VecEnv_position, METH_VARARGS, "position(k) -> (i, needs, candidate)"},
+    {"set_threads", (PyCFunction)VecEnv_set_threads, METH_VARARGS, "set_threads(n): step over n threads"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef VecEnv_getset[] = {
+    {"threads", (getter)VecEnv_get_threads, NULL, "threads stepping the batch (the caller's included)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject VecEnvType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hss_gym.backends._core.VecEnv",
+    .tp_basicsize = sizeof(VecEnvObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A batch of HSS envs stepped in one call (backends/core/vec.c).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)VecEnv_init,
+    .tp_dealloc = (destructor)VecEnv_dealloc,
+    .tp_methods = VecEnv_methods,
+    .tp_getset = VecEnv_getset,
+};
+
 static struct PyModuleDef coremodule = {
     PyModuleDef_HEAD_INIT, "_core", "Native HSS core and simulated device model.", -1, NULL,
     NULL, NULL, NULL, NULL,
@@ -964,7 +1057,7 @@ static struct PyModuleDef coremodule = {
 
 PyMODINIT_FUNC PyInit__core(void)
 {
-    PyObject *m = bind_module(&coremodule, (PyTypeObject *[]){&SimDevicesType, &HSSType, NULL});
+    PyObject *m = bind_module(&coremodule, (PyTypeObject *[]){&SimDevicesType, &HSSType, &VecEnvType, NULL});
     if (m && (PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
               || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
               || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0
