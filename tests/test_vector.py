@@ -59,7 +59,7 @@ def test_placement_is_sync_vector_env():
 
 def test_migration_is_sync_vector_env():
     # small reward windows: many eq.-3 rewards (and their penalties) within the short episodes
-    ends, nonzero = _same_as_sync("hss/Migration-v0", 500, seed=[5, None, 7, 8], reward_x=3, reward_n=4,
+    ends, nonzero = _same_as_sync("hss/Migration-v0", 500, seed=[5, 6, 7, 8], reward_x=3, reward_n=4,
                                   workload="ycsb-a", n_requests=250)
     assert ends >= 4 and nonzero >= 50
 
@@ -144,6 +144,8 @@ def test_bad_arguments_fail_clearly():
         PlacementVectorEnv(2, render_mode="ansi")
     with pytest.raises(ValueError, match="unknown option"):
         PlacementVectorEnv(2, n_request=10)
+    with pytest.raises(ValueError, match="default reward .'ratio'. only.*reward='latency'"):
+        PlacementVectorEnv(2, reward="latency", **SHORT)
     env = PlacementVectorEnv(2, **SHORT)
     with pytest.raises(RuntimeError, match="before reset"):
         env.step(np.zeros(2, np.int64))

@@ -116,6 +116,9 @@ class _Batch:
                 raise ValueError(f"the vector envs run the simulator only (backend='sim'), got backend={p.backend!r}")
             if p.render_mode is not None:
                 raise ValueError("the vector envs do not render; use vectorization_mode='sync' with render_mode")
+            if p.reward != "ratio":
+                raise ValueError(f"the vector envs compute the default reward ('ratio') only, got reward={p.reward!r}; "
+                                 "use vectorization_mode='sync' for reward='latency'")
         n, nfeat = len(penvs), first._obs_shape[0]
         self.penvs, self.mode, self.place_dev = penvs, mode, place_dev
         self.n_dev = first.cfg.n_devices
