@@ -160,6 +160,10 @@ class Cleaner:
       one average positioning time (seek plus half a rotation: :func:`seek_amortising_pages`),
       so each batch's seek, and the host stream's seek back after it, cost a small share of its
       transfer; into an SSD, ``min_batch``.
+    * **Chunks that yield to host I/O.** A batch into an SSD runs in chunks of ``min_batch`` pages,
+      each started only while both devices have a free server, so a host request waits behind a
+      chunk per server, not the whole batch (an I/O scheduler's idle class). A batch into a disk
+      runs whole: resuming it after a host request would cost another seek.
     * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
       a full migration queue's oldest move does (requests the fast device turned away can keep the
       slower one from ever idling).
@@ -181,6 +185,8 @@ class Cleaner:
         #: positioning time, but never more than an eighth of the device it cleans
         seek = [seek_amortising_pages(p) for p in env.cfg.devices]
         self._min_batch = [max(self.min_batch, min(seek[d + 1], self._caps[d] // 8)) for d in range(self._home)]
+        #: the chunks of a batch into each device's next: min_batch into an SSD, none into a disk
+        self._chunk = [0 if seek[d + 1] else self.min_batch for d in range(self._home)]
 
     def __call__(self, step: int, wanted_at: list[int]) -> None:
         """Ask for this step's cleaning (``wanted_at``: the placement agent's, per device)."""
@@ -197,10 +203,10 @@ class Cleaner:
                                               self._min_batch[t]), used[t])  # room on t first
                         t += 1
                     if not core.clean_pending:
-                        core.clean(d, pages)
+                        core.clean(d, pages, False, self._chunk[d])
                         self._asked_at = step
                     elif step - self._asked_at >= self.patience:
-                        core.clean(d, pages, True)
+                        core.clean(d, pages, True, self._chunk[d])
                         self._asked_at = step
                     return
 

@@ -17,7 +17,7 @@ storage systems.
 """
 from __future__ import annotations
 
-__version__ = "0.6.0"  # first: submodules record it in provenance while the package imports
+__version__ = "0.7.0"  # first: submodules record it in provenance while the package imports
 
 from typing import Any  # noqa: E402
 

@@ -124,9 +124,10 @@ all; ``env.episode_window`` is the episode's ``(start, stop)``), ``reward`` ("ra
   unchanged, bit for bit. hss-gym 0.5.1 moved the native core to ``hss_gym.backends._core`` and
   changed the reference Harmonia agent, not this environment. hss-gym 0.5.2 added the option
   ``room_feature="binary"`` (the reference agents' observation); the other values are unchanged.
-  After hss-gym 0.6.0 (issue 42): an unseeded ``reset()`` draws a new episode from the env's
-  generator (before, it replayed the last seeded one); the options ``trace_window`` and
-  ``reward="latency"``. Every seeded episode is unchanged, bit for bit.
+  hss-gym 0.7.0: an unseeded ``reset()`` draws a new episode from the env's generator (before,
+  it replayed the last seeded one); the options ``trace_window`` and ``reward="latency"``;
+  ``HSS.clean`` may be asked to run in chunks that yield to host I/O (``chunk``). Every seeded
+  episode of a policy is unchanged, bit for bit, for the same calls.
   A change that alters episodes becomes ``hss_v1``; this module stays.
 """
 

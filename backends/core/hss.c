@@ -667,15 +667,13 @@ static double busy_until(const hss *h, int a, int b)
     return fa > fb ? fa : fb;
 }
 
-/* Run the pending cleaning's next chunk (hss_clean: the whole of it into a disk) from `start`:
+/* Run the pending cleaning's next chunk (hss_clean; all of it without chunks) from `start`:
  * evict_batch's moves, counted as migrations. */
 static int run_clean(hss *h, double start)
 {
     uint64_t before = h->c.evictions, freed;
     double done;
-    uint32_t k = h->clean_k;
-    if (h->dev[h->clean_dev + 1].p.kind != SIMDEV_HDD && k > HSS_CLEAN_CHUNK)
-        k = HSS_CLEAN_CHUNK;
+    uint32_t k = h->clean_chunk && h->clean_k > h->clean_chunk ? h->clean_chunk : h->clean_k;
     h->clean_k -= k;
     int rc = evict_batch(h, h->clean_dev, k, start, &done, &freed, HSS_F_CLEANED);
     if (freed < k)
@@ -735,7 +733,7 @@ int hss_run_idle(hss *h, double t)
     return HSS_OK;
 }
 
-int hss_clean(hss *h, int d, uint32_t k, int force)
+int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk)
 {
     if (d < 0 || d >= h->home || k == 0)
         return HSS_EINVAL;
@@ -755,6 +753,7 @@ int hss_clean(hss *h, int d, uint32_t k, int force)
     }
     h->clean_dev = d;
     h->clean_k = k;
+    h->clean_chunk = chunk;
     return 1;
 }
 

@@ -152,6 +152,7 @@ typedef struct hss {
     double ghost[4];           /* cleaned pages accessed once / more when cleaned, and the reads of
                                 * each kind after (decaying): the cleanings' victim order */
     uint32_t clean_k;
+    uint32_t clean_chunk;      /* its pages per chunk (0: one batch) */
     uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
     uint32_t scan_window;      /* placed pages examined per candidate */
     uint32_t scan_chunk, scan_off;
@@ -187,16 +188,15 @@ int hss_finish(hss *h, int place, double *latency);
 hss_page *hss_lookup(hss *h, uint64_t page);
 int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was found */
 /* Ask for device d's k least recently used pages to be moved to d + 1 in idle time, after the
- * queued moves; counted as migrations. Into a disk it runs as one batch (one read from d, one
- * sequential write to d + 1, as a critical-path eviction is modelled: its seek amortised); into
- * an SSD in chunks of HSS_CLEAN_CHUNK pages, each started only while both devices have a free
- * server, so a host request waits behind a chunk per server at most, as behind an I/O
- * scheduler's idle class. One
- * cleaning is pending at a time: with one pending, returns 0 (nothing asked), or with `force`
- * runs its next chunk now at low priority (as a full migration queue's oldest move) and asks for
- * the new one instead. Returns 1 when asked, or an error for a bad device or k. */
-#define HSS_CLEAN_CHUNK 64u
-int hss_clean(hss *h, int d, uint32_t k, int force);
+ * queued moves; counted as migrations. With chunk = 0, as one batch (one read from d, one
+ * sequential write to d + 1, as a critical-path eviction is modelled); with chunk > 0, in chunks
+ * of that many pages, each started only while both devices have a free server, so host I/O waits
+ * behind a chunk per server at most (an I/O scheduler's idle class) instead of a whole batch.
+ * One cleaning is pending at a time: with one pending, returns 0 (nothing asked), or with `force`
+ * runs its next chunk (all of it with chunk = 0) now at low priority (as a full migration queue's
+ * oldest move) and asks for the new one instead. Returns 1 when asked, or an error for a bad
+ * device or k. */
+int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk);
 int hss_enqueue(hss *h, uint64_t page, int target);    /* 1 queued, 0 ignored (stay/invalid) */
 /* Run queued migrations that can start before time t (idle time). */
 int hss_run_idle(hss *h, double t);

@@ -93,7 +93,8 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
         if (hss_candidate(&h, &page))
             CHECK(hss_enqueue(&h, page, (int)(rnd() % (uint64_t)ndev)) >= 0, "enqueue");
         if (i % 37 == 0) { /* a background cleaning of a faster device (cascades included) */
-            int rc = hss_clean(&h, (int)(rnd() % (uint64_t)(ndev - 1)), 1 + (uint32_t)(rnd() % 64), (int)(rnd() & 1));
+            int rc = hss_clean(&h, (int)(rnd() % (uint64_t)(ndev - 1)), 1 + (uint32_t)(rnd() % 64),
+                               (int)(rnd() & 1), (uint32_t)(rnd() % 3) * 8);
             CHECK(rc == 0 || rc == 1, "clean rc %d", rc);
         }
         if (i % 50 == 0) {
@@ -255,17 +256,15 @@ static int test_sparse(const char *shape, uint64_t npages, uint32_t scan_window)
     return 0;
 }
 
-/* A cleaning into an SSD runs in chunks of HSS_CLEAN_CHUNK pages, each only while both devices
- * have a free server: with one server each, a host request arriving right after the devices
- * freed up lets one chunk run before it (and waits for that chunk at most); a long idle gap runs
- * the rest. Into a disk the batch runs whole (its seek amortised). */
-static int test_clean_chunks(int home_hdd)
+/* A cleaning asked for in chunks runs each chunk only while both devices have a free server:
+ * with one server each, a host request arriving right after the devices freed up lets one chunk
+ * run before it (and waits for that chunk at most); a long idle gap runs the rest. Without
+ * chunks the whole batch runs in the first idle time. */
+static int test_clean_chunks(uint32_t chunk)
 {
     simdev dev[2];
-    simdev_params p[2] = {ssd(1u << 20), home_hdd ? hdd(1u << 20) : ssd(1u << 20)};
-    p[0].servers = 1;
-    if (!home_hdd)
-        p[1].servers = 1;
+    simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
+    p[0].servers = p[1].servers = 1;
     for (int d = 0; d < 2; d++)
         simdev_init(&dev[d], &p[d], 1);
     uint64_t cap[2] = {1000, 1u << 20};
@@ -278,15 +277,15 @@ static int test_clean_chunks(int home_hdd)
         CHECK(hss_finish(&h, 0, &lat) == HSS_OK, "finish");
     }
     CHECK(h.dev[0].used_pages == 800, "fast holds %llu", (unsigned long long)h.dev[0].used_pages);
-    CHECK(hss_clean(&h, 0, 640, 0) == 1, "clean asked");
+    CHECK(hss_clean(&h, 0, 640, 0, chunk) == 1, "clean asked");
     double idle = simdev_free_at(&dev[0]) > simdev_free_at(&dev[1]) ? simdev_free_at(&dev[0]) : simdev_free_at(&dev[1]);
-    /* a read of a home page arriving just after the devices are free: one chunk runs before it */
+    /* a read of a home page arriving just after the devices are free */
     CHECK(hss_begin(&h, idle + 1, SIMDEV_READ, 900 * 4096, 4096) == HSS_OK, "begin read");
     CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish read");
     uint64_t first = 800 - h.dev[0].used_pages;
-    CHECK(first == (home_hdd ? 640u : HSS_CLEAN_CHUNK), "first idle slot cleaned %llu pages (home %s)",
-          (unsigned long long)first, home_hdd ? "hdd" : "ssd");
-    CHECK(h.clean_k == (home_hdd ? 0u : 640u - HSS_CLEAN_CHUNK), "pending %u", h.clean_k);
+    CHECK(first == (chunk ? chunk : 640u), "first idle slot cleaned %llu pages (chunk %u)", (unsigned long long)first,
+          chunk);
+    CHECK(h.clean_k == 640u - first, "pending %u", h.clean_k);
     CHECK(hss_begin(&h, idle + 1e7, SIMDEV_READ, 901 * 4096, 4096) == HSS_OK, "begin later read");
     CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish later read");
     CHECK(h.dev[0].used_pages == 160 && h.clean_k == 0, "after a long idle gap: %llu held, %u pending",
@@ -300,8 +299,8 @@ int main(void)
 {
     int tests = 0;
     tests++; test_device_model();
+    tests++; test_clean_chunks(64);
     tests++; test_clean_chunks(0);
-    tests++; test_clean_chunks(1);
     for (int ndev = 2; ndev <= 4; ndev++) {
         tests++; run(ndev, 1, 10, 4096, 3000);
         tests++; run(ndev, 32, 3, 200, 3000);   /* tiny span: constant eviction and migration */
