@@ -3,12 +3,15 @@ a run created, cleanup on SIGTERM/SIGHUP, and removal of the files of runs that 
 
 Why: a real-backend run creates its device files (a tmpfs fast device, a slow-device file of up to
 several GiB). Ctrl-C closes the backend, which removes them; a SIGTERM, SIGHUP or SIGKILL used to
-leave them behind, and the example's file names carry the PID, so killed runs piled up.
+leave them behind, and the example's file names carry the PID, so killed runs piled up. Since
+issue 43 :class:`RealBackend` unlinks the files it created as soon as they are open (it keeps
+using them through their descriptors, and the kernel frees them with the process), so what this
+module handles is the moment between creation and unlink, and a file that could not be unlinked.
 
 * **Registry.** :class:`RealBackend` records every file it creates (path, device and inode) in
-  ``<state dir>/<pid>-<start time>-<n>.json`` right after creating it, and removes the record when
-  it removes the files on ``close()``. The state directory is ``$HSS_GYM_STATE_DIR``, else
-  ``$XDG_STATE_HOME/hss-gym/real-files``, else ``~/.local/state/hss-gym/real-files``.
+  ``<state dir>/<pid>-<start time>-<n>.json`` right after creating it, and removes the record once
+  the files are unlinked (or removed on ``close()``). The state directory is ``$HSS_GYM_STATE_DIR``,
+  else ``$XDG_STATE_HOME/hss-gym/real-files``, else ``~/.local/state/hss-gym/real-files``.
 * **Signals.** While a backend is open, SIGTERM and SIGHUP close every open backend (removing the
   files it created, as Ctrl-C does), then the signal's previous disposition runs (by default the
   process dies of the signal, with the usual exit status). A signal the process ignores stays

@@ -25,10 +25,13 @@ non-empty file is refused unless ``overwrite=True``; a read-only file, a directo
 permission or a read-only mount is refused, also as root (who could write it anyway); the C engine
 bounds-checks every I/O against the configured size.
 
-Nothing left behind (issue 31): files are created sparse (their blocks are allocated as the run
-writes them, so a killed run leaves only what it wrote); files we created are removed on
-:meth:`RealBackend.close` unless ``keep_files=True``, also on SIGTERM and SIGHUP as on Ctrl-C; the
-files of a run killed by SIGKILL are found and removed by the next run or by ``hss-gym clean``
+Nothing left behind (issues 31, 43): files we create are recorded, then unlinked as soon as they
+are open (unless ``keep_files=True``, which keeps them where they were created): the backend keeps
+using them through its file descriptors and the kernel frees their blocks when the process closes
+them or dies, so even a run killed by SIGKILL leaves nothing on disk. They are created sparse
+(blocks allocated as the run writes them). A created file that could not be unlinked is removed on
+:meth:`RealBackend.close`, also on SIGTERM and SIGHUP as on Ctrl-C; the files of a run killed
+before its unlink are found and removed by the next run or by ``hss-gym clean``
 (:mod:`hss_gym.backends.leftovers`).
 
 Options (``backend_options=`` of the env/HSS, or keywords here): ``sizes`` (bytes per device,
@@ -342,8 +345,14 @@ class RealBackend:
             raise
         self._one = np.zeros(1, dtype=np.float64)
         self._verify_errors = 0
-        if not keep_files:  # recorded, so that a run killed by SIGKILL is cleaned up later
+        if not keep_files:
+            # Recorded first, so that a run killed before the next line is cleaned up later; then
+            # unlinked but kept open: their data lives as long as this process holds them, so a
+            # SIGKILL leaves nothing on disk, and the record is no longer needed.
             self._registration = leftovers.Registration(self.created_files())
+            if self._engine.unlink_created() == 0:
+                self._registration.remove()
+                self._registration = None
         leftovers.track(self)  # SIGTERM/SIGHUP close it (and remove its files) as Ctrl-C does
 
     # -- Backend protocol ------------------------------------------------------------------
@@ -465,6 +474,7 @@ class RealBackend:
                 "message": self.engine.stats()["verify_message"]}
 
     def created_files(self) -> list[str]:
+        """Paths of the files this backend created (unlinked since, unless ``keep_files``)."""
         return [d["path"] for d in self.stats() if d["created"]]
 
     def close(self) -> None:

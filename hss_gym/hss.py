@@ -30,20 +30,34 @@ from hss_gym.workloads.trace import PAGE_SIZE, Trace
 PAGE_META_BYTES: int = _core.PAGE_META_BYTES
 
 
+#: pages one request may touch at most (1 GiB): the core's bound on per-request work and memory
+#: (``HSS_MAX_REQ_PAGES`` in ``backends/core/hss.h``; docs/inputs.md)
+MAX_REQUEST_PAGES: int = _core.MAX_REQUEST_PAGES
+
+
 def check_request_sizes(trace: Trace, config: HSSConfig, footprint_pages: int | None = None) -> None:
     """Refuse ``trace`` if one of its requests is larger than ``config``'s total capacity
-    (:meth:`HSSConfig.total_capacity_pages`), with a ValueError naming the request, its size and
-    the capacity. One vectorised pass, before any per-page work: a request's pages are worked on
-    one by one, so a 16 TiB write in a two-line trace would otherwise take minutes and gigabytes
-    before failing."""
+    (:meth:`HSSConfig.total_capacity_pages`) or touches more than :data:`MAX_REQUEST_PAGES` pages,
+    with a ValueError naming the request, its size and the limit. One vectorised pass, before any
+    per-page work: a request's pages are worked on one by one, so a 16 TiB write in a two-line
+    trace would otherwise take minutes and gigabytes before failing."""
+    if not len(trace):
+        return
     footprint = trace.footprint_pages() if footprint_pages is None else footprint_pages
     capacity = config.total_capacity_pages(max(1, footprint)) * PAGE_SIZE
-    if not len(trace) or int(trace.size.max()) <= capacity:
-        return
-    i = int(np.argmax(trace.size > capacity))
+    if int(trace.size.max()) > capacity:
+        i = int(np.argmax(trace.size > capacity))
+        raise ValueError(f"{_where(trace, i)}: {_too_large(int(trace.size[i]), capacity, config.name)}")
+    first, last = trace.page_ranges()
+    over = last - first >= MAX_REQUEST_PAGES
+    if over.any():
+        i = int(np.argmax(over))
+        raise ValueError(f"{_where(trace, i)}: {_too_many_pages(int(trace.offset[i]), int(trace.size[i]))}")
+
+
+def _where(trace: Trace, i: int) -> str:
     path = trace.source.get("path")
-    where = f"file {path}, request {i}" if path else f"trace {trace.name!r}, request {i}"
-    raise ValueError(f"{where}: {_too_large(int(trace.size[i]), capacity, config.name)}")
+    return f"file {path}, request {i}" if path else f"trace {trace.name!r}, request {i}"
 
 
 def _too_large(size: int, capacity: int, config: str) -> str:
@@ -51,6 +65,14 @@ def _too_large(size: int, capacity: int, config: str) -> str:
             f"total capacity, {capacity} bytes ({capacity / 2**30:.1f} GiB: the bounded devices "
             "plus the home device's nominal capacity); no device could store it (a damaged "
             "trace, or a size column in the wrong unit?)")
+
+
+def _too_many_pages(offset: int, size: int) -> str:
+    pages = (offset + size - 1) // PAGE_SIZE - offset // PAGE_SIZE + 1
+    return (f"{size} bytes at offset {offset} ({size / 2**30:.1f} GiB) touch {pages} pages, more than "
+            f"the {MAX_REQUEST_PAGES} ({MAX_REQUEST_PAGES * PAGE_SIZE // 2**30} GiB) one request may "
+            "touch (the simulator keeps state per page; block layers split I/O into requests of a "
+            "few MiB): a damaged trace, or a size column in the wrong unit?")
 
 
 class HSS:
@@ -87,6 +109,8 @@ class HSS:
         if self.real is not None:
             self.core.set_log(True)
         self.capacity_bytes = self.config.total_capacity_pages(self.footprint_pages) * PAGE_SIZE
+        # the smallest size that can break either bound (an unaligned request touches one page more)
+        self._check_above = min(self.capacity_bytes, (MAX_REQUEST_PAGES - 1) * PAGE_SIZE)
         self._t = 0.0
         self.seed = seed
         self.reset(seed)
@@ -107,10 +131,14 @@ class HSS:
     def begin(self, t: float, op: int, offset: int, size: int) -> bool:
         """Start a host request (runs idle-time migrations first). True if it needs a placement
         decision: every write, and a read touching a page never seen before. A request larger
-        than the configuration's total capacity is a ValueError (before any per-page work)."""
-        if size > self.capacity_bytes:
-            raise ValueError(f"request at offset {offset}: "
-                             f"{_too_large(int(size), self.capacity_bytes, self.config.name)}")
+        than the configuration's total capacity or touching more than :data:`MAX_REQUEST_PAGES`
+        pages is a ValueError (before any per-page work)."""
+        if size > self._check_above:  # one comparison on the common path
+            if size > self.capacity_bytes:
+                raise ValueError(f"request at offset {offset}: "
+                                 f"{_too_large(int(size), self.capacity_bytes, self.config.name)}")
+            if (offset + size - 1) // PAGE_SIZE - offset // PAGE_SIZE >= MAX_REQUEST_PAGES:
+                raise ValueError(f"request: {_too_many_pages(int(offset), int(size))}")
         if self.real is not None:
             self._t = self.real.check_request(t, offset, size)
         return self.core.begin(t, op, offset, size)

@@ -628,6 +628,7 @@ def test_out_of_memory_names_the_file_and_a_limit(tmp_path: Path, monkeypatch: p
 # ------------------------------------------------------ one request larger than every device
 
 HUGE = 16 << 40  # a 16 TiB write
+TIB = 1 << 40  # a 1 TiB write: within perf_opt's capacity
 
 
 def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> None:
@@ -656,10 +657,49 @@ def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> N
     assert replay(load_trace(ok), "perf_opt").metrics
 
 
-def test_cli_refuses_a_huge_request_fast_in_bounded_memory(tmp_path: Path) -> None:
+def test_a_request_touching_too_many_pages_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A request the devices could hold (1 TiB on perf_opt) but touching more pages than one
+    request may (MAX_REQUEST_PAGES, 1 GiB: the core keeps state per page, so it used to take
+    minutes and gigabytes) is refused before any per-page work, naming the file, the request and
+    the limit: replay, the env, HSS.begin, and the core's begin and replay themselves. A request of
+    exactly MAX_REQUEST_PAGES pages runs."""
+    from hss_gym.hss import MAX_REQUEST_PAGES
+    assert MAX_REQUEST_PAGES * 4096 == 1 << 30
+    path = write(tmp_path, "tib.trace", f"0.5 1 0 4096 0\n1.0 1 4096 {TIB} 0\n")
+    trace = load_trace(path)
+    assert TIB < make_config("perf_opt").total_capacity_pages(trace.footprint_pages()) * 4096
+    limit = rf"touch {TIB // 4096} pages, more than the {MAX_REQUEST_PAGES} \(1 GiB\) one request may touch"
+    message = rf"file {path}, request 1: {TIB} bytes at offset 4096 \(1024\.0 GiB\) {limit}"
+    start = time.perf_counter()
+    for policy in ("lru", "fast_only", "slow_only"):
+        with pytest.raises(ValueError, match=message):
+            replay(trace, "perf_opt", policy=policy)
+    env = hss_gym.parallel_env("perf_opt", workload=str(path))
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=0)
+    hss = HSS("perf_opt", footprint_pages=trace.footprint_pages())
+    with pytest.raises(ValueError, match=rf"request: {TIB} bytes at offset 4096 .* {limit}"):
+        hss.begin(0.0, WRITE, 4096, TIB)
+    unaligned = MAX_REQUEST_PAGES * 4096  # one page more from an unaligned offset
+    with pytest.raises(ValueError, match=rf"touch {MAX_REQUEST_PAGES + 1} pages, more than"):
+        hss.begin(0.0, WRITE, 1, unaligned)
+    with pytest.raises(ValueError, match=rf"a request touching more than {MAX_REQUEST_PAGES} pages"):
+        hss.core.begin(0.0, WRITE, 1, unaligned)  # the core's own bound, below the Python checks
+    lat = np.empty(len(trace))
+    with pytest.raises(ValueError, match=rf"request 1 touches more than {MAX_REQUEST_PAGES} pages"):
+        hss.core.replay(trace.time_us, trace.op, trace.offset, trace.size, 0, lat)
+    assert time.perf_counter() - start < 2
+    hss.reset()
+    assert hss.begin(0.0, WRITE, 0, unaligned) and hss.finish(1) > 0  # the most one may touch
+    assert hss.counters()["pages_accessed"] == MAX_REQUEST_PAGES
+
+
+@pytest.mark.parametrize("size", [HUGE, TIB])
+def test_cli_refuses_a_huge_request_fast_in_bounded_memory(tmp_path: Path, size: int) -> None:
     """The command line: a clear error, exit status 2, quickly, within a 3 GB address space (it
-    used to grow for minutes until the OOM killer or a MemoryError traceback ended it)."""
-    path = write(tmp_path, "huge.trace", f"0.5 1 0 {HUGE} 0\n1.0 0 0 4096 0\n")
+    used to grow for minutes until the OOM killer or a MemoryError traceback ended it): for a
+    request larger than the configuration and for one it could hold but touching too many pages."""
+    path = write(tmp_path, "huge.trace", f"0.5 1 0 {size} 0\n1.0 0 0 4096 0\n")
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
@@ -672,7 +712,7 @@ def test_cli_refuses_a_huge_request_fast_in_bounded_memory(tmp_path: Path) -> No
     except subprocess.TimeoutExpired:
         pytest.fail("replay of a 16 TiB request ran for 30 s")
     assert done.returncode == 2, done.stderr[-2000:]
-    assert "Traceback" not in done.stderr and f"request 0: {HUGE} bytes" in done.stderr
+    assert "Traceback" not in done.stderr and f"request 0: {size} bytes" in done.stderr
     assert time.perf_counter() - start < 10
 
 

@@ -42,6 +42,18 @@ def slow(tmp_path):
     return str(tmp_path / "slow.img")
 
 
+def _held(path: str) -> list[str]:
+    """This process's descriptors of the unlinked file once named ``path`` (/proc/self/fd links)."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == f"{path} (deleted)":
+                out.append(f"/proc/self/fd/{fd}")
+        except OSError:  # the listing's own descriptor, closed since
+            pass
+    return out
+
+
 def ext():
     from hss_gym.backends import _uring
     return _uring
@@ -103,7 +115,8 @@ def test_engine_bench_and_io(fast, slow, engine):
         t = b.io(1, 1, 3, 2, 100.0)  # one write of 2 pages
         assert t > 100.0
         assert b.io(1, 0, 3, 2, 0.0) > 0
-        assert os.path.getsize(fast) == 1 << 20  # preallocated at the configured size
+        # created, then unlinked while open (a killed run leaves nothing): sized through the fd
+        assert not os.path.exists(fast) and [os.stat(f).st_size for f in _held(fast)] == [1 << 20]
         with pytest.raises(ValueError, match="multiple of 4096"):
             eng.bench(0, False, 1000, 1, 1)
         with pytest.raises(OSError, match=r"slow.img at offset 1044480.*errno"):
@@ -164,12 +177,12 @@ def test_verify_detects_corrupted_and_lost_pages(fast, slow):
         pages = np.frombuffer(h.real.engine.written_pages(), dtype=np.uint64)
         p0, p1 = int(pages[0]), int(pages[1])
         (d0, s0), (d1, s1) = h.core.where(p0), h.core.where(p1)
-        fd = os.open(h.real.paths[d0], os.O_RDWR)
+        fd = os.open(_held(h.real.paths[d0])[0], os.O_RDWR)  # the files are unlinked: by their fds
         os.pwrite(fd, b"\xff", s0 * 4096 + 2000)  # flip bytes inside page p0
         os.close(fd)
         res = h.real.verify_all(h.core)
         assert res["corrupt"] == 1 and res["lost"] == 0 and f"page {p0} " in res["message"]
-        fd = os.open(h.real.paths[d1], os.O_RDWR)  # a stale copy: page p1 holds p0's bytes
+        fd = os.open(_held(h.real.paths[d1])[0], os.O_RDWR)  # a stale copy: page p1 holds p0's bytes
         os.pwrite(fd, os.pread(fd, 4096, s1 * 4096) if d0 != d1 else b"", s1 * 4096)
         good = bytearray(4096)
         ext().stamp_page(good, p1, h.real.engine.version(p1) + 1)  # a version never written

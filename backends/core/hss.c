@@ -859,6 +859,8 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
     if (size == 0 || (op != SIMDEV_READ && op != SIMDEV_WRITE) || offset > HSS_MAX_BYTES
         || size > HSS_MAX_BYTES - offset)
         return HSS_EINVAL;
+    if (((offset + size - 1) >> 12) - (offset >> 12) >= HSS_MAX_REQ_PAGES)
+        return HSS_EBIG;
     if (h->now >= UINT32_MAX - 1)
         return HSS_ESTEPS;
     h->now++;

@@ -171,13 +171,22 @@ typedef struct hss {
 #define HSS_EINVAL (-2)
 #define HSS_EFULL (-3)   /* no device can take the page (all bounded devices full, no victim) */
 #define HSS_ESTEPS (-4)  /* more than 2^32 - 2 requests */
+#define HSS_EBIG (-5)    /* a request touching more than HSS_MAX_REQ_PAGES pages */
+
+/* Pages one request may touch at most (1 GiB). Each page of a request is worked on and keeps a
+ * record, so without a bound one request the devices could hold (a 1 TiB write) takes minutes and
+ * memory in proportion before anything fails; block layers split I/O into requests of a few MiB,
+ * so a trace's request beyond this is a damaged row or a size in the wrong unit. hss_begin refuses
+ * it before any per-page work (docs/inputs.md gives the memory per page). */
+#define HSS_MAX_REQ_PAGES ((uint64_t)1 << 18)
 
 int hss_init(hss *h, int ndev, simdev *dev, const uint64_t *cap, int mq_cap,
              uint32_t min_interval, uint32_t scan_window, int queue_depth);
 void hss_free(hss *h);
 int hss_reset(hss *h, uint64_t seed);
 
-/* Phase 1 of a request; returns HSS_OK or an error. h->cur.needs_placement tells if a placement
+/* Phase 1 of a request; returns HSS_OK or an error (HSS_EBIG: it touches more than
+ * HSS_MAX_REQ_PAGES pages; nothing changed). h->cur.needs_placement tells if a placement
  * decision is needed (a write, or a first touch). */
 int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size);
 /* Phase 2: place on device `place` (ignored when no decision is needed); *latency gets the

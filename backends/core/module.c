@@ -24,6 +24,11 @@ static int raise_rc(int rc)
     case HSS_EINVAL: PyErr_SetString(PyExc_ValueError, "invalid argument to the HSS core"); break;
     case HSS_EFULL: PyErr_SetString(PyExc_RuntimeError, "no device can take the page"); break;
     case HSS_ESTEPS: PyErr_SetString(PyExc_OverflowError, "more than 2**32 - 2 requests in one episode"); break;
+    case HSS_EBIG:
+        PyErr_Format(PyExc_ValueError, "a request touching more than %llu pages (%llu bytes), the most one "
+                     "request may touch", (unsigned long long)HSS_MAX_REQ_PAGES,
+                     (unsigned long long)(HSS_MAX_REQ_PAGES << 12));
+        break;
     default: PyErr_Format(PyExc_RuntimeError, "HSS core error %d", rc);
     }
     return -1;
@@ -338,6 +343,10 @@ static PyObject *HSS_replay(HSSObject *self, PyObject *args)
     if (rc == HSS_EINVAL)
         PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0, size > 0 and offset + size < 4 PiB",
                      i);
+    else if (rc == HSS_EBIG)
+        PyErr_Format(PyExc_ValueError, "request %zd touches more than %llu pages (%llu bytes), the most one "
+                     "request may touch", i, (unsigned long long)HSS_MAX_REQ_PAGES,
+                     (unsigned long long)(HSS_MAX_REQ_PAGES << 12));
     else if (rc != HSS_OK)
         raise_rc(rc);
     else
@@ -988,6 +997,7 @@ static PyObject *VecEnv_step(VecEnvObject *self, PyObject *Py_UNUSED(ignored))
         return PyErr_Format(PyExc_RuntimeError, "VecEnv.step: env %d failed: %s", bad,
                             rc == HSS_EFULL ? "no device can take the page"
                             : rc == HSS_ESTEPS ? "more than 2**32 - 2 requests in one episode"
+                            : rc == HSS_EBIG ? "a request touches more pages than one request may (MAX_REQUEST_PAGES)"
                             : "invalid argument to the HSS core");
     Py_RETURN_NONE;
 }
@@ -1060,6 +1070,7 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m = bind_module(&coremodule, (PyTypeObject *[]){&SimDevicesType, &HSSType, &VecEnvType, NULL});
     if (m && (PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
               || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
+              || PyModule_AddIntConstant(m, "MAX_REQUEST_PAGES", (long)HSS_MAX_REQ_PAGES) < 0
               || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0
               || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0))
         Py_CLEAR(m);

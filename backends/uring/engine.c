@@ -1045,6 +1045,28 @@ static int dev_open(ur_engine *e, ur_dev *d, const char *path, uint64_t size, in
     return 0;
 }
 
+int ur_unlink_created(ur_engine *e)
+{
+    int linked = 0;
+    for (int i = 0; i < e->ndev; i++) {
+        ur_dev *d = &e->dev[i];
+        if (!d->created || d->unlinked || d->fd < 0)
+            continue;
+        struct stat open_st, path_st;
+        if (fstat(d->fd, &open_st) < 0 || lstat(d->path, &path_st) < 0
+            || open_st.st_dev != path_st.st_dev || open_st.st_ino != path_st.st_ino) {
+            linked++; /* the name is gone or names another file now: never ours to remove */
+            continue;
+        }
+        if (unlink(d->path) < 0) {
+            linked++; /* it stays, removed on close as before */
+            continue;
+        }
+        d->unlinked = 1;
+    }
+    return linked;
+}
+
 void ur_close(ur_engine *e, int remove_created)
 {
     if (e->have_ring) {
@@ -1060,9 +1082,9 @@ void ur_close(ur_engine *e, int remove_created)
         if (d->fd >= 0)
             close(d->fd);
         d->fd = -1;
-        if (remove_created && d->created)
+        if (remove_created && d->created && !d->unlinked)
             unlink(d->path);
-        d->created = 0;
+        d->created = d->unlinked = 0;
     }
     e->ndev = 0;
     if (e->bufs)

@@ -43,6 +43,7 @@ typedef struct ur_dev {
     int engine;                /* UR_ENGINE_* */
     int direct;                /* opened with O_DIRECT */
     int created;               /* file created by us */
+    int unlinked;              /* ... and unlinked since (ur_unlink_created): only the fd holds it */
     int is_blk;
     uint32_t mem_align, off_align;
     uint64_t size;             /* usable bytes: every I/O must lie below this */
@@ -146,8 +147,13 @@ int ur_probe(char *msg, size_t msglen);
  * Returns 0, or -1 with e->err/e->err_no set (and everything opened so far closed). */
 int ur_open(ur_engine *e, int ndev, const char *const *paths, const uint64_t *sizes,
             const int *engines, int flags, int qd, int verify, int timed);
-/* Close files and the ring; unlink files we created when remove_created. */
+/* Close files and the ring; unlink files we created (not unlinked already) when remove_created. */
 void ur_close(ur_engine *e, int remove_created);
+/* Unlink the files we created while keeping them open: their data lives as long as the fds, so a
+ * run killed by SIGKILL leaves nothing on disk (the kernel frees it with the process). A path that
+ * no longer names the open file (replaced meanwhile) is left alone, and one that cannot be
+ * unlinked stays (removed on close). Returns how many created files stay linked. */
+int ur_unlink_created(ur_engine *e);
 
 /* Latency output buffer (borrowed) for the requests of the following ur_exec calls: lat[0] is the
  * next request issued; requests issued before this call are not written. */

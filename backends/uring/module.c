@@ -136,6 +136,13 @@ static PyObject *Engine_close(EngineObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *Engine_unlink_created(EngineObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_open(self) < 0)
+        return NULL;
+    return PyLong_FromLong(ur_unlink_created(&self->e));
+}
+
 static PyObject *Engine_set_output(EngineObject *self, PyObject *arg)
 {
     if (check_open(self) < 0)
@@ -306,8 +313,9 @@ static PyObject *Engine_stats(EngineObject *self, PyObject *Py_UNUSED(ignored))
     for (int i = 0; i < e->ndev; i++) {
         const ur_dev *d = &e->dev[i];
         PyObject *o = Py_BuildValue(
-            "{s:s,s:O,s:K,s:s,s:O,s:O,s:I,s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
-            "path", d->path, "created", d->created ? Py_True : Py_False, "size", (unsigned long long)d->size,
+            "{s:s,s:O,s:O,s:K,s:s,s:O,s:O,s:I,s:I,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+            "path", d->path, "created", d->created ? Py_True : Py_False,
+            "unlinked", d->unlinked ? Py_True : Py_False, "size", (unsigned long long)d->size,
             "engine", d->engine == UR_ENGINE_PSYNC ? "psync" : "uring", "direct", d->direct ? Py_True : Py_False,
             "block_device", d->is_blk ? Py_True : Py_False, "dio_mem_align", d->mem_align,
             "dio_offset_align", d->off_align, "note", d->note,
@@ -339,6 +347,8 @@ BIND_GETTER(Engine_closed, EngineObject, PyBool_FromLong(!self->open))
 
 static PyMethodDef Engine_methods[] = {
     {"close", (PyCFunction)Engine_close, METH_VARARGS, "close(remove_created=True): flush, close files"},
+    {"unlink_created", (PyCFunction)Engine_unlink_created, METH_NOARGS,
+     "unlink_created() -> files still linked: unlink the created files, kept open (see engine.h)"},
     {"set_output", (PyCFunction)Engine_set_output, METH_O, "set_output(float64 array or None): request latencies (us)"},
     {"execute", (PyCFunction)Engine_execute, METH_VARARGS,
      "execute(log, arrivals, wait=True) -> (requests issued, verify errors): replay HSS log records"},

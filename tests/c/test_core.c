@@ -112,6 +112,13 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
     /* A bad request is refused, not crashed on. */
     CHECK(hss_begin(&h, t, 3, 0, 4096) == HSS_EINVAL, "bad op accepted");
     CHECK(hss_begin(&h, t, 0, 0, 0) == HSS_EINVAL, "zero size accepted");
+    /* More pages than one request may touch: refused before any work (an unaligned 1 GiB spans
+     * one page more than the bound); the bound itself is accepted. */
+    uint32_t now = h.now;
+    CHECK(hss_begin(&h, t, 1, 1, HSS_MAX_REQ_PAGES << 12) == HSS_EBIG, "too many pages accepted");
+    CHECK(hss_begin(&h, t, 1, 1ull << 40, 1ull << 40) == HSS_EBIG, "a 1 TiB request accepted");
+    CHECK(h.now == now && !h.cur.active, "a refused request changed the state");
+    CHECK(hss_begin(&h, t, 1, 0, HSS_MAX_REQ_PAGES << 12) == HSS_OK, "the bound refused");
     hss_free(&h);
     return 0;
 }

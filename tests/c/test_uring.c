@@ -132,6 +132,25 @@ int main(void)
     page[100] ^= 1;
     CHECK(ur_check_page(page, 9, 3, &found) == 2);
     workload(UR_ENGINE_PSYNC);
+    { /* a created file unlinked while open: still usable; close never unlinks its old name */
+        char fast[256], slow[256];
+        make_paths(fast, slow, sizeof fast);
+        const char *paths[1] = {slow};
+        uint64_t sizes[1] = {65536};
+        int engines[1] = {UR_ENGINE_PSYNC};
+        static ur_engine e;
+        static char buf[UR_PAGE] __attribute__((aligned(UR_PAGE))); /* O_DIRECT alignment */
+        CHECK(ur_open(&e, 1, paths, sizes, engines, UR_O_CREATE, 4, 0, 0) == 0);
+        CHECK(ur_unlink_created(&e) == 0 && access(slow, F_OK) != 0);
+        CHECK(pwrite(e.dev[0].fd, buf, sizeof buf, 0) == (ssize_t)sizeof buf);
+        FILE *other = fopen(slow, "w"); /* someone else's file under the same name */
+        CHECK(other != NULL);
+        if (other)
+            fclose(other);
+        ur_close(&e, 1);
+        CHECK(access(slow, F_OK) == 0);
+        unlink(slow);
+    }
     if (ur_probe(why, sizeof why) != 0) {
         printf("test_uring: io_uring part skipped: %s\n", why);
     } else {
