@@ -313,7 +313,8 @@ def _validate(args: argparse.Namespace, folder: Path) -> int:
             bar.write(chk.describe())
 
     rep = validate_results(records, sample=sample, seed=seed, rtol=args.rtol, progress=progress,
-                           per_cell=per_cell, tracks=tracks, workers=args.jobs, allow=allow, folders=[folder])
+                           per_cell=per_cell, tracks=tracks, workers=args.jobs, allow=allow, folders=[folder],
+                           traces_dir=args.traces)
     bar.close()
     print(rep.summary())
     return 0 if rep.passed else 1 if rep.failed else EXIT_INCOMPLETE
@@ -698,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=None,
                    help="seed of the sample choice (>= 0; default: a fresh one, printed)")
     v.add_argument("--tracks", metavar="T1,T2", help="only runs of these tracks")
+    v.add_argument("--traces", metavar="DIR",
+                   help="read trace files the results name by paths that do not exist here from DIR, by "
+                        "file name (as bench --suite real --traces DIR read them)")
     v.add_argument("--jobs", "-j", type=int_arg(1), default=1, metavar="N",
                    help="local worker processes for the re-runs, >= 1 (default 1)")
     _add_allow(v, "and re-run the 'module:factory' policies (and 'module:attribute' problems)")
