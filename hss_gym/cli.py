@@ -355,7 +355,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for d in builtin_profiles():
             print(f"  {d:6s} {load_profile(d).name}")
     if what in ("all", "policies"):
-        print("policies (by name, 'module:factory' for your own, or a trained model: 'sb3:PATH.zip', 'torch:PATH.pt'):")
+        print("policies (by name, 'module:factory' for your own, or a trained model: 'sb3:PATH.zip', 'torch:PATH.pt', 'rllib:DIR'):")
         for name, spec in POLICIES.items():
             mod = spec.partition(":")[0]
             try:
@@ -631,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suite name (see `hss-gym list suites`) or a suite JSON file (default: quick)")
     b.add_argument("--policies", metavar="P1,P2",
                    help="comma-separated policies instead of the suite's: registered names "
-                        "(`hss-gym list policies`), module:factory, or a trained model (sb3:PATH.zip, torch:PATH.pt); "
+                        "(`hss-gym list policies`), module:factory, or a trained model (sb3:PATH.zip, torch:PATH.pt, rllib:DIR); "
                         "fast_only (and oracle) are added as references")
     b.add_argument("--trained-on", metavar="TEXT",
                    help="declare what the --policies trained on, recorded with their runs and shown by the report: "
