@@ -1,38 +1,52 @@
 # hss-gym developer entry points. `make run` and `make test` set everything up on a fresh clone:
 # a virtualenv in .venv with the package installed in editable mode (C core built in place).
 # Set PIP_CONSTRAINT (pip reads it) to pin packages, as .ci/run does for torch; VENV and EXTRAS
-# choose the virtualenv and the extras installed in it (.ci/run tests two); PIP_FLAGS=-v shows
-# what pip does (the default prints errors only).
+# choose the virtualenv and the extras `make test` installs in it (.ci/run tests two), RUN_EXTRAS
+# those `make run` installs; PIP_FLAGS=-v shows what pip does (the default prints errors only,
+# and each step says what it does).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 EXTRAS ?= test,agents
+# `make run` needs no PyTorch: only 3 of the quick suite's 18 policies do (Archivist, RNN-HSS,
+# Sibyl+RNN-HSS), left out with a line saying so. `lite` is scikit-learn (K-SVM) and matplotlib
+# (the report's figures); RUN_EXTRAS=agents adds PyTorch (docs/install.md: sizes and times).
+RUN_EXTRAS ?= lite
 PIP_FLAGS ?= -qq --progress-bar off
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 CSRC := $(wildcard backends/core/*.c backends/core/*.h backends/lqoco/*.c backends/lqoco/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h backends/flash/*.c backends/flash/*.h)
 SO_STAMP := build/.core-built
 RESULTS ?= results
+say = @echo "[make $$(date +%H:%M:%S)] $(1)"
 
 .PHONY: run test test-py test-slow test-asan bench-perf clean
 
 $(STAMP): pyproject.toml setup.cfg setup.py
-	@echo "setting up $(VENV) with hss-gym[$(EXTRAS)] (a few minutes the first time)"
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(call say,setting up $(VENV) with hss-gym[$(EXTRAS)] - the first time takes minutes (PIP_FLAGS=-v shows pip's output))
+	@test -x $(PY) || { echo "  creating the virtualenv: $(PYTHON) -m venv $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "  upgrading pip and setuptools in it"
 	@$(PY) -m pip install $(PIP_FLAGS) --upgrade pip 'setuptools>=77'
+	@echo "  installing hss-gym in editable mode with its dependencies and the extras $(EXTRAS), and building its C extensions"
 	@$(PY) -m pip install $(PIP_FLAGS) -e '.[$(EXTRAS)]'
 	@mkdir -p build && touch $@ $(SO_STAMP)
+	$(call say,$(VENV) is ready: source $(VENV)/bin/activate (or call $(VENV)/bin/hss-gym$(comma) $(VENV)/bin/python) for the hss-gym command and the package)
 
 # Rebuild the C core in place when its sources change (editable installs do not).
 $(SO_STAMP): $(STAMP) $(CSRC)
-	@echo "building the C extensions in place"
+	$(call say,building the C extensions in place (log: build/build_ext.log))
 	@mkdir -p build
 	@$(PY) setup.py -q build_ext --inplace > build/build_ext.log 2>&1 || { cat build/build_ext.log; exit 1; }
 	@touch $@
 
 ## The main job: the `quick` leaderboard suite (reference agents and baselines), table + report.
-run: $(SO_STAMP)
-	$(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick --resume
+## Set up with RUN_EXTRAS (a venv that `make test` set up already has them all).
+run:
+	@$(MAKE) --no-print-directory $(SO_STAMP) EXTRAS=$(RUN_EXTRAS)
+	@$(PY) -c 'import torch' 2>/dev/null || echo "[make] no PyTorch in $(VENV): the 3 policies that need it are left out; make run RUN_EXTRAS=agents installs it (docs/install.md)"
+	$(call say,running the quick suite: $(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick --resume)
+	@$(VENV)/bin/hss-gym bench --suite quick --out $(RESULTS)/quick --resume
+	$(call say,done: $(RESULTS)/quick/report.md and report.html)
 
 ## The fast test suite (< 8 min on 2 cores), plus the C core under ASan/UBSan.
 test: test-py test-asan

@@ -369,9 +369,9 @@ def _takes_seed(factory: Callable[..., Policy]) -> bool:
         return False
 
 
-#: The trained models' formats make_policy reads, as a spec's prefix (``"sb3:ppo.zip"``; an
-#: ``"rllib:"`` checkpoint is refused, saying what to do instead): hss_gym.agents.models.
-MODEL_FORMATS = ("sb3", "torch")
+#: The trained models' formats make_policy reads, as a spec's prefix (``"sb3:ppo.zip"``,
+#: ``"torch:agent.pt"``, ``"rllib:CHECKPOINT_DIR"``): hss_gym.agents.models.
+MODEL_FORMATS = ("sb3", "torch", "rllib")
 
 #: The optional packages policies import, and the extra of hss-gym that installs each.
 EXTRAS: dict[str, str] = {"torch": "agents", "sklearn": "agents", "matplotlib": "agents",
@@ -389,7 +389,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
 def missing_extra(spec: str) -> str | None:
     """Why the built-in policy ``spec`` cannot run on this install ("needs the 'agents' extra:
     pip install ..."), or None when it can."""
-    needs = NEEDS.get(spec) or (("torch",) if spec.partition(":")[0] in MODEL_FORMATS else ())
+    needs = NEEDS.get(spec) or (("torch",) if spec.partition(":")[0] in ("sb3", "torch") else ())
     missing = [m for m in needs if importlib.util.find_spec(m) is None]
     if not missing:
         return None
@@ -443,10 +443,7 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
     if isinstance(spec, Policy):
         return spec
     fmt = spec.partition(":")[0]
-    if fmt in MODEL_FORMATS or fmt == "rllib":  # a trained model's file, not a module
-        if fmt == "rllib":
-            raise ValueError(f"policy {spec!r}: RLlib checkpoints are not read yet; save the policy network's "
-                             f"state_dict and play it as 'torch:PATH.pt' (docs/agents.md)")
+    if fmt in MODEL_FORMATS:  # a trained model's file, not a module
         from hss_gym.agents.models import load_model_policy
         return load_model_policy(spec)
     if "/" in spec and ":" not in spec:

@@ -1,4 +1,5 @@
-"""Trained models as HSS policies: ``make_policy("sb3:PATH.zip")`` and ``make_policy("torch:PATH.pt")``.
+"""Trained models as HSS policies: ``make_policy("sb3:PATH.zip")``, ``make_policy("torch:PATH.pt")`` and
+``make_policy("rllib:CHECKPOINT_DIR")``.
 
 A researcher who trained a network on one of the package's envs puts it on a leaderboard with
 ``hss-gym bench --policies sb3:ppo.zip`` (or ``torch:agent.pt``): this module reads the model, finds
@@ -14,7 +15,8 @@ ones, and the argmax of a fixed network is memoised exactly). Speed and the acti
 Why no unpickling: an SB3 ``.zip`` is read as its ``data`` JSON (spaces, ``policy_kwargs``) and its
 ``policy.pth`` with ``torch.load(weights_only=True)``, so loading a model runs none of its code and
 ``hss-gym validate`` may re-run such runs freely. A TorchScript module is code: ``validate`` runs it
-only with ``--allow torch``.
+only with ``--allow torch``. An RLlib checkpoint's pickles are read with no global imported but
+NumPy's array constructors (:class:`_ArraysOnly`, :class:`_NamesOnly`): neither Ray nor PyTorch.
 
 Which env: the *model card*, a JSON file beside the model (``PATH + ".json"``, written by
 :func:`save_model_card`), names the env id and the options that shape the observation; without
@@ -29,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import pickle
 import re
 import zipfile
 from dataclasses import dataclass
@@ -84,18 +87,23 @@ def file_sha256(path: Path) -> str:
 # ------------------------------------------------------------------------------------ the network
 class NumpyMLP:
     """A feed-forward policy network in NumPy (float64): ``layers`` are (weight, bias) pairs as
-    PyTorch's ``Linear`` stores them, ``activation`` follows every layer but the last; ``nvec``: the
-    observation is MultiDiscrete and one-hot encoded per component first (SB3's preprocessing)."""
+    PyTorch's ``Linear`` stores them, ``activation`` follows every layer but the last (a list: one
+    per layer but the last, for an RLlib encoder and head with activations of their own); ``nvec``:
+    the observation is MultiDiscrete and one-hot encoded per component first (SB3's preprocessing)."""
 
-    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], activation: str,
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], activation: str | list[str],
                  nvec: np.ndarray | None = None) -> None:
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unsupported activation {activation!r}; supported: {', '.join(ACTIVATIONS)}")
+        names = [activation] * (len(layers) - 1) if isinstance(activation, str) else list(activation)
+        if len(names) != len(layers) - 1:
+            raise ValueError(f"{len(names)} activations for {len(layers)} layers (one between each two)")
+        for name in names or ([activation] if isinstance(activation, str) else []):
+            if name not in ACTIVATIONS:
+                raise ValueError(f"unsupported activation {name!r}; supported: {', '.join(ACTIVATIONS)}")
         for (w, _), (w2, _) in zip(layers, layers[1:]):
             if w2.shape[1] != w.shape[0]:
                 raise ValueError(f"layer shapes do not chain: {w.shape} then {w2.shape}")
         self.layers = [(np.asarray(w, np.float64), np.asarray(b, np.float64)) for w, b in layers]
-        self.act = ACTIVATIONS[activation]
+        self.acts = [ACTIVATIONS[name] for name in names]
         self.activation = activation
         self.nvec = None if nvec is None else np.asarray(nvec, np.int64)
         self.n_inputs = int(self.nvec.size if self.nvec is not None else self.layers[0][0].shape[1])
@@ -108,11 +116,10 @@ class NumpyMLP:
             hot = np.zeros(int(self.nvec.sum()))
             hot[offsets + x.astype(np.int64)] = 1.0
             x = hot
-        last = len(self.layers) - 1
         for i, (w, b) in enumerate(self.layers):
             x = w @ x + b
-            if i < last:
-                x = self.act(x)
+            if i < len(self.acts):
+                x = self.acts[i](x)
         return x
 
 
@@ -459,6 +466,156 @@ def load_torch(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.nd
     return nets, card
 
 
+# ------------------------------------------------------------------------------------ RLlib
+#: where an RLlib Algorithm checkpoint (``algo.save_to_path(DIR)``) keeps its RLModules
+RLLIB_MODULES = Path("learner_group") / "learner" / "rl_module"
+#: RLlib's default modules (new API stack): the state-dict prefix of the MLP encoder the policy
+#: reads (PPO, APPO, IMPALA: the actor's, or the one shared with the value function; DQN: its
+#: encoder), and of the head that scores the actions (PPO...: ``pi``, logits; DQN: ``af``, the
+#: advantages, whose argmax is the Q-values' also with a dueling value head)
+RLLIB_ENCODERS = ("encoder.actor_encoder.net.mlp", "encoder.encoder.net.mlp", "encoder.net.mlp")
+RLLIB_HEADS = ("pi.net.mlp", "af.net.mlp")
+#: Ray's DefaultModelConfig values (Ray >= 2.40) for what a module's model_config leaves out
+RLLIB_DEFAULTS = {"fcnet_activation": "tanh", "head_fcnet_activation": "relu"}
+#: the globals a module's state file may name: NumPy arrays and their dtypes, nothing else
+#: (pickle protocols 2-4 rebuild an array with ``_reconstruct``, protocol 5 with ``_frombuffer``)
+_ARRAY_GLOBALS = {(f"numpy.{core}.{m}", n) for core in ("core", "_core")
+                  for m, n in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))} | {
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("collections", "OrderedDict")}
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """Unpickles a dict of NumPy arrays (an RLModule's ``module_state.pkl``: ``convert_to_numpy`` of its
+    state_dict) and refuses any other global, so reading weights runs no code of the file's."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ARRAY_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"it names {module}.{name}; a module state holds NumPy arrays only")
+
+
+class _Named:
+    """A global of a pickle, by name only: what :class:`_NamesOnly` builds instead of importing it.
+    Calls and state are recorded, never run."""
+
+    qualname = "?"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.state = args, {}
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+class _NamesOnly(pickle.Unpickler):
+    """Reads an RLModule's ``class_and_ctor_args.pkl`` (its class and its ``model_config``) without
+    importing anything: every global becomes a :class:`_Named` subclass named after it."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return type(name, (_Named,), {"qualname": f"{module}.{name}"})
+
+
+def _model_config(ctor: Any) -> dict[str, Any]:
+    """The ``model_config`` of an RLModule's constructor arguments, as a dict (Ray's
+    DefaultModelConfig dataclass is read from its recorded state)."""
+    kwargs = ctor[1] if isinstance(ctor, tuple) and len(ctor) == 2 and isinstance(ctor[1], dict) else {}
+    config = kwargs.get("model_config")
+    if isinstance(config, _Named):
+        config = config.state if isinstance(config.state, dict) else {}
+    return dict(config) if isinstance(config, dict) else {}
+
+
+def _rllib_module_dirs(path: Path) -> dict[str, Path]:
+    """The RLModule folders of an RLlib checkpoint, by module id: an Algorithm checkpoint (its
+    learner's modules), a MultiRLModule's folder (one per module id) or one RLModule's folder."""
+    root = path / RLLIB_MODULES if (path / RLLIB_MODULES).is_dir() else path
+    inner = {d.name: d for d in sorted(root.iterdir()) if d.is_dir() and _rllib_state_file(d) is not None}
+    if inner:  # a MultiRLModule (also what an Algorithm keeps): a folder per module
+        return inner
+    return {root.name: root} if _rllib_state_file(root) is not None else {}
+
+
+def _rllib_state_file(folder: Path) -> Path | None:
+    """An RLModule folder's state file (``module_state.pkl``; ``.msgpack`` with ``use_msgpack``),
+    or None when ``folder`` is no RLModule's (it needs ``class_and_ctor_args.pkl`` too)."""
+    if not (folder / "class_and_ctor_args.pkl").is_file():
+        return None
+    return next((f for f in (folder / f"module_state.{ext}" for ext in ("pkl", "msgpack")) if f.is_file()), None)
+
+
+def load_rllib_module(folder: Path) -> NumpyMLP:
+    """The greedy policy network of one RLModule folder (``save_to_path``) of RLlib's default
+    module layouts, in NumPy: its MLP encoder, then its action head (see :data:`RLLIB_ENCODERS`).
+    Neither Ray nor PyTorch is imported: the weights are a pickle of NumPy arrays, read with only
+    NumPy's globals allowed, and the activations are read from the constructor arguments'
+    pickle by name, nothing imported (:class:`_NamesOnly`)."""
+    where = f"RLlib module {folder}"
+    state_file = _rllib_state_file(folder)
+    if state_file is None or state_file.suffix == ".msgpack":
+        raise ValueError(f"{where}: no module_state.pkl (a msgpack checkpoint, use_msgpack=True, is not read: save "
+                         f"it without msgpack, the default)")
+    try:
+        with open(state_file, "rb") as f:
+            state = _ArraysOnly(f).load()
+        with open(folder / "class_and_ctor_args.pkl", "rb") as f:
+            meta = _NamesOnly(f).load()
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError) as e:
+        raise ValueError(f"{where}: not an RLModule checkpoint hss-gym can read: {e}") from None
+    if not isinstance(state, dict) or not all(isinstance(v, np.ndarray) for v in state.values()):
+        raise ValueError(f"{where}: its state is not a dict of arrays (a torch RLModule's state)")
+    cls = getattr(meta.get("class") if isinstance(meta, dict) else None, "qualname", "?")
+    config = {**RLLIB_DEFAULTS, **_model_config(meta.get("ctor_args_and_kwargs") if isinstance(meta, dict) else None)}
+    encoder = next((p for p in RLLIB_ENCODERS if f"{p}.0.weight" in state), None)
+    head = next((p for p in RLLIB_HEADS if f"{p}.0.weight" in state), None)
+    if encoder is None or head is None:
+        raise ValueError(f"{where}: {cls} has no MLP encoder and action head of RLlib's default modules (PPO, APPO, "
+                         f"IMPALA, DQN); weights found: {sorted(state)[:6]}...")
+    if config.get("fcnet_use_layernorm") or config.get("head_fcnet_use_layernorm"):
+        raise ValueError(f"{where}: layer normalisation (fcnet_use_layernorm) is not supported")
+    if (config.get("num_atoms") or 1) > 1:
+        raise ValueError(f"{where}: a distributional Q-network (num_atoms={config['num_atoms']}) is not supported")
+    enc, hd = _linear_layers(state, encoder), _linear_layers(state, head)
+    acts = [str(config["fcnet_activation"]).lower()] * len(enc) + [str(config["head_fcnet_activation"]).lower()] * (len(hd) - 1)
+    return NumpyMLP(enc + hd, [{"swish": "silu", "linear": "identity"}.get(a, a) for a in acts])
+
+
+def load_rllib(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.ndarray], np.ndarray]], Card, list[Path]]:
+    """The networks of an RLlib checkpoint folder (new API stack) by agent, its card, and the files
+    read (for the sha256). A module acts for the agent the card names it for (``networks``:
+    ``{"placement": {"prefix": MODULE_ID}}``), or for the agent of its id (``placement``,
+    ``migration``: the two-agent env's, which needs a card), or, alone, for the agent of the env its
+    observation implies (Sibyl's six features: ``hss/Placement-v0``)."""
+    where = f"RLlib checkpoint {path}"
+    modules = _rllib_module_dirs(path)
+    if not modules:
+        raise ValueError(f"{where}: no RLModule in it (an Algorithm checkpoint holds them in {RLLIB_MODULES}; a "
+                         f"module's folder holds class_and_ctor_args.pkl and module_state.pkl)")
+    if card is not None and card.networks:
+        wanted = {agent: str(n["prefix"]) for agent, n in card.networks.items()}
+    elif set(modules) & {"placement", "migration"}:
+        if card is None:
+            raise ValueError(f"{where}: modules {sorted(modules)} are the two-agent env's: write its card, "
+                             f"save_model_card({str(path)!r}, env) with the env it was trained on")
+        wanted = {a: a for a in ("placement", "migration") if a in modules}
+    elif len(modules) == 1:
+        agent = "migration" if card is not None and card.env_id == "hss/Migration-v0" else "placement"
+        wanted = {agent: next(iter(modules))}
+    else:
+        raise ValueError(f"{where}: modules {sorted(modules)}: name the one of each agent in its card, "
+                         f"save_model_card(path, env, networks={{'placement': {{'prefix': MODULE_ID}}}})")
+    missing = sorted(m for m in wanted.values() if m not in modules)
+    if missing:
+        raise ValueError(f"{where}: no module {missing}; it holds {sorted(modules)}")
+    nets: dict[str, Callable[[np.ndarray], np.ndarray]] = {a: load_rllib_module(modules[m]) for a, m in wanted.items()}
+    if card is None:
+        mlp = next(iter(nets.values()))
+        card = card_from_spaces({"kind": "box", "shape": (mlp.n_inputs,), "repr": f"{mlp.n_inputs} inputs"},  # type: ignore[attr-defined]
+                                mlp.n_outputs, where)  # type: ignore[attr-defined]
+    files = [f for m in sorted(set(wanted.values())) for f in (modules[m] / "class_and_ctor_args.pkl",
+                                                                _rllib_state_file(modules[m]))]
+    return nets, card, files
+
+
 def load_model_policy(spec: str) -> ModelPolicy:
     """The policy of a model spec, ``"sb3:PATH.zip"`` or ``"torch:PATH.pt"`` (see the module
     docstring); a missing file, an unreadable model or spaces that no env of the package has are
@@ -467,6 +624,19 @@ def load_model_policy(spec: str) -> ModelPolicy:
     if fmt is None:
         raise ValueError(f"{spec!r} is not a model spec: {', '.join(f'{f}:PATH' for f in MODEL_FORMATS)}")
     path = Path(spec.partition(":")[2])
+    if fmt == "rllib":
+        if not path.is_dir():
+            raise ValueError(f"policy {spec!r}: checkpoint folder {path} not found (relative paths are from the "
+                             f"current folder, {Path.cwd()})")
+        card = read_card(path)
+        nets, card, files = load_rllib(path, card)
+        digest = hashlib.sha256()
+        for f in files:  # the weights and the structure read, by their place in the checkpoint
+            digest.update(f.relative_to(path).as_posix().encode() + b"\0" + file_sha256(f).encode())
+        cp = card_path(path)
+        prov = {"format": fmt, "file": str(path), "sha256": digest.hexdigest(), "env_id": card.env_id,
+                "card_sha256": file_sha256(cp) if cp.is_file() else None}
+        return ModelPolicy(spec, nets, card, prov)
     if not path.is_file():
         raise ValueError(f"policy {spec!r}: model file {path} not found (relative paths are from the current "
                          f"folder, {Path.cwd()})")

@@ -258,14 +258,34 @@ def code_uses(records: Iterable[dict[str, Any]], allow: Iterable[str] = (),
 
 
 def _check(rec: dict[str, Any], new: dict[str, Any], rtol: float) -> Check:
-    """Compare a record with its re-run's record."""
+    """Compare a record with its re-run's record. A trace file's location is no input (a re-run
+    may read it from ``traces_dir``): its content is, by the file's and the requests' sha256."""
     if new["status"] != "ok":
         return Check(rec, "mismatch", diffs=[("status", "ok", f"failed: {new.get('error')}")])
     diffs = compare_metrics(rec["metrics"], new["metrics"], rtol)
     for k, v in new["provenance"].items():  # the inputs as the problem identifies them
-        if k not in VOLATILE and rec["provenance"].get(k) != v:
+        if k not in VOLATILE and _located(rec["provenance"].get(k)) != _located(v):
             diffs.append((f"provenance {k}", rec["provenance"].get(k), v))
     return Check(rec, "ok" if not diffs else "mismatch", diffs=diffs)
+
+
+def _located(value: Any) -> Any:
+    """A provenance value without the trace file's path (``{"source": {"path": ...}}``)."""
+    if isinstance(value, dict) and isinstance(value.get("source"), dict) and "path" in value["source"]:
+        return {**value, "source": {k: v for k, v in value["source"].items() if k != "path"}}
+    return value
+
+
+def relocate(rec: dict[str, Any], traces_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """``rec`` with its trace file read from ``traces_dir`` (by file name) when the recorded path
+    does not exist there: results name trace files by the absolute paths of the machine that ran
+    them, and ``hss-gym validate --traces DIR`` re-runs them from a copy of the files elsewhere
+    (the trace hashes check that it is the same file). Other records as given."""
+    w = rec.get("workload")
+    if traces_dir is None or not isinstance(w, str) or os.sep not in w or os.path.exists(w):
+        return rec
+    candidate = os.path.join(traces_dir, os.path.basename(w))
+    return {**rec, "workload": candidate} if os.path.isfile(candidate) else rec
 
 
 def choose(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0, per_cell: bool = False,
@@ -290,7 +310,8 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
                      rtol: float = 0.0, progress: Callable[[Check], None] | None = None,
                      per_cell: bool = False, tracks: Iterable[str] | None = None,
                      workers: int = 1, allow: Iterable[str] = (),
-                     folders: Iterable[str | os.PathLike[str]] = ()) -> ValidationReport:
+                     folders: Iterable[str | os.PathLike[str]] = (),
+                     traces_dir: str | os.PathLike[str] | None = None) -> ValidationReport:
     """Re-run the runs :func:`choose` picks (``sample`` random ``ok`` runs, or with ``per_cell``
     one of every (policy, workload, configuration) cell, ``hss-gym validate``'s default, so no
     cell of a leaderboard goes unchecked; only ``tracks`` if given) in ``workers`` processes, and
@@ -299,17 +320,19 @@ def validate_results(records: list[dict[str, Any]], sample: int | None = 5, seed
     A file with any record from another hss-gym version is refused as a whole. A run whose
     policy or problem is a module outside ``allow`` (top-level package names), or found only in
     the current folder or ``folders`` (the results file's), is not re-run: its check is
-    ``skipped``, with the reason (see the module docstring).
+    ``skipped``, with the reason (see the module docstring). ``traces_dir``: where to read trace
+    files whose recorded paths do not exist here (:func:`relocate`).
     """
     folders = list(folders)
     with no_imports_from(folders):
         return _validate(records, sample, seed, rtol, progress, per_cell, tracks, workers,
-                         code_uses(records, allow, folders))
+                         code_uses(records, allow, folders), traces_dir)
 
 
 def _validate(records: list[dict[str, Any]], sample: int | None, seed: int, rtol: float,
               progress: Callable[[Check], None] | None, per_cell: bool, tracks: Iterable[str] | None,
-              workers: int, uses: dict[str, CodeUse]) -> ValidationReport:
+              workers: int, uses: dict[str, CodeUse],
+              traces_dir: str | os.PathLike[str] | None) -> ValidationReport:
     from hss_gym import __version__
     from hss_gym.benchmarks.results import job_key
     from hss_gym.benchmarks.runner import run_local
@@ -344,12 +367,17 @@ def _validate(records: list[dict[str, Any]], sample: int | None, seed: int, rtol
         if refused:  # before precheck, which would import a named problem
             add(Check(rec, "skipped", refused[0]))
             continue
-        why = precheck(rec)
+        run = relocate(rec, traces_dir)
+        why = precheck(run)
         if why is not None:
+            w = rec.get("workload")
+            if isinstance(w, str) and os.sep in w and not os.path.exists(run["workload"]):
+                why += (f" (the trace file is not here: --traces DIR reads it from DIR/{os.path.basename(w)})"
+                        if traces_dir is None else f" (nor is {os.path.basename(w)} in {traces_dir})")
             add(Check(rec, "refused", why))
             continue
-        by_key[job_key(rec)] = rec
-        jobs.append({k: rec[k] for k in ("suite", "problem", "track", "workload", "config", "policy", "seed",
-                                          "n_requests", "options", "suite_digest") if k in rec})
+        by_key[job_key(run)] = rec
+        jobs.append({k: run[k] for k in ("suite", "problem", "track", "workload", "config", "policy", "seed",
+                                          "n_requests", "options", "suite_digest") if k in run})
     run_local(jobs, workers, lambda new: add(_check(by_key[job_key(new)], new, rtol)))
     return rep

@@ -313,7 +313,8 @@ def _validate(args: argparse.Namespace, folder: Path) -> int:
             bar.write(chk.describe())
 
     rep = validate_results(records, sample=sample, seed=seed, rtol=args.rtol, progress=progress,
-                           per_cell=per_cell, tracks=tracks, workers=args.jobs, allow=allow, folders=[folder])
+                           per_cell=per_cell, tracks=tracks, workers=args.jobs, allow=allow, folders=[folder],
+                           traces_dir=args.traces)
     bar.close()
     print(rep.summary())
     return 0 if rep.passed else 1 if rep.failed else EXIT_INCOMPLETE
@@ -354,7 +355,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         for d in builtin_profiles():
             print(f"  {d:6s} {load_profile(d).name}")
     if what in ("all", "policies"):
-        print("policies (by name, 'module:factory' for your own, or a trained model: 'sb3:PATH.zip', 'torch:PATH.pt'):")
+        print("policies (by name, 'module:factory' for your own, or a trained model: 'sb3:PATH.zip', 'torch:PATH.pt', 'rllib:DIR'):")
         for name, spec in POLICIES.items():
             mod = spec.partition(":")[0]
             try:
@@ -630,7 +631,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="suite name (see `hss-gym list suites`) or a suite JSON file (default: quick)")
     b.add_argument("--policies", metavar="P1,P2",
                    help="comma-separated policies instead of the suite's: registered names "
-                        "(`hss-gym list policies`), module:factory, or a trained model (sb3:PATH.zip, torch:PATH.pt); "
+                        "(`hss-gym list policies`), module:factory, or a trained model (sb3:PATH.zip, torch:PATH.pt, rllib:DIR); "
                         "fast_only (and oracle) are added as references")
     b.add_argument("--trained-on", metavar="TEXT",
                    help="declare what the --policies trained on, recorded with their runs and shown by the report: "
@@ -698,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int_arg(0, MAX_SEED - 1), default=None,
                    help="seed of the sample choice (>= 0; default: a fresh one, printed)")
     v.add_argument("--tracks", metavar="T1,T2", help="only runs of these tracks")
+    v.add_argument("--traces", metavar="DIR",
+                   help="read trace files the results name by paths that do not exist here from DIR, by "
+                        "file name (as bench --suite real --traces DIR read them)")
     v.add_argument("--jobs", "-j", type=int_arg(1), default=1, metavar="N",
                    help="local worker processes for the re-runs, >= 1 (default 1)")
     _add_allow(v, "and re-run the 'module:factory' policies (and 'module:attribute' problems)")

@@ -83,7 +83,8 @@ Constructor keywords; ``reset(options=...)`` may change ``workload``/``window``;
 options are ignored with a ``UserWarning`` naming them (PettingZoo's ``parallel_api_test`` passes
 ``options={"options": 1}``).
 
-``config`` (name, device list or HSSConfig), ``workload`` (name or trace path), ``n_requests``,
+``config`` (name, device list or HSSConfig), ``workload`` (a name, ``catalogue:NAME``, a trace
+path, a path with reader options ``{"path": ..., "format": ..., ...}`` or a Trace), ``n_requests``,
 ``window`` ((start, stop) slice of the trace), ``backend`` ("sim", or "uring" with ``paths=[fast,
 ..., home]`` files/block devices and ``backend_options`` of :mod:`hss_gym.backends.real`: measured
 latencies), ``max_steps``, ``raw_bins``, ``features`` ("harmonia" or "sibyl"), ``reward_n`` (50),

@@ -387,3 +387,31 @@ def test_report_imports_no_problem_the_results_name_unless_allowed(bench_dir, tm
     assert cli.main(["report", "results.jsonl", "--quiet", "--no-figures", "--allow", "goodpkg"]) == 0
     assert f"report: problem goodpkg:PROBLEM: imports goodpkg (from {lib}; allowed)" in capsys.readouterr().out
     assert (sub / "report.md").exists()
+
+
+def test_validate_reads_moved_trace_files_from_traces_dir(tmp_path, capsys):
+    """Results name trace files by the paths of the machine that ran them; elsewhere, --traces DIR
+    re-runs them from DIR by file name (the trace hashes check it is the same file), and without
+    it the refusal says so."""
+    ran, moved = tmp_path / "ran", tmp_path / "moved"
+    ran.mkdir()
+    trace = ran / "t.csv"
+    trace.write_text("time_us,op,offset_bytes,size_bytes\n" + "".join(
+        f"{10 * i},{'w' if i % 3 else 'r'},{4096 * (i % 64)},4096\n" for i in range(400)))
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps({"name": "files", "policies": ["slow_only", "fit_first"], "seeds": [0], "n_requests": 400,
+                                 "tracks": [{"name": "t", "configs": ["perf_opt"], "workloads": [str(trace)],
+                                             "options": {"format": "csv", "columns": {
+                                                 "time": "time_us", "op": "op", "offset": "offset_bytes",
+                                                 "size": "size_bytes"}}}]}))
+    out = tmp_path / "out"
+    assert cli.main(["bench", "--suite", str(suite), "--out", str(out), "--no-report", "--quiet"]) == 0
+    ran.rename(moved)
+    assert cli.main(["validate", str(out), "--all", "--quiet"]) == 1
+    text = capsys.readouterr().out
+    assert "the trace file is not here: --traces DIR reads it from DIR/t.csv" in text and "3 refused" in text  # the two policies and the Oracle
+    assert cli.main(["validate", str(out), "--all", "--quiet", "--traces", str(moved)]) == 0
+    assert "PASSED: 3 of 3 runs re-run" in capsys.readouterr().out
+    (moved / "t.csv").write_text((moved / "t.csv").read_text().replace("\n0,r,", "\n1,r,", 1))
+    assert cli.main(["validate", str(out), "--all", "--quiet", "--traces", str(moved)]) == 1
+    assert "trace hash mismatch" in capsys.readouterr().out

@@ -450,7 +450,8 @@ def test_junk_before_a_header_and_glued_to_it(tmp_path: Path) -> None:
     named = write(tmp_path, "named.csv", tar_header("x.csv") + b"t;o;a;s\n0.5;R;8;512\n")
     with pytest.warns(hss_gym.workloads.readers.JunkWarning):
         trace = load_trace(named, "csv", columns={"time": "t", "op": "o", "offset": "a",
-                                                   "size": "s"}, delimiter=";")
+                                                   "size": "s"}, delimiter=";",
+                           time_unit="s", offset_unit=1, size_unit=1)
     assert trace.time_us.tolist() == [500_000.0] and trace.offset.tolist() == [8]
 
 

@@ -60,3 +60,25 @@ def test_python_import_check_sees_a_violation(tmp_path: Path):
 @pytest.mark.parametrize("folder", ["hss_gym", "agents", "backends", "benchmarks", "examples", "tests"])
 def test_design_card_folders_exist(folder: str):
     assert (ROOT / folder).is_dir()
+
+
+def test_make_run_installs_what_the_quick_suite_needs_without_pytorch():
+    """`make run` installs hss-gym[lite] (no PyTorch) and says what it does: the policies of the
+    quick suite that need PyTorch are the 3 optional baselines docs/install.md names, left out."""
+    import shutil
+    import subprocess
+
+    from hss_gym.agents.base import NEEDS
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+ reads pyproject.toml")
+    from hss_gym.benchmarks.suites import load_suite
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert not any(d.startswith("torch") for d in extras["lite"]) and set(extras["lite"]) < set(extras["agents"])
+    torch_policies = [p for p in load_suite("quick").policies if "torch" in NEEDS.get(p, ())]
+    assert torch_policies == ["archivist", "rnn_hss", "sibyl+rnn_hss"]
+    assert "Archivist, RNN-HSS, Sibyl+RNN-HSS" in " ".join((ROOT / "docs" / "install.md").read_text().split())
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    plan = subprocess.run(["make", "-n", "run", "VENV=/nonexistent-venv"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
+    assert "pip install -qq --progress-bar off -e '.[lite]'" in plan
+    assert plan.count('echo "[make $(date +%H:%M:%S)]') >= 4, plan  # set-up, ready, C build, suite, done

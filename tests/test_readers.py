@@ -19,6 +19,8 @@ from hss_gym.workloads.readers import (FORMATS, SkippedRowsWarning, detect_forma
 from hss_gym.workloads.readers import _tokenize as tk
 from hss_gym.workloads.trace import READ, WRITE, Trace, TraceFormatError
 
+#: the units of a generic csv whose header names none (the csv format never guesses them)
+BYTES_AND_SECONDS = {"time_unit": "s", "offset_unit": 1, "size_unit": 1}
 ENGINES = ["numpy", pytest.param("c", marks=pytest.mark.skipif(
     tk.ACCELERATOR is None, reason="C tokenizer hss_gym.workloads._fastparse not built"))]
 
@@ -310,15 +312,15 @@ fio version 3 iolog
 def test_generic_csv_by_name_and_by_index(tmp_path: Path, engine: str) -> None:
     path = write(tmp_path, "mine.txt", "ts;lba;len;kind\n0.5;10;8;READ\n1.25;20;16;write\n")
     expected = ([500_000.0, 1_250_000.0], [READ, WRITE], [5120, 10_240], [4096, 8192])
-    by_name = load_trace(path, "csv", delimiter=";", offset_unit=512, size_unit=512,
+    by_name = load_trace(path, "csv", delimiter=";", time_unit="s", offset_unit=512, size_unit=512,
                          columns={"time": "ts", "offset": "lba", "size": "len", "op": "kind"})
     assert columns(by_name) == expected
-    by_index = load_trace(path, "csv", delimiter=";", offset_unit=512, size_unit=512,
+    by_index = load_trace(path, "csv", delimiter=";", time_unit="s", offset_unit=512, size_unit=512,
                           columns={"time": 0, "offset": 1, "size": 2, "op": 3})
     assert columns(by_index) == expected and by_index.source["header"] is True
     spaced = write(tmp_path, "spaced.txt", "x 7 0 100 1024\ny 9 1 200 2048 tail\n")
     trace = load_trace(spaced, "csv", delimiter=None, time_unit="ms", header=False,
-                       columns={"time": 1, "op": 2, "offset": 3, "size": 4},
+                       offset_unit=1, size_unit=1, columns={"time": 1, "op": 2, "offset": 3, "size": 4},
                        read_values=("0",), write_values=("1",))
     assert columns(trace) == ([7000.0, 9000.0], [READ, WRITE], [100, 200], [1024, 2048])
     assert trace.source["options"]["read_values"] == ["0"]
@@ -332,7 +334,8 @@ def test_generic_csv_option_errors(tmp_path: Path) -> None:
         load_trace(path, "csv", columns={"time": 0, "offset": 1, "size": 2, "op": 3},
                    time_unit="fortnight")
     with pytest.raises(TraceFormatError, match="not in the header") as info:
-        load_trace(path, "csv", columns={"time": "when", "offset": 1, "size": 2, "op": 3})
+        load_trace(path, "csv", columns={"time": "when", "offset": 1, "size": 2, "op": 3},
+                   time_unit="s", offset_unit=1, size_unit=1)
     assert info.value.field == "when" and info.value.path == str(path)
     with pytest.raises(TypeError, match="unknown option"):
         load_trace(path, "mqsim", gap_us=3)
@@ -486,7 +489,7 @@ def test_tab_separated_csv_with_crlf(tmp_path: Path, engine: str) -> None:
     path = write(tmp_path, "t.tsv",
                  "time\top\toff\tlen\r\n1.5\tR\t0\t512\r\n\t\t\r\n2\tW\t8\t4096\r\n")
     trace = load_trace(path, "csv", delimiter="\t", columns={"time": 0, "op": 1, "offset": 2,
-                                                              "size": 3})
+                                                              "size": 3}, **BYTES_AND_SECONDS)
     assert columns(trace) == ([1_500_000.0, 2_000_000.0], [READ, WRITE], [0, 8], [512, 4096])
 
 
@@ -528,7 +531,7 @@ def test_utf8_byte_order_mark_is_not_part_of_the_first_line(tmp_path: Path, engi
 def test_byte_order_mark_and_header_names_in_generic_csv(tmp_path: Path, engine: str) -> None:
     path = write(tmp_path, "mine.csv", BOM + b"ts,lba,len,kind\r\n0.5,10,8,r\r\n")
     trace = load_trace(path, "csv", columns={"time": "ts", "offset": "lba", "size": "len",
-                                             "op": "kind"})
+                                             "op": "kind"}, **BYTES_AND_SECONDS)
     assert columns(trace) == ([500_000.0], [READ], [10], [8])
 
 
@@ -565,7 +568,7 @@ def test_header_after_blank_lines(tmp_path: Path, engine: str, fmt: str, header:
 def test_generic_csv_header_names_after_a_blank_line(tmp_path: Path, engine: str) -> None:
     path = write(tmp_path, "mine.csv", "\nts,lba,len,kind\n0.5,10,8,r\n")
     trace = load_trace(path, "csv", columns={"time": "ts", "offset": "lba", "size": "len",
-                                             "op": "kind"})
+                                             "op": "kind"}, **BYTES_AND_SECONDS)
     assert columns(trace) == ([500_000.0], [READ], [10], [8])
 
 
@@ -597,5 +600,6 @@ def test_dropped_rows_may_have_no_data(tmp_path: Path, engine: str) -> None:
     assert (info.value.line, info.value.field) == (3, "Size")
     flush = write(tmp_path, "c.txt", "1 r 0 512\n2 f 0 0\n")
     trace = load_trace(flush, "csv", delimiter=None, columns={"time": 0, "op": 1, "offset": 2,
-                                                               "size": 3}, drop_values=("f",))
+                                                               "size": 3}, drop_values=("f",),
+                       **BYTES_AND_SECONDS)
     assert len(trace) == 1 and trace.source["dropped"] == {"drop_values": 1}

@@ -23,7 +23,8 @@ from hss_gym.workloads.trace import READ, TraceFormatError
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 TEXT_FORMATS = [name for name in FORMATS if name != "cache"]
-CSV_OPTIONS = {"columns": {"time": 0, "op": 1, "offset": 2, "size": 3}}
+CSV_OPTIONS = {"columns": {"time": 0, "op": 1, "offset": 2, "size": 3}, "time_unit": "s",
+               "offset_unit": 1, "size_unit": 1}
 ALPHABET = "0123456789012345,,.. \t\n\n\rRWrw-+x2a8:(#"
 
 
@@ -176,7 +177,7 @@ SPECS: dict[str, Spec] = {
     "csv": Spec(lambda t, o, off, sz, i: f"{off // 512}|{rw(o, 'get', 'put')}|{t}|{sz}", 3,
                 True, 6, options=(("columns", {"time": 2, "op": 1, "offset": 0, "size": 3}),
                                   ("delimiter", "|"), ("time_unit", "ms"),
-                                  ("offset_unit", 512), ("read_values", ("GET",)),
+                                  ("offset_unit", 512), ("size_unit", 1), ("read_values", ("GET",)),
                                   ("write_values", ("PUT",)))),
 }
 

@@ -9,7 +9,9 @@ and must print the same thing.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +83,73 @@ def test_readme_env_table_lists_every_env() -> None:
 def test_readme_env_table_row_runs(index: int, tmp_path: Path) -> None:
     """Each row of the environments table is copy-pasteable as written: it makes an env that resets."""
     run_block(ENV_CELLS[index] + "\nenv.reset(seed=0)\nprint(type(env).__name__)", tmp_path)
+
+
+#: the most runs a README validate command may re-run: it must take minutes (24 real-trace runs
+#: took 52 s on the loaded 2-core machine)
+MAX_VALIDATE_SAMPLE = 30
+ROOT = README.parent
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+def validate_commands(text: str) -> list[list[str]]:
+    """The ``hss-gym validate ...`` commands of ``text`` (code spans, wrapped or not, and code
+    blocks), outside tables, as argument lists."""
+    prose = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("|"))
+    spans = re.findall(r"`(hss-gym validate [^`]+)`", prose.replace("\n", " "))
+    lines = [ln.split("#")[0] for ln in prose.splitlines() if ln.strip().startswith("hss-gym validate ")]
+    return [shlex.split(c) for c in spans + lines]
+
+
+VALIDATE_COMMANDS = validate_commands(README.read_text(encoding="utf-8"))
+
+
+def _records(results: Path) -> list[dict]:
+    from hss_gym.benchmarks.results import read_results, results_path
+    return read_results(results_path(results))
+
+
+def test_readme_validate_commands_are_sampled_and_name_their_traces() -> None:
+    """README's validate commands run as written on a fresh clone (beside ../shared): the CLI
+    takes them, they re-run a sample of at most MAX_VALIDATE_SAMPLE runs of a committed results
+    folder, and every trace file those runs read is found where the command says (--traces DIR,
+    relative to the clone) or is a pinned catalogue trace."""
+    from hss_gym.cli import build_parser
+    from hss_gym.workloads import catalogue
+    assert VALIDATE_COMMANDS, "README.md names no hss-gym validate command"
+    pinned = {e.sha256 for e in catalogue.ENTRIES if e.url}
+    for cmd in VALIDATE_COMMANDS:
+        args = build_parser().parse_args(cmd[1:])
+        assert args.sample is not None and args.sample <= MAX_VALIDATE_SAMPLE and not args.all, (
+            f"{' '.join(cmd)}: re-runs more than a sample (--sample K, K <= {MAX_VALIDATE_SAMPLE})")
+        results = ROOT / args.results
+        assert results.is_dir(), f"{' '.join(cmd)}: no committed results folder {args.results}"
+        files = {(r["workload"], (r["provenance"]["trace"].get("source") or {}).get("sha256"))
+                 for r in _records(results) if os.sep in r["workload"]}
+        unpinned = sorted(os.path.basename(w) for w, sha in files if sha not in pinned)
+        if unpinned:
+            assert args.traces is not None, f"{' '.join(cmd)}: {unpinned} have no pinned URL and no --traces DIR"
+            traces = (ROOT / args.traces).resolve()
+            if traces == SHARED_TRACES.resolve() and not SHARED_TRACES.is_dir():
+                pytest.skip(f"{SHARED_TRACES} is absent: the development workspace's traces")
+            missing = [n for n in unpinned if not (traces / n).is_file()]
+            assert not missing, f"{' '.join(cmd)}: {missing} are not in {traces}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(len(VALIDATE_COMMANDS)), ids=[f"validate{i}" for i in range(len(VALIDATE_COMMANDS))])
+def test_readme_validate_command_passes_in_minutes(index: int) -> None:
+    """The command itself, from the clone's root, as written: PASSED within 5 minutes."""
+    from hss_gym import __version__
+    from hss_gym.cli import build_parser
+    cmd = VALIDATE_COMMANDS[index]
+    args = build_parser().parse_args(cmd[1:])
+    if args.traces is not None and not (ROOT / args.traces).is_dir():
+        pytest.skip(f"{args.traces} (the development workspace's traces) is absent")
+    versions = {r["provenance"].get("hss_gym_version") for r in _records(ROOT / args.results)}
+    if versions != {__version__}:
+        pytest.skip(f"{args.results} holds runs of hss-gym {sorted(map(str, versions))}, this is {__version__}: "
+                    f"validate refuses them until the leaderboard is re-run with it")
+    out = subprocess.run([sys.executable, "-c", "import sys; from hss_gym.cli import main; sys.exit(main())",
+                          *cmd[1:], "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "PASSED" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]

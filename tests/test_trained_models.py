@@ -180,8 +180,6 @@ def test_refusals_name_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "junk.zip").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a Stable-Baselines3 model"):
         make_policy(f"sb3:{tmp_path / 'junk.zip'}")
-    with pytest.raises(ValueError, match="RLlib checkpoints"):
-        make_policy("rllib:some/dir")
     # a state_dict with layers under several unknown prefixes: which is the policy?
     torch.save({"a.0.weight": torch.zeros(2, 6), "b.0.weight": torch.zeros(2, 6)}, tmp_path / "two.pt")
     with pytest.raises(ValueError, match=r"prefixes \['a', 'b'\]"):

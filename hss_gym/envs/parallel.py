@@ -13,6 +13,7 @@ import inspect
 import warnings
 from array import array
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from hss_gym.envs.features import ROOM_FEATURES, feature_names, observation_spac
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
-from hss_gym.workloads.registry import canonical_name, check_count, check_seed
+from hss_gym.workloads.registry import WorkloadSpec, canonical_name, check_count, check_seed, trace_file_spec
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
 AGENTS = ["placement", "migration"]
@@ -46,6 +47,11 @@ def check_options(config_options: dict[str, Any]) -> None:
     cfg_opts = sorted(set(HSSConfig.__dataclass_fields__) - {"meta", "devices", "name"}) + ["fast_fraction"]
     unknown = sorted(set(config_options) - set(cfg_opts) - {"backend_options", "paths"})
     if unknown:
+        from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS
+        reader = [k for k in unknown if k in LOAD_OPTIONS or any(k in o for o in FORMAT_OPTIONS.values())]
+        if reader:  # a trace file's reader options travel with its path
+            raise ValueError(f"trace reader option(s) {reader} are no env options: give them with the trace "
+                             f"file, workload={{'path': PATH, {reader[0]!r}: ...}} (docs/inputs.md)")
         near = difflib.get_close_matches(unknown[0], env_opts + cfg_opts, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise ValueError(f"unknown option(s) {unknown}{hint}; env options: {env_opts}; configuration options: "
@@ -60,7 +66,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
     metadata = {"name": "hss_v0", "render_modes": list(RENDER_MODES), "render_fps": 30,
                 "is_parallelizable": True}
 
-    def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: "str | Trace" = "ycsb-b",
+    def __init__(self, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: WorkloadSpec = "ycsb-b",
                  *, n_requests: int = 100_000, window: tuple[int, int] | None = None, backend: str = "sim",
                  max_steps: int | None = None, raw_bins: bool = False, features: str = "harmonia",
                  reward_n: int = 50, reward_x: int = 10, penalty: float = 0.01,
@@ -121,7 +127,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self.agents: list[str] = []
         self._mask = np.ones(n, dtype=np.int8)  # template: every infos dict gets its own copy
         self.reward_ref_us = reward_ref_us if reward_ref_us is not None else self._default_ref()
-        self._workload_spec = workload
+        self._workload_spec = _checked_workload(workload)
         self._trace: Trace | None = None
         self._hss: HSS | None = None
         self._seed = 0  # the episode's seed: the reset seed, or drawn from _rng by an unseeded reset
@@ -154,23 +160,24 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         return p["read_us"] + PAGE_SIZE / p["read_bw"]
 
     # ------------------------------------------------------------------ episode
-    def _check_trace_window_workload(self, spec: "str | Trace") -> None:
+    def _check_trace_window_workload(self, spec: WorkloadSpec) -> None:
         if self.trace_window is not None and isinstance(spec, str) and canonical_name(spec) is not None:
             raise ValueError(f"trace_window is for trace workloads (a file, 'catalogue:NAME' or a Trace); "
                              f"{spec!r} is generated: every unseeded reset() already draws a new episode of it")
 
-    def _read(self, spec: "str | Trace", seed: int) -> Trace:
+    def _read(self, spec: WorkloadSpec, seed: int) -> Trace:
         """The workload's trace before any window: a registered name generated from ``seed``; a
-        file or ``catalogue:NAME`` read once (its first ``n_requests``), or a Trace as given, kept
+        file (with its reader options) or ``catalogue:NAME`` read once (its first ``n_requests``), or a Trace as given, kept
         until the workload changes, since no seed changes it."""
         from hss_gym.workloads.registry import get_trace
         if isinstance(spec, str) and canonical_name(spec) is not None:
             return get_trace(spec, n=self.n_requests, seed=seed)
-        if self._source is None or not (self._source[0] is spec or (isinstance(spec, str) and spec == self._source[0])):
+        if self._source is None or not (self._source[0] is spec or (isinstance(spec, (str, Mapping))
+                                                                     and spec == self._source[0])):
             self._source = (spec, spec if isinstance(spec, Trace) else get_trace(spec, n=self.n_requests))
         return self._source[1]
 
-    def _load_trace(self, spec: "str | Trace", seed: int) -> Trace:
+    def _load_trace(self, spec: WorkloadSpec, seed: int) -> Trace:
         tr = self._read(spec, seed)
         if self.trace_window is not None:  # a window of the long trace, drawn from the episode's seed
             low, high = self.trace_window
@@ -205,6 +212,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
                                  f"{self.trace_window}); give one of them")
             self.window = window
         if "workload" in options:
+            options["workload"] = _checked_workload(options["workload"])
             self._check_trace_window_workload(options["workload"])
             self._source = None  # read it again
         if seed is not None:
@@ -532,6 +540,16 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         if self._hss is None:
             return None
         return (self._i, len(self.agents), repr(sorted(self._hss.counters().items())))
+
+
+def _checked_workload(workload: WorkloadSpec) -> WorkloadSpec:
+    """``workload`` as the env keeps it: a trace file with reader options (``{"path": ..., "format":
+    ...}``) checked now (a misspelt option fails before the first reset) and copied (a later change
+    to the caller's dict does not change the env's workload); anything else as given."""
+    if isinstance(workload, Mapping):
+        trace_file_spec(workload)
+        return dict(workload)
+    return workload
 
 
 def check_trace_window(trace_window: Any) -> tuple[int, int] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,52 @@ def load_trace(path: str | os.PathLike[str], format: str | None = None, **kwargs
     return _load(path, format=format, **kwargs)
 
 
-def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: int = 0,
+#: A workload: a registered name, ``catalogue:NAME``, a trace file path, a path with the reader's
+#: options (``{"path": ..., "format": ..., ...}``: :func:`trace_file_spec`), or a :class:`Trace`.
+WorkloadSpec = str | os.PathLike[str] | Mapping[str, Any] | Trace
+
+
+def trace_file_spec(spec: Mapping[str, Any]) -> tuple[str | os.PathLike[str], dict[str, Any]]:
+    """Split a workload given as ``{"path": P, **options}`` into the path and the options of
+    :func:`load_trace` it is read with, checked before the file is read.
+
+    A workload is otherwise one string, which has no room for a file's layout: a home-made CSV
+    needs ``format="csv"``, its ``columns`` and its units. ``P`` is a trace file or
+    ``catalogue:NAME``; the options are those of ``load_trace`` but ``limit`` (the request count
+    the caller asks for, e.g. the env's ``n_requests``, sets it). Raises ValueError naming what is
+    wrong (a missing path, a registered name, an unknown or misspelt option), or FileNotFoundError.
+    """
+    from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS, check_options
+
+    options = dict(spec)
+    known = ["path", *LOAD_OPTIONS, *sorted(set().union(*FORMAT_OPTIONS.values()))]
+    unknown = [str(k) for k in options if k not in known]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"workload {options.get('path')!r}: unknown option(s) {unknown}{hint}; a workload dict "
+                         f"holds 'path' and the options of load_trace: {', '.join(known[1:])}")
+    if "path" not in options:
+        raise ValueError(f"a workload given as a dict needs 'path' (a trace file) beside the reader's "
+                         f"options, got keys {sorted(map(str, options))}")
+    path = options.pop("path")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"workload 'path' must be a trace file path, got {path!r}")
+    if isinstance(path, str) and canonical_name(path) is not None:
+        raise ValueError(f"workload path {path!r} is a generated workload: reader options apply to "
+                         f"trace files only; pass the name alone")
+    if "limit" in options:
+        raise ValueError("workload option 'limit': the request count (n_requests) says how many "
+                         "requests of the file are read")
+    try:
+        check_options(options)
+    except ValueError as e:
+        raise ValueError(f"workload {os.fspath(path)!r}: {e}") from None
+    check_workload(path)
+    return path, options
+
+
+def get_trace(spec: WorkloadSpec, n: int | None = None, seed: int = 0,
               **params: Any) -> Trace:
     """A trace from a registered name, a trace file path, or an existing :class:`Trace`.
 
@@ -95,12 +141,16 @@ def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: 
     ``"catalogue:NAME"`` is a pinned real trace (:mod:`hss_gym.workloads.catalogue`: fetched
     once, verified by sha256 on every use), read like a path. A path is
     read with :func:`load_trace` (``params`` are passed to it, e.g. ``format=``), only its first
-    ``n`` requests when ``n`` is given (``limit=n``); ``seed`` is unused then. A Trace is
-    returned as is, or its first ``n`` requests. A name wins over a file of the same name in the
-    working directory.
+    ``n`` requests when ``n`` is given (``limit=n``); ``seed`` is unused then. A mapping
+    ``{"path": P, **options}`` reads ``P`` with those options (:func:`trace_file_spec`). A Trace
+    is returned as is, or its first ``n`` requests. A name wins over a file of the same name in
+    the working directory.
     """
     if isinstance(spec, Trace):
         return spec if n is None else spec.slice(0, n)
+    if isinstance(spec, Mapping):
+        path, options = trace_file_spec(spec)
+        return get_trace(path, n=n, seed=seed, **options, **params)
     if isinstance(spec, str) and canonical_name(spec) is not None:
         return make_trace(spec, DEFAULT_N if n is None else n, seed, **params)
     if isinstance(spec, str) and spec.startswith(catalogue.PREFIX):
@@ -110,10 +160,14 @@ def get_trace(spec: str | os.PathLike[str] | Trace, n: int | None = None, seed: 
     return load_trace(spec, **params) if n is None else load_trace(spec, limit=n, **params)
 
 
-def check_workload(spec: str | os.PathLike[str]) -> None:
-    """Raise unless ``spec`` is a registered name, a catalogue trace or an existing path: a word that is no name
-    gives the valid names (ValueError), a path that does not exist says so (FileNotFoundError).
-    Whether an existing path is a readable trace is for :func:`load_trace` to tell."""
+def check_workload(spec: str | os.PathLike[str] | Mapping[str, Any]) -> None:
+    """Raise unless ``spec`` is a registered name, a catalogue trace or an existing path (alone or
+    with reader options: :func:`trace_file_spec`): a word that is no name gives the valid names
+    (ValueError), a path that does not exist says so (FileNotFoundError). Whether an existing path
+    is a readable trace is for :func:`load_trace` to tell."""
+    if isinstance(spec, Mapping):
+        trace_file_spec(spec)
+        return
     if isinstance(spec, str) and canonical_name(spec) is not None:
         return
     if isinstance(spec, str) and spec.startswith(catalogue.PREFIX):

@@ -161,7 +161,7 @@ def check_options(options: Mapping[str, Any]) -> None:
     errors = []
     for name in candidates:
         try:
-            make_parser(name, "<options>", _header_for(opts), opts)
+            make_parser(name, "", _header_for(opts), opts)  # no file: errors name none
             return
         except (TypeError, ValueError) as e:
             errors.append(str(e) if len(candidates) == 1 else f"as {name}: {e}")

@@ -631,9 +631,28 @@ DELIMITED: dict[str, DelimitedFormat] = {f.name: f for f in (
     MSR, SYSTOR17, ALIBABA, TENCENT, FIU, MQSIM, DISKSIM, SPC, CLOUDPHYSICS, HEIMDALL)}
 
 
+#: units a csv header name may end in (after ``_``, ``-``, a space or in brackets: ``time_us``,
+#: ``Size (bytes)``, ``offset[sectors]``), for the time column and for the offset and size columns
+NAMED_TIME_UNITS: dict[str, str] = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "s"),
+    **dict.fromkeys(("ms", "msec", "millisecond", "milliseconds"), "ms"),
+    **dict.fromkeys(("us", "µs", "usec", "microsecond", "microseconds"), "us"),
+    **dict.fromkeys(("ns", "nsec", "nanosecond", "nanoseconds"), "ns")}
+NAMED_BYTE_UNITS: dict[str, int] = {**dict.fromkeys(("b", "byte", "bytes"), 1),
+                                    **dict.fromkeys(("sector", "sectors"), SECTOR)}
+
+
+def unit_in_name(name: str, units: Mapping[str, Any]) -> Any:
+    """The unit a column name states by its last word (``"time_us"`` -> ``"us"``, ``"Size
+    (bytes)"`` -> 1), or None: a name like ``"ts"`` or ``"lba"`` states none."""
+    words = re.findall(r"[^\W_]+", name.lower())
+    return units.get(words[-1]) if words else None
+
+
 def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
-               header: bool | None = None, time_unit: str = "s", offset_unit: int = 1,
-               size_unit: int = 1, read_values: Iterable[str] = ("r", "read"),
+               header: bool | None = None, time_unit: str | None = None,
+               offset_unit: int | None = None, size_unit: int | None = None,
+               read_values: Iterable[str] = ("r", "read"),
                write_values: Iterable[str] = ("w", "write"), drop_values: Iterable[str] = (),
                case_sensitive: bool = False,
                header_names: Sequence[str] | None = None) -> DelimitedFormat:
@@ -648,7 +667,10 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
     space. ``header``: None skips a first line whose time, offset and size fields start with a
     letter, True always skips the first line, False never (names in ``columns`` imply True).
     ``time_unit`` is one of :data:`TIME_UNITS` (times may have a fraction); ``offset_unit`` /
-    ``size_unit`` are bytes per unit (512 for sectors). Op tokens (at most 8 bytes; compared
+    ``size_unit`` are bytes per unit (512 for sectors). Units are never guessed: each must be
+    given, or be the last word of its column's header name (``time_us``, ``size_bytes``,
+    ``offset (sectors)``: :data:`NAMED_TIME_UNITS`, :data:`NAMED_BYTE_UNITS`); one given that
+    contradicts the name is an error too. Op tokens (at most 8 bytes; compared
     case-insensitively unless ``case_sensitive``) in ``read_values`` / ``write_values`` become
     reads / writes, those in ``drop_values`` are dropped (counted in ``source["dropped"]``),
     anything else is an error.
@@ -663,12 +685,12 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
             raise ValueError(f"{option} must be true or false, got {flag!r}")
     if set(columns) != need:
         raise ValueError(f"columns must map exactly {sorted(need)}, got {sorted(columns)}")
-    if time_unit not in TIME_UNITS:
+    if time_unit is not None and time_unit not in TIME_UNITS:
         raise ValueError(f"time_unit must be one of {list(TIME_UNITS)}, got {time_unit!r}")
     if delimiter is not None and (len(delimiter.encode()) != 1 or delimiter in "\r\n"):
         raise ValueError(f"delimiter must be one byte other than CR/LF, got {delimiter!r}")
     for unit_name, unit in (("offset_unit", offset_unit), ("size_unit", size_unit)):
-        if not isinstance(unit, int) or unit < 1:
+        if unit is not None and (not isinstance(unit, int) or isinstance(unit, bool) or unit < 1):
             raise ValueError(f"{unit_name} must be a positive integer (bytes), got {unit!r}")
     index: dict[str, int] = {}
     for role, col in columns.items():
@@ -689,6 +711,12 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
             if ops.get(key, code) != code:
                 raise ValueError(f"op value {value!r} is given for two different ops")
             ops[key] = code
+    time_unit = _stated_unit("time", "time_unit", time_unit, columns, index, header_names,
+                             NAMED_TIME_UNITS, "one of " + ", ".join(TIME_UNITS))
+    offset_unit = _stated_unit("offset", "offset_unit", offset_unit, columns, index, header_names,
+                               NAMED_BYTE_UNITS, "bytes per unit: 1 for bytes, 512 for sectors")
+    size_unit = _stated_unit("size", "size_unit", size_unit, columns, index, header_names,
+                             NAMED_BYTE_UNITS, "bytes per unit: 1 for bytes, 512 for sectors")
     width = max(index.values()) + 1
     names = tuple(header_names or ()) if header_names and len(header_names) >= width else ()
     names = names or tuple(f"field {i + 1}" for i in range(width))
@@ -704,6 +732,28 @@ def csv_format(columns: Mapping[str, int | str], *, delimiter: str | None = ",",
         size=Column(index["size"], names[index["size"]], size_unit),
         ops=ops, fold_case=not case_sensitive, max_fields=1 << 20,
         header=True if header_names else header, drop_reason="drop_values")
+
+
+def _stated_unit(role: str, option: str, given: Any, columns: Mapping[str, int | str],
+                 index: Mapping[str, int], header_names: Sequence[str] | None,
+                 named: Mapping[str, Any], values: str) -> Any:
+    """The unit of a csv column: ``given``, else the one its header name states; a ValueError
+    when neither states one (a trace's units are never guessed) or the two disagree."""
+    name = None
+    if header_names and index[role] < len(header_names):
+        name = header_names[index[role]]
+    elif isinstance(columns[role], str):
+        name = columns[role]
+    in_name = unit_in_name(name, named) if name else None
+    column = f"{role} column {name!r}" if name else f"{role} column (field {index[role] + 1})"
+    if given is None and in_name is None:
+        raise ValueError(f"the unit of the {column} is not stated: give {option}= ({values}), or "
+                         f"name the unit at the end of the column's header (e.g. '{role}_"
+                         f"{'us' if role == 'time' else 'bytes'}'); hss-gym never guesses a unit")
+    if given is not None and in_name is not None and given != in_name:
+        raise ValueError(f"{option}={given!r} contradicts the {column}, whose name says "
+                         f"{in_name!r}")
+    return in_name if given is None else given
 
 
 # ============================================================================ blkparse
@@ -1147,7 +1197,11 @@ def make_parser(name: str, path: str, first_line: bytes, options: Mapping[str, A
                     n.lower() for n in header_names):
                 raise TraceFormatError(f"column {col!r} is not in the header {header_names}",
                                        path=path, line=1, field=col)
-    return DelimitedParser(csv_format(header_names=header_names, **opts), path, engine)
+    try:
+        layout = csv_format(header_names=header_names, **opts)
+    except ValueError as e:  # name the file whose layout it is (none when options are checked alone)
+        raise TraceFormatError(str(e), path=path or None) from None
+    return DelimitedParser(layout, path, engine)
 
 
 _BLKPARSE_LINE = re.compile(rb"\s*[0-9]+,[0-9]+\s+[0-9]+\s+[0-9]+\s+[0-9]+\.[0-9]+\s+[0-9]+\s+"
