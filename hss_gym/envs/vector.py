@@ -156,7 +156,23 @@ class _Batch:
         return add_info(infos, {"metrics": summary}, k)
 
 
-class _SingleVectorEnv(VectorEnv):
+class _Threaded:
+    """The ``threads`` setting of a vector env over a :class:`_Batch` (``_batch``, ``num_envs``)."""
+
+    _batch: _Batch
+    num_envs: int
+
+    @property
+    def threads(self) -> int:
+        """Threads stepping the batch (the caller's included)."""
+        return self._batch.core.threads
+
+    @threads.setter
+    def threads(self, threads: int) -> None:
+        self._batch.core.set_threads(_check_threads(threads, self.num_envs))
+
+
+class _SingleVectorEnv(_Threaded, VectorEnv):
     """The native vector env of a single-agent HSS env (see the module docstring)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -181,15 +197,6 @@ class _SingleVectorEnv(VectorEnv):
         self._act = b.act_p if self._mode == _PLACEMENT else b.act_m
         self._autoreset = np.zeros(n, np.bool_)
         self._started = False
-
-    @property
-    def threads(self) -> int:
-        """Threads stepping the batch (the caller's included)."""
-        return self._batch.core.threads
-
-    @threads.setter
-    def threads(self, threads: int) -> None:
-        self._batch.core.set_threads(_check_threads(threads, self.num_envs))
 
     def _reset_env(self, k: int, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._obs[k], _ = self.envs[k].reset(seed=seed, options=options)
@@ -258,7 +265,7 @@ class MigrationVectorEnv(_SingleVectorEnv):
         super().__init__(num_envs, migration_env, threads=threads, copy=copy, **kwargs)
 
 
-class ParallelVectorEnv:
+class ParallelVectorEnv(_Threaded):
     """``hss_v0.parallel_env`` x ``num_envs``, both agents, stepped in C: for multi-agent
     trainers that batch the envs themselves. Keywords: those of ``hss_v0.parallel_env``
     (``config``, ``workload``, ``n_requests``, ...), plus ``threads`` and ``copy`` as for
@@ -293,15 +300,6 @@ class ParallelVectorEnv:
     def action_space(self, agent: str) -> spaces.Space:
         """One env's action space of ``agent``."""
         return self.envs[0].action_space(agent)
-
-    @property
-    def threads(self) -> int:
-        """Threads stepping the batch (the caller's included)."""
-        return self._batch.core.threads
-
-    @threads.setter
-    def threads(self, threads: int) -> None:
-        self._batch.core.set_threads(_check_threads(threads, self.num_envs))
 
     def _reset_env(self, k: int, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         b = self._batch
