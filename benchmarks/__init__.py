@@ -11,6 +11,8 @@
 * :mod:`~hss_gym.benchmarks.report` — Markdown leaderboard and self-contained HTML page with
   figures, 95% confidence intervals (:mod:`~hss_gym.benchmarks.stats`) and the papers'
   published numbers beside ours with an agree/disagree mark;
+* :mod:`~hss_gym.benchmarks.report_model` — the report's data model: a track's runs and each
+  policy's numbers over them, read by the report and by the claims;
 * :mod:`~hss_gym.benchmarks.claims` — the papers' claims, one data format for every problem
   (``published/<problem>.json``) and the one evaluator that judges them;
 * :mod:`~hss_gym.benchmarks.validate` — replay validation of a results file.

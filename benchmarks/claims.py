@@ -73,14 +73,12 @@ import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypedDict
+from typing import Any, Callable, TypedDict
 
 import numpy as np
 
+from hss_gym.benchmarks.report_model import TrackData, collect, policy_stats
 from hss_gym.benchmarks.stats import GAP_TOLERANCE, VALUE_TOLERANCE, tolerance_range, within_tolerance
-
-if TYPE_CHECKING:
-    from hss_gym.benchmarks.report import TrackData
 
 PUBLISHED = Path(__file__).resolve().parent / "published"
 NA = "n/a"
@@ -186,7 +184,6 @@ def evaluate(problem: str, records: list[dict[str, Any]], *, path: str | Path | 
              record_metrics: RecordMetrics | None = None) -> list[ClaimRow]:
     """Every claim of ``problem`` judged on ``records`` (its ok runs), one row per claim and
     place (the file's ``scope``), in the file's order."""
-    from hss_gym.benchmarks.report import collect
     pub = load(problem, path)
     tracks = collect(records)
     judge = _Judge(pub, record_metrics)
@@ -299,7 +296,6 @@ class _Judge:
         return Measured(value=value, spread=(min(xs), max(xs), len(xs)), tracks=tuple(used))
 
     def _track(self, m: dict[str, Any], td: TrackData) -> Measured:
-        from hss_gym.benchmarks.report import policy_stats
         config = td.configs[0] if len(td.configs) == 1 else None
         pa = self.policy(m["policy"], config)
         if pa is None:

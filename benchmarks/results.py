@@ -52,6 +52,9 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from hss_gym import _version
+from hss_gym._version import __version__
+
 SCHEMA = "hss-gym-result/1"
 KEY_FIELDS = ("suite", "track", "workload", "config", "policy", "seed", "n_requests")
 #: the latency CDF stored with each run (percentiles)
@@ -83,8 +86,7 @@ def git_revision() -> str | None:
     """The git commit of the hss-gym source tree (``+dirty`` if modified), or None."""
     if "rev" in _GIT:
         return _GIT["rev"]
-    import hss_gym
-    root = Path(hss_gym.__file__).resolve().parent.parent
+    root = Path(_version.__file__).resolve().parent.parent  # hss_gym/'s parent: the checkout
     rev: str | None = None
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
@@ -103,7 +105,6 @@ def git_revision() -> str | None:
 
 def base_provenance() -> dict[str, Any]:
     """Provenance shared by every run of this process."""
-    from hss_gym import __version__
     return {"hss_gym_version": __version__, "git_revision": git_revision(),
             "python": platform.python_version(), "platform": platform.platform(terse=True),
             "host": platform.node()}
@@ -255,7 +256,6 @@ def set_aside_other_versions(path: str | os.PathLike[str]) -> Path | None:
     ``<name>.hss-gym-<versions>.jsonl`` beside it (a new name, never over a file), so that
     resuming with this version starts over instead of mixing runs whose simulator or agents may
     differ; return the new path, or None when every run is of this version (or there is no file)."""
-    from hss_gym import __version__
     p = Path(path)
     if not p.exists():
         return None

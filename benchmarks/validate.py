@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from hss_gym._version import __version__
 from hss_gym.benchmarks.results import latest_by_key
 
 #: metrics compared (every RunMetrics field)
@@ -134,7 +135,6 @@ def compare_metrics(recorded: dict[str, Any], rerun: dict[str, Any], rtol: float
 
 def precheck(rec: dict[str, Any]) -> str | None:
     """Why a record cannot be validated by this installation (None if it can)."""
-    from hss_gym import __version__
     from hss_gym.benchmarks.problems import get_problem
     prov = rec.get("provenance") or {}
     if prov.get("hss_gym_version") != __version__:
@@ -333,7 +333,6 @@ def _validate(records: list[dict[str, Any]], sample: int | None, seed: int, rtol
               progress: Callable[[Check], None] | None, per_cell: bool, tracks: Iterable[str] | None,
               workers: int, uses: dict[str, CodeUse],
               traces_dir: str | os.PathLike[str] | None) -> ValidationReport:
-    from hss_gym import __version__
     from hss_gym.benchmarks.results import job_key
     from hss_gym.benchmarks.runner import run_local
     ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]

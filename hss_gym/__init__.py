@@ -17,13 +17,13 @@ storage systems.
 """
 from __future__ import annotations
 
-__version__ = "0.7.0"  # first: submodules record it in provenance while the package imports
+from typing import Any
 
-from typing import Any  # noqa: E402
+import gymnasium
 
-import gymnasium  # noqa: E402
+from hss_gym._version import __version__
+from hss_gym.hss import HSS
 
-from hss_gym.hss import HSS  # noqa: E402
 __all__ = ["HSS", "parallel_env", "__version__"]
 
 

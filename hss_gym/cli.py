@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from hss_gym import __version__
+from hss_gym._version import __version__
 
 DEFAULT_CONFIGS = "perf_opt,cost_opt,tri,quad,pmem"
 EXIT_USAGE, EXIT_FAILED_RUNS, EXIT_INCOMPLETE = 2, 3, 4
@@ -180,7 +180,6 @@ def _check_out_dir(d: Path, option: str) -> None:
 
 def _bench(args: argparse.Namespace, suite: Any, out: Path, rpath: Path, jobs: list[dict[str, Any]],
            say: Any) -> int:
-    from hss_gym import __version__
     from hss_gym.benchmarks.report import print_table, write_reports
     from hss_gym.benchmarks.results import check_compatible, read_results, set_aside_other_versions
     from hss_gym.benchmarks.runner import describe_failures, pending_jobs, run_jobs

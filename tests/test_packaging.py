@@ -102,3 +102,14 @@ def test_wheel_workflow_matches_the_package() -> None:
     flow = (REPO / ".github" / "workflows" / "wheels.yml").read_text()
     assert "pypa/cibuildwheel@" in flow and "twine check" in flow
     assert "ubuntu-" in flow and "macos-" in flow
+
+
+def test_version_module_matches_pyproject() -> None:
+    """hss_gym._version.__version__ (what provenance records) is pyproject.toml's version (what
+    packaging reads), and the package hands it on as hss_gym.__version__."""
+    import re
+
+    import hss_gym
+    from hss_gym._version import __version__
+    found = re.search(r'^version\s*=\s*"([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    assert found and found.group(1) == __version__ == hss_gym.__version__

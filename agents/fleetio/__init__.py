@@ -9,9 +9,10 @@ policy runs on and :func:`run_episode` plays one episode (both also through
 ``hss_gym.agents.make_policy("fleetio/<name>")`` and ``hss_gym.agents.run_episode``).
 """
 
-from hss_gym.agents.fleetio.baselines import (POLICIES, Adaptive, FleetIOPolicy, HardwareIsolation,
-                                              SoftwareIsolation, SSDKeeper, make_env, make_policy, run_episode)
+from hss_gym.agents.fleetio.baselines import (Adaptive, FleetIOPolicy, HardwareIsolation, SoftwareIsolation,
+                                              SSDKeeper, make_env, run_episode)
 from hss_gym.agents.fleetio.policy import PPOPolicy
+from hss_gym.agents.fleetio.registry import POLICIES, make_policy
 
 
 __all__ = ["POLICIES", "Adaptive", "FleetIOPolicy", "HardwareIsolation", "PPOPolicy",

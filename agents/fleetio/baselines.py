@@ -106,30 +106,6 @@ class SSDKeeper(FleetIOPolicy):
         self.env_options = {"isolation": "static", "channels": counts}
 
 
-def _ppo() -> FleetIOPolicy:
-    from hss_gym.agents.fleetio.policy import PPOPolicy
-    return PPOPolicy.load_default("fleetio_ppo")
-
-
-def _ppo_local() -> FleetIOPolicy:
-    """PPO trained with beta = 1 (each agent optimises only its own reward): the paper's
-    FleetIO-Customized-Local ablation (§4.4, Fig. 15)."""
-    from hss_gym.agents.fleetio.policy import PPOPolicy
-    return PPOPolicy.load_default("fleetio_ppo_local")
-
-
-POLICIES = {"hardware_isolation": HardwareIsolation, "software_isolation": SoftwareIsolation,
-            "adaptive": Adaptive, "ssdkeeper": SSDKeeper, "fleetio_ppo": _ppo,
-            "fleetio_ppo_local": _ppo_local}
-
-
-def make_policy(name: str, **kwargs: Any) -> FleetIOPolicy:
-    """A new policy by name (:data:`POLICIES`), its factory called with ``kwargs``."""
-    if name not in POLICIES:
-        raise ValueError(f"unknown FleetIO policy {name!r}; valid: {', '.join(POLICIES)}")
-    return POLICIES[name](**kwargs)
-
-
 def make_env(policy: FleetIOPolicy, mix: "str | Sequence[Any]" = "mix4", **options: Any) -> FleetIOEnv:
     """The environment ``policy`` runs on: its plan made for ``mix`` (:meth:`FleetIOPolicy.prepare`,
     e.g. SSDKeeper's partition search) and its ``env_options`` over the caller's ``options``."""

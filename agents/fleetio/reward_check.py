@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gym.agents.fleetio.baselines import make_policy
+from hss_gym.agents.fleetio.registry import make_policy
 from hss_gym.envs.fleetio import FleetIOEnv
 
 

@@ -162,21 +162,6 @@ class DemandPolicy(AllocPolicy):
         return int(np.argmax(s))
 
 
-POLICIES: dict[str, Callable[[], AllocPolicy]] = {
-    "static": StaticPolicy, "dynamic": DynamicPolicy, "random": RandomPolicy, "demand": DemandPolicy,
-}
-
-
-def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
-    """A new policy by name: static, dynamic, random, or rlalloc_dqn (needs PyTorch)."""
-    if name == "rlalloc_dqn":
-        from hss_gym.agents.rlalloc.dqn import DQNPolicy
-        return DQNPolicy(**kwargs)
-    if name not in POLICIES:
-        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}")
-    return POLICIES[name](**kwargs)
-
-
 def run_episode(policy: AllocPolicy, env: RLAllocEnv, seed: int = 0,
                 on_step: Callable[[float, dict[str, Any]], None] | None = None) -> EpisodeResult:
     """Play one episode of ``env`` (reset with ``seed``) with ``policy``: ``policy.reset``, then

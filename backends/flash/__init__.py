@@ -13,7 +13,8 @@ Profiles: ``mqsim-default``, ``rlalloc``, ``fleetio`` (profiles/*.json), any .js
 ssdconfig.xml. Validation against MQSim and the modelling choices: docs/flash-model.md.
 """
 
-from hss_gym.backends.flash.profile import BUILTIN, FlashProfile, FlashProfileError, load_profile
+from hss_gym.backends.flash.loader import load_profile
+from hss_gym.backends.flash.profile import BUILTIN, FlashProfile, FlashProfileError
 from hss_gym.backends.flash.ssd import FlashSSD, WindowStats
 from hss_gym.backends.flash.traces import stream_map, submit_trace
 

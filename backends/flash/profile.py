@@ -1,5 +1,5 @@
 """Flash SSD profiles (SPEC section 10): geometry and timing as data files, like the HSS device
-profiles. ``load_profile`` takes a built-in name (``mqsim-default``, ``rlalloc``, ``fleetio``), a
+profiles. ``load_profile`` (:mod:`.loader`) takes a built-in name (``mqsim-default``, ``rlalloc``, ``fleetio``), a
 ``.json`` path, or an MQSim ``ssdconfig.xml`` path (the exchange format of SSD researchers), and an
 optional ``scale`` that shrinks blocks per plane only, so that parallelism and timing stay those of
 the full device while memory and preconditioning shrink (for RL training).
@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,29 +234,3 @@ def profile_from_dict(d: dict[str, Any], where: str) -> FlashProfile:
     d.setdefault("source", where)
     return FlashProfile(**d)
 
-
-def load_profile(spec: "str | os.PathLike[str] | FlashProfile", scale: float | None = None) -> FlashProfile:
-    """A built-in profile name, a .json profile path or an MQSim ssdconfig.xml path (or a
-    FlashProfile), optionally scaled (see :meth:`FlashProfile.scaled`)."""
-    if isinstance(spec, FlashProfile):
-        prof = spec
-    elif isinstance(spec, str) and spec in BUILTIN:
-        path = PROFILE_DIR / f"{spec}.json"
-        prof = profile_from_dict(json.loads(path.read_text()), f"profile {spec!r} ({path})")
-    else:
-        path = Path(os.fspath(spec))
-        if not path.is_file():
-            raise FlashProfileError(f"no flash profile {os.fspath(spec)!r}: not a built-in name {list(BUILTIN)} "
-                                    "nor an existing .json or ssdconfig .xml file")
-        if path.suffix.lower() == ".xml":
-            from hss_gym.backends.flash.mqsim_xml import load_ssdconfig
-
-            prof = load_ssdconfig(path)
-        else:
-            try:
-                d = json.loads(path.read_text())
-            except json.JSONDecodeError as e:
-                raise FlashProfileError(f"{path}: line {e.lineno}: invalid JSON: {e.msg}") from None
-            d.setdefault("name", path.stem)
-            prof = profile_from_dict(d, str(path))
-    return prof if scale is None else prof.scaled(scale)

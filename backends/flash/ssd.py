@@ -15,7 +15,8 @@ from typing import Sequence
 import numpy as np
 
 from hss_gym.backends import _flash
-from hss_gym.backends.flash.profile import FlashProfile, load_profile
+from hss_gym.backends.flash.loader import load_profile
+from hss_gym.backends.flash.profile import FlashProfile
 
 # Column order of the per-stream counters filled by the core (module.c, Sim_counters).
 STREAM_FIELDS = ("completed", "reads", "writes", "read_bytes", "write_bytes", "read_tx", "write_tx",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hss_gym._version import __version__
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
 
@@ -39,7 +40,6 @@ def check_config(c: str) -> None:
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    from hss_gym import __version__
     from hss_gym.agents.fleetio import make_env, make_policy, run_episode
 
     check_workload(job["workload"])

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gym import __version__
+from hss_gym._version import __version__
 from hss_gym.workloads.trace import COLUMNS, Trace, TraceFormatError
 
 MAGIC = b"HSSTRACE"

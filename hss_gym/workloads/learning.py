@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from hss_gym._version import __version__
 from hss_gym.workloads.trace import PAGE_SIZE, READ, WRITE, Trace
 
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -58,7 +59,6 @@ def resolve_params(name: str, **overrides: Any) -> dict[str, Any]:
 
 def generate(name: str, n: int = 12_000, seed: int = 0, **params: Any) -> Trace:
     """``n`` requests of scenario ``name``; see the module docstring."""
-    from hss_gym import __version__
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

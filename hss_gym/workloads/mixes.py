@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hss_gym._version import __version__
 from hss_gym.workloads import synthetic
 from hss_gym.workloads.trace import Trace
 
@@ -46,7 +47,6 @@ def make_mix(components: Sequence[str], n: int = 100_000, seed: int = 0, *,
     Component ``i`` is generated from seed ``SeedSequence(seed).spawn(k)[i]``; ``source`` lists
     every component's workload, seed, generated and kept request counts and region.
     """
-    from hss_gym import __version__
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

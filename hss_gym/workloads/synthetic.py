@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from hss_gym._version import __version__
 from hss_gym.workloads.trace import PAGE_SIZE, READ, WRITE, Trace
 
 PAGES_PER_GIB = (1 << 30) // PAGE_SIZE
@@ -562,7 +563,6 @@ def generate(name: str, n: int = 100_000, seed: int = 0, **params: Any) -> Trace
     at time 0, has page-aligned offsets inside ``[0, footprint_gib)`` and stream 0, and its
     ``source`` holds everything needed to regenerate it exactly.
     """
-    from hss_gym import __version__
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")

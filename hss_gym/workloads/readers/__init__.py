@@ -9,7 +9,7 @@ any of them into the one request representation, :class:`~hss_gym.workloads.trac
 * :func:`iter_chunks` streams it as ``Trace`` chunks in bounded memory (identical requests);
 * :func:`convert` parses it once into the columnar cache (:mod:`hss_gym.workloads.cache`);
 * :func:`detect_format` tells the format (content sniffing, file extension as a tie-break);
-* :data:`FORMATS` lists the formats with their columns and units (see ``formats.py``).
+* :data:`FORMATS` lists the formats with their columns and units (see ``table.py``).
 
 Units are converted exactly: times become microseconds as written in the file (not shifted to
 start at 0; use ``Trace.relative()``), sectors become bytes. Decimal times are parsed as exact
@@ -48,8 +48,10 @@ import numpy as np
 
 from hss_gym.workloads import cache as _cache
 from hss_gym.workloads.readers._io import LongLineError, TraceFile, open_trace
-from hss_gym.workloads.readers.formats import (FORMAT_OPTIONS, FORMATS, Block, Parser, detect,
-                                               header_text, make_parser)
+from hss_gym.workloads.readers.delimited import header_text
+from hss_gym.workloads.readers.detect import detect
+from hss_gym.workloads.readers.protocol import Block, Parser
+from hss_gym.workloads.readers.table import FORMAT_OPTIONS, FORMATS, make_parser
 from hss_gym.workloads.trace import Trace, TraceFormatError
 
 __all__ = ["FORMATS", "FORMAT_OPTIONS", "JunkWarning", "LOAD_OPTIONS", "SkippedRowsWarning",
@@ -209,7 +211,7 @@ def load_trace(path: str | Path, format: str | None = None, *, skip_bad: bool = 
     options:
         Format options: ``fio``: ``gap_us``, ``time_unit``; ``blkparse``: ``event`` ("D",
         default, or "Q": which action is a request), ``device`` ("maj,min"); ``csv``: see
-        :func:`hss_gym.workloads.readers.formats.csv_format`.
+        :func:`hss_gym.workloads.readers.table.csv_format`.
 
     Returns
     -------

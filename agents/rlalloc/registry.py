@@ -1,0 +1,29 @@
+"""RLAlloc's policies by name: the baselines (:mod:`.baselines`, NumPy only) and the reference
+DQN (:mod:`.dqn`), each created fresh per episode by :func:`make_policy`.
+
+The registry is a module of its own because it names both: the DQN builds on the baselines
+(their :class:`~.baselines.AllocPolicy` and scores), so the baselines cannot name it back. The
+DQN needs PyTorch (the ``agents`` extra), so it is imported only when it is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from hss_gym.agents.rlalloc.baselines import (AllocPolicy, DemandPolicy, DynamicPolicy,
+                                              RandomPolicy, StaticPolicy)
+
+
+POLICIES: dict[str, Callable[[], AllocPolicy]] = {
+    "static": StaticPolicy, "dynamic": DynamicPolicy, "random": RandomPolicy, "demand": DemandPolicy,
+}
+
+
+def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
+    """A new policy by name: static, dynamic, random, or rlalloc_dqn (needs PyTorch)."""
+    if name == "rlalloc_dqn":
+        from hss_gym.agents.rlalloc.dqn import DQNPolicy
+        return DQNPolicy(**kwargs)
+    if name not in POLICIES:
+        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}")
+    return POLICIES[name](**kwargs)
