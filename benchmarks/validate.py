@@ -35,7 +35,6 @@ import random
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from hss_gym._version import __version__

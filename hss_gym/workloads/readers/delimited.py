@@ -389,19 +389,6 @@ def _first_line(data: bytes | memoryview) -> bytes:
         size *= 8
 
 
-_BLANK_LINES = re.compile(rb"(?:[ \t\r]*\n)*")
-
-
-def first_text_line(data: bytes | memoryview) -> tuple[int, int, bytes]:
-    """The first line of a block that is not blank (blank lines within its first 64 KiB are
-    passed over): the number of blank lines before it, its byte offset and the line (without its
-    newline)."""
-    blank = _BLANK_LINES.match(bytes(data[:1 << 16]))
-    assert blank is not None  # the pattern matches the empty string
-    start = blank.end()
-    return blank.group().count(b"\n"), start, _first_line(memoryview(data)[start:])
-
-
 def header_text(head: bytes) -> bytes:
     """The line a header would be, for column names: the first non-blank text of the first
     lines after any binary junk (a tar header, glued to the first line of the file it holds)

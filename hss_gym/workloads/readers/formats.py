@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from hss_gym.workloads.readers.blkparse import BlkparseParser
 from hss_gym.workloads.readers.delimited import (Column, DelimitedFormat, DelimitedParser,
-                                                 first_text_line, header_text)
+                                                 header_text)
 from hss_gym.workloads.readers.detect import detect
 from hss_gym.workloads.readers.fio import FioParser
 from hss_gym.workloads.readers.protocol import (DROP, MAX_JUNK_LINES, SECTOR, TIME_UNITS, Block,
@@ -31,5 +31,5 @@ __all__ = ["ALIBABA", "CLOUDPHYSICS", "DELIMITED", "DISKSIM", "DROP", "FIU", "FO
            "FORMAT_OPTIONS", "HEIMDALL", "MAX_JUNK_LINES", "MQSIM", "MSR", "NAMED_BYTE_UNITS",
            "NAMED_TIME_UNITS", "SECTOR", "SPC", "SYSTOR17", "TENCENT", "TIME_UNITS",
            "BlkparseParser", "Block", "Column", "Columns", "DelimitedFormat", "DelimitedParser",
-           "FatalFormatError", "FioParser", "Parser", "csv_format", "detect", "first_text_line",
+           "FatalFormatError", "FioParser", "Parser", "csv_format", "detect",
            "header_text", "make_parser", "parse_lines", "unit_in_name"]
