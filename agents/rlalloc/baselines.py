@@ -162,18 +162,48 @@ class DemandPolicy(AllocPolicy):
         return int(np.argmax(s))
 
 
+class ModelAllocPolicy(AllocPolicy):
+    """A network trained on ``hss/RLAlloc-v0`` (``"sb3:PATH.zip"``, ``"torch:PATH.pt"``,
+    ``"rllib:DIR"``) playing its greedy action every period, in NumPy
+    (:class:`hss_gym.agents.models.ProblemModel`): the action ``model.predict(obs,
+    deterministic=True)`` takes. ``env_options``: its card's (``action_mode``, ``demand_periods``),
+    applied by the problem's run; ``provenance``: the file and its sha256, recorded with the run."""
+
+    def __init__(self, spec: str) -> None:
+        from hss_gym.agents.models import ProblemModel
+        self.model = ProblemModel(spec, "hss/RLAlloc-v0")
+        self.name = spec  # type: ignore[misc]
+        self.env_options = self.model.env_options
+        self.provenance = self.model.provenance
+
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.model.attach(getattr(env, "unwrapped", env))
+
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
+        return self.model(observations)
+
+
 POLICIES: dict[str, Callable[[], AllocPolicy]] = {
     "static": StaticPolicy, "dynamic": DynamicPolicy, "random": RandomPolicy, "demand": DemandPolicy,
 }
 
 
 def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
-    """A new policy by name: static, dynamic, random, or rlalloc_dqn (needs PyTorch)."""
+    """A new policy by name: static, dynamic, random, demand, or rlalloc_dqn (needs PyTorch); or a
+    trained model of ``hss/RLAlloc-v0``, ``"sb3:PATH.zip"``, ``"torch:PATH.pt"`` or ``"rllib:DIR"``
+    (:class:`ModelAllocPolicy`)."""
+    from hss_gym.agents.models import model_format
+    if model_format(name):
+        if kwargs:
+            raise ValueError(f"policy {name!r}: a trained model takes no options, got {sorted(kwargs)}")
+        return ModelAllocPolicy(name)
     if name == "rlalloc_dqn":
         from hss_gym.agents.rlalloc.dqn import DQNPolicy
         return DQNPolicy(**kwargs)
     if name not in POLICIES:
-        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}")
+        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}, or a "
+                         f"trained model: sb3:PATH.zip, torch:PATH.pt, rllib:DIR")
     return POLICIES[name](**kwargs)
 
 
