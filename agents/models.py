@@ -24,6 +24,11 @@ one, Sibyl's six features (``Box(0, 1, (6,))`` or their raw bins) mean ``hss/Pla
 only space that identifies its env (Harmonia's features are the same for ``hss/Migration-v0`` and
 for a placement agent with ``features="harmonia"``: those need the card). The contract of each
 format is in docs/agents.md ("Your trained model on the leaderboard").
+
+The other problems: a model of ``hss/RLAlloc-v0`` or ``hss/LQoCo-v0`` (:data:`PROBLEM_ENVS`) is read
+the same way by :func:`load_problem_model` and played by :class:`ProblemModel`, which those
+problems' ``make_policy`` wrap (``"rlalloc/sb3:PATH.zip"``, ``"lqoco/sb3:PATH.zip"``; bare
+``"sb3:PATH.zip"`` in their suites); an HSS spec of such a model is refused, naming its problem.
 """
 
 from __future__ import annotations

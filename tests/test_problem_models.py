@@ -201,3 +201,18 @@ def test_bench_records_the_weights_sha256(problem: str, tmp_path: Path, monkeypa
     assert "provenance model" in capsys.readouterr().out
     assert cli.main([*argv[:4], "sb3:missing.zip", *argv[5:]]) == 2
     assert "model file missing.zip not found" in capsys.readouterr().err
+
+
+def test_sb3_lqoco_example_saves_a_model_that_plays(tmp_path: Path) -> None:
+    """``examples/sb3_lqoco.py --save PATH`` writes the model and its card, played as lqoco/sb3:PATH."""
+    import importlib.util
+    from hss_gym.agents.lqoco import run_episode
+    where = Path(__file__).resolve().parents[1] / "examples" / "sb3_lqoco.py"
+    spec = importlib.util.spec_from_file_location("sb3_lqoco_example", where)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    ex.main(["--algo", "ppo", "--periods", "50", "--timesteps", "64", "--quiet", "--save", str(tmp_path / "m.zip")])
+    assert (tmp_path / "m.zip.json").is_file()
+    policy = make_policy(f"lqoco/sb3:{tmp_path / 'm.zip'}")
+    assert policy.env_options["observation"] == "discrete"
+    assert run_episode(policy, gym.make("hss/LQoCo-v0", periods=50), seed=0).steps == 50
