@@ -216,3 +216,21 @@ def test_sb3_lqoco_example_saves_a_model_that_plays(tmp_path: Path) -> None:
     policy = make_policy(f"lqoco/sb3:{tmp_path / 'm.zip'}")
     assert policy.env_options["observation"] == "discrete"
     assert run_episode(policy, gym.make("hss/LQoCo-v0", periods=50), seed=0).steps == 50
+
+
+def test_rllib_module_of_the_lqoco_states_without_ray(tmp_path: Path) -> None:
+    """An RLlib module of L-QoCo's 36 states (a network of the one-hot state, as RLlib feeds a
+    Discrete observation) plays the argmax of its output, read without Ray; its sha256 is of the
+    files read."""
+    from test_rllib_models import greedy, random_layers, write_module
+    layers = random_layers(np.random.default_rng(3), [36, 16, 5])
+    write_module(tmp_path / "module", layers, "relu")
+    policy = make_policy(f"lqoco/rllib:{tmp_path / 'module'}")
+    assert policy.provenance["format"] == "rllib" and len(policy.provenance["sha256"]) == 64
+    env = gym.make("hss/LQoCo-v0", periods=LQOCO_PERIODS)
+
+    class Predict:  # the module's greedy action, in model.predict's shape
+        def predict(self, obs: Any, deterministic: bool) -> tuple[int, None]:
+            return greedy(layers, lambda x: np.maximum(x, 0), np.eye(36)[int(obs)]), None
+
+    check_agreement(Predict(), env, policy)
