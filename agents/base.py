@@ -389,7 +389,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
 def missing_extra(spec: str) -> str | None:
     """Why the built-in policy ``spec`` cannot run on this install ("needs the 'agents' extra:
     pip install ..."), or None when it can."""
-    needs = NEEDS.get(spec) or (("torch",) if spec.partition(":")[0] in ("sb3", "torch") else ())
+    needs = NEEDS.get(spec) or (("torch",) if spec.partition(":")[0].rpartition("/")[2] in ("sb3", "torch") else ())
     missing = [m for m in needs if importlib.util.find_spec(m) is None]
     if not missing:
         return None
@@ -432,8 +432,10 @@ def load_factory(spec: str) -> Callable[..., Policy]:
 def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any) -> Any:
     """A policy from a registered name, a ``"module:factory"`` string, or a policy (returned).
     ``"fleetio/<name>"``, ``"rlalloc/<name>"`` and ``"lqoco/<name>"`` make another problem's
-    policy (:func:`list_policies`), with ``kwargs``. ``"sb3:PATH.zip"`` and ``"torch:PATH.pt"``
-    play a trained model greedily (:mod:`hss_gym.agents.models`).
+    policy (:func:`list_policies`), with ``kwargs``. ``"sb3:PATH.zip"``, ``"torch:PATH.pt"`` and
+    ``"rllib:DIR"`` play a trained model greedily (:mod:`hss_gym.agents.models`): an HSS env's as
+    they are, an ``hss/RLAlloc-v0`` or ``hss/LQoCo-v0`` model with its problem's prefix
+    (``"rlalloc/sb3:PATH.zip"``).
 
     ``seed`` seeds the policy's own randomness (a learner's initial network, exploration, replay
     sampling) and is given to factories that have a ``seed`` parameter; a policy without one is
@@ -446,8 +448,8 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
     if fmt in MODEL_FORMATS:  # a trained model's file, not a module
         from hss_gym.agents.models import load_model_policy
         return load_model_policy(spec)
-    if "/" in spec and ":" not in spec:
-        problem, _, name = spec.partition("/")
+    problem, _, name = spec.partition("/")
+    if "/" in spec and (":" not in spec or name.partition(":")[0] in MODEL_FORMATS):
         if problem in PROBLEMS:
             maker = importlib.import_module(PROBLEMS[problem][0]).make_policy
             if seed is not None and _takes_seed(maker):
@@ -460,6 +462,8 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
             raise ValueError(f"unknown problem {problem!r} in policy {spec!r}; valid: hss, "
                              f"{', '.join(PROBLEMS)} (a name without a problem is an HSS policy)")
         spec = name
+        if name.partition(":")[0] in MODEL_FORMATS:
+            return make_policy(spec)
     factory = load_factory(spec)
     if seed is not None and _takes_seed(factory):
         kwargs["seed"] = seed

@@ -24,6 +24,11 @@ one, Sibyl's six features (``Box(0, 1, (6,))`` or their raw bins) mean ``hss/Pla
 only space that identifies its env (Harmonia's features are the same for ``hss/Migration-v0`` and
 for a placement agent with ``features="harmonia"``: those need the card). The contract of each
 format is in docs/agents.md ("Your trained model on the leaderboard").
+
+The other problems: a model of ``hss/RLAlloc-v0`` or ``hss/LQoCo-v0`` (:data:`PROBLEM_ENVS`) is read
+the same way by :func:`load_problem_model` and played by :class:`ProblemModel`, which those
+problems' ``make_policy`` wrap (``"rlalloc/sb3:PATH.zip"``, ``"lqoco/sb3:PATH.zip"``; bare
+``"sb3:PATH.zip"`` in their suites); an HSS spec of such a model is refused, naming its problem.
 """
 
 from __future__ import annotations
@@ -44,8 +49,16 @@ from hss_gym.agents.base import MODEL_FORMATS, Policy, stay_action
 from hss_gym.envs.features import feature_bins
 
 CARD_FORMAT = "hss-gym-model-card/1"
-#: env ids a card may name: the single-agent envs and the two-agent env (``hss_v0.parallel_env``)
-ENV_IDS = ("hss/Placement-v0", "hss/Migration-v0", "hss_v0")
+#: the envs of the problems other than HSS a model may be trained on: the problem whose
+#: ``make_policy`` plays it (``"rlalloc/sb3:PATH"``) and the env options its card records (those
+#: that change what the policy observes or what its actions mean)
+PROBLEM_ENVS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "hss/RLAlloc-v0": ("rlalloc", ("action_mode", "demand_periods")),
+    "hss/LQoCo-v0": ("lqoco", ("observation", "magnitudes", "w_bins", "p_tol", "b_band", "bdp_window")),
+}
+#: env ids a card may name: the single-agent envs, the two-agent env (``hss_v0.parallel_env``) and
+#: the other problems' envs (:data:`PROBLEM_ENVS`)
+ENV_IDS = ("hss/Placement-v0", "hss/Migration-v0", "hss_v0", *PROBLEM_ENVS)
 #: env options a card records: those that change what the policy observes or who acts
 CARD_OPTIONS = ("features", "raw_bins", "room_feature", "migration")
 PLACEMENT_POLICIES = {"fast": 0, "slow": -1}
@@ -223,6 +236,13 @@ class ModelPolicy(Policy):
 
 
 # ------------------------------------------------------------------------------------ the card
+def _problem_env_classes() -> dict[str, type]:
+    """The env class of each of :data:`PROBLEM_ENVS`, by env id."""
+    from hss_gym.envs.lqoco import LQoCoEnv
+    from hss_gym.envs.rlalloc import RLAllocEnv
+    return {"hss/RLAlloc-v0": RLAllocEnv, "hss/LQoCo-v0": LQoCoEnv}
+
+
 def _unwrap(env: Any) -> Any:
     """The package env under Gymnasium wrappers or an SB3/Gymnasium vector env."""
     from hss_gym.envs.parallel import HSSParallelEnv
@@ -230,11 +250,20 @@ def _unwrap(env: Any) -> Any:
     if hasattr(env, "envs"):  # SB3's DummyVecEnv, Gymnasium's SyncVectorEnv
         env = env.envs[0]
     base = getattr(env, "unwrapped", env)
-    if isinstance(base, (SingleAgentEnv, HSSParallelEnv)):
+    if isinstance(base, (SingleAgentEnv, HSSParallelEnv, *_problem_env_classes().values())):
         return base
-    raise TypeError(f"save_model_card needs the env the model was trained on: hss/Placement-v0, hss/Migration-v0 "
-                    f"(possibly wrapped, or a DummyVecEnv/SyncVectorEnv of them) or hss_v0.parallel_env; got "
-                    f"{type(env).__name__} (a SubprocVecEnv: pass one env made with the same options)")
+    raise TypeError(f"save_model_card needs the env the model was trained on: hss/Placement-v0, hss/Migration-v0, "
+                    f"hss/RLAlloc-v0, hss/LQoCo-v0 (possibly wrapped, or a DummyVecEnv/SyncVectorEnv of them) or "
+                    f"hss_v0.parallel_env; got {type(env).__name__} (a SubprocVecEnv: pass one env made with the "
+                    f"same options)")
+
+
+def _problem_env_options(env_id: str, base: Any) -> dict[str, Any]:
+    """The options of :data:`PROBLEM_ENVS` ``env_id`` that ``base`` (its env) was made with, as JSON."""
+    if env_id == "hss/RLAlloc-v0":
+        return {"action_mode": base.action_mode, "demand_periods": base.demand_periods}
+    return {"observation": base.obs_kind, "magnitudes": list(base.magnitudes), "w_bins": list(base.w_bins),
+            "p_tol": base.p_tol, "b_band": list(base.b_band), "bdp_window": base.bdp_window}
 
 
 def save_model_card(path: str | Path, env: Any, *, networks: dict[str, dict[str, str]] | None = None) -> Path:
@@ -247,6 +276,20 @@ def save_model_card(path: str | Path, env: Any, *, networks: dict[str, dict[str,
     from hss_gym.envs.single import SingleAgentEnv
     base = _unwrap(env)
     card: dict[str, Any] = {"format": CARD_FORMAT}
+    problem_env = next((i for i, cls in _problem_env_classes().items() if isinstance(base, cls)), None)
+    if problem_env is not None:  # hss/RLAlloc-v0, hss/LQoCo-v0: one policy, the env's own spaces
+        card["env_id"] = problem_env
+        card["env_options"] = _problem_env_options(problem_env, base)
+        card["observation_space"] = repr(base.observation_space)
+        card["action_space"] = repr(base.action_space)
+        if networks:
+            if len(networks) != 1:
+                raise ValueError(f"a model of {problem_env} has one network; networks names {sorted(networks)}")
+            card["networks"] = {a: {"prefix": str(n["prefix"]), "activation": str(n.get("activation", "relu"))}
+                                for a, n in networks.items()}
+        out = card_path(path)
+        out.write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+        return out
     if isinstance(base, SingleAgentEnv):
         par = base.env
         card["env_id"] = f"hss/{base.agent.capitalize()}-v0"
@@ -287,14 +330,21 @@ def read_card(path: Path) -> Card | None:
     if env_id not in ENV_IDS:
         raise ValueError(f"model card {cp}: env_id {env_id!r} is not one of {', '.join(ENV_IDS)}")
     opts = raw.get("env_options") or {}
-    unknown = sorted(set(opts) - set(CARD_OPTIONS))
+    known = PROBLEM_ENVS[env_id][1] if env_id in PROBLEM_ENVS else CARD_OPTIONS
+    unknown = sorted(set(opts) - set(known))
     if unknown:
-        raise ValueError(f"model card {cp}: unknown env_options {unknown}; a card records {', '.join(CARD_OPTIONS)}")
+        raise ValueError(f"model card {cp}: unknown env_options {unknown}; a card of {env_id} records "
+                         f"{', '.join(known)}")
     placement = raw.get("placement_policy", "fast")
     if placement not in PLACEMENT_POLICIES:
         raise ValueError(f"model card {cp}: placement_policy {placement!r} is not one of {sorted(PLACEMENT_POLICIES)}")
     networks = raw.get("networks")
-    if networks is not None:
+    if networks is not None and env_id in PROBLEM_ENVS:  # one network, whatever its key
+        if not isinstance(networks, dict) or len(networks) != 1 or not all(
+                isinstance(n, dict) and "prefix" in n for n in networks.values()):
+            raise ValueError(f"model card {cp}: 'networks' of a {env_id} model must name one network, "
+                             f"{{'policy': {{'prefix': ..., 'activation': ...}}}}")
+    elif networks is not None:
         if not isinstance(networks, dict) or not set(networks) <= {"placement", "migration"} or not all(
                 isinstance(n, dict) and "prefix" in n for n in networks.values()):
             raise ValueError(f"model card {cp}: 'networks' must map 'placement'/'migration' to "
@@ -313,7 +363,9 @@ def card_from_spaces(obs: dict[str, Any], n_actions: int, where: str) -> Card:
     raise ValueError(f"{where}: observation {obs['repr']} with {n_actions} actions is not hss/Placement-v0's "
                      f"(Sibyl's six features), so its env cannot be told from its spaces (Harmonia's features are "
                      f"hss/Migration-v0's and a placement agent's with features='harmonia'): write its model card "
-                     f"beside it with hss_gym.agents.save_model_card(path, env)")
+                     f"beside it with hss_gym.agents.save_model_card(path, env). A model of hss/RLAlloc-v0 or "
+                     f"hss/LQoCo-v0 plays in its own problem: 'rlalloc/<spec>' or 'lqoco/<spec>' (make_policy), "
+                     f"hss-gym bench --suite rlalloc-v1 or lqoco-v1 --policies <spec>")
 
 
 # ------------------------------------------------------------------------------------ SB3
@@ -359,9 +411,10 @@ def _activation_name(kwargs: Any, default: str) -> str:
     return name
 
 
-def load_sb3(path: Path) -> tuple[NumpyMLP, dict[str, Any], int]:
+def load_sb3(path: Path, discrete_obs: bool = False) -> tuple[NumpyMLP, dict[str, Any], int]:
     """The policy network of an SB3 model file (PPO, A2C: the actor; DQN: the Q-network), its
-    observation space (as :func:`_space` reads it) and its number of actions."""
+    observation space (as :func:`_space` reads it) and its number of actions. ``discrete_obs``: a
+    Discrete observation (``hss/LQoCo-v0``'s states) is read too, one-hot encoded as SB3 does."""
     import torch
     where = f"SB3 model {path}"
     try:
@@ -372,9 +425,12 @@ def load_sb3(path: Path) -> tuple[NumpyMLP, dict[str, Any], int]:
         raise ValueError(f"{where}: not a Stable-Baselines3 model (.zip with 'data' and 'policy.pth'): {e}") from None
     obs = _space(data.get("observation_space") or {}, "observation space", where)
     act = _space(data.get("action_space") or {}, "action space", where)
-    if obs["kind"] == "discrete" or act["kind"] != "discrete" or act["start"] != 0:
+    if (obs["kind"] == "discrete" and not (discrete_obs and obs["start"] == 0)) or act["kind"] != "discrete" \
+            or act["start"] != 0:
         raise ValueError(f"{where}: spaces {obs['repr']} -> {act['repr']}: the HSS envs observe a Box or "
-                         f"MultiDiscrete and act in Discrete(n devices)")
+                         f"MultiDiscrete and act in Discrete(n devices)" + (
+                             "; hss/RLAlloc-v0 and hss/LQoCo-v0 models need a Discrete action (RLAlloc's "
+                             "action_mode='flat')" if discrete_obs else ""))
     if any(k.startswith(("features_extractor.", "pi_features_extractor.")) for k in state):
         raise ValueError(f"{where}: its features extractor has weights (a custom or CNN extractor): only MLP "
                          f"policies on flat observations are supported")
@@ -393,7 +449,8 @@ def load_sb3(path: Path) -> tuple[NumpyMLP, dict[str, Any], int]:
     else:
         raise ValueError(f"{where}: policy weights {sorted(state)[:4]}... are neither an actor-critic MLP "
                          f"(PPO, A2C) nor a DQN Q-network")
-    nvec = np.asarray(obs["nvec"]) if obs["kind"] == "multidiscrete" else None
+    nvec = (np.asarray(obs["nvec"]) if obs["kind"] == "multidiscrete" else
+            np.asarray([obs["n"]]) if obs["kind"] == "discrete" else None)
     return NumpyMLP(layers, activation, nvec), obs, act["n"]
 
 
@@ -640,12 +697,12 @@ def load_model_policy(spec: str) -> ModelPolicy:
     if not path.is_file():
         raise ValueError(f"policy {spec!r}: model file {path} not found (relative paths are from the current "
                          f"folder, {Path.cwd()})")
-    try:
-        import torch  # noqa: F401  (reads the weights)
-    except ImportError:
-        raise ValueError(f"policy {spec!r}: reading {fmt} models needs torch: pip install "
-                         f"'hss-gym[{'sb3' if fmt == 'sb3' else 'agents'}]'") from None
+    _need_torch(spec, fmt)
     card = read_card(path)
+    if card is not None and card.env_id in PROBLEM_ENVS:
+        problem = PROBLEM_ENVS[card.env_id][0]
+        raise ValueError(f"policy {spec!r}: its card names {card.env_id}, the {problem} problem's env: play it there, "
+                         f"make_policy('{problem}/{spec}') or hss-gym bench --suite {problem}-v1 --policies {spec}")
     if fmt == "sb3":
         mlp, obs, n = load_sb3(path)
         if card is None:
@@ -661,3 +718,117 @@ def load_model_policy(spec: str) -> ModelPolicy:
     prov = {"format": fmt, "file": str(path), "sha256": file_sha256(path), "env_id": card.env_id,
             "card_sha256": file_sha256(cp) if cp.is_file() else None}
     return ModelPolicy(spec, nets, card, prov)
+
+
+# ------------------------------------------------------------------------------------ other problems
+def load_problem_model(spec: str, env_id: str) -> tuple[Callable[[np.ndarray], np.ndarray], Card, dict[str, Any]]:
+    """For a problem other than HSS (:data:`PROBLEM_ENVS`): the scoring network of the model spec
+    (``"sb3:PATH.zip"``, ``"torch:PATH.pt"``, ``"rllib:DIR"``) trained on ``env_id``, its card (the
+    file beside it, or one naming ``env_id`` and no option when there is none: the spaces are the
+    env's, checked at reset) and its provenance (format, file, sha256, env id, card's sha256), as
+    :func:`load_model_policy` reads them for the HSS envs."""
+    fmt = model_format(spec)
+    if fmt is None:
+        raise ValueError(f"{spec!r} is not a model spec: {', '.join(f'{f}:PATH' for f in MODEL_FORMATS)}")
+    problem = PROBLEM_ENVS[env_id][0]
+    path = Path(spec.partition(":")[2])
+    exists = path.is_dir() if fmt == "rllib" else path.is_file()
+    if not exists:
+        raise ValueError(f"policy {spec!r}: {'checkpoint folder' if fmt == 'rllib' else 'model file'} {path} not "
+                         f"found (relative paths are from the current folder, {Path.cwd()})")
+    card = read_card(path)
+    if card is not None and card.env_id != env_id:
+        raise ValueError(f"policy {spec!r}: its card names {card.env_id}, but the {problem} problem plays "
+                         f"{env_id} models" + ("" if card.env_id in PROBLEM_ENVS else
+                                              f" (an HSS model plays as {spec!r}, without '{problem}/')"))
+    card = card or Card(env_id, {})
+    # the loaders below name the one network "placement"
+    as_hss = Card(env_id, {}, networks={"placement": next(iter(card.networks.values()))} if card.networks else None)
+    files = [path]
+    if fmt == "rllib":
+        nets, _, files = load_rllib(path, as_hss)
+    elif fmt == "sb3":
+        _need_torch(spec, fmt)
+        mlp, _, _ = load_sb3(path, discrete_obs=True)
+        nets = {"placement": mlp}
+    else:
+        _need_torch(spec, fmt)
+        nets, _ = load_torch(path, as_hss)
+    if len(nets) != 1:
+        raise ValueError(f"policy {spec!r}: a {env_id} model has one network; it names {sorted(nets)}")
+    if fmt == "rllib":
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f.relative_to(path).as_posix().encode() + b"\0" + file_sha256(f).encode())
+        sha = digest.hexdigest()
+    else:
+        sha = file_sha256(path)
+    cp = card_path(path)
+    prov = {"format": fmt, "file": str(path), "sha256": sha, "env_id": env_id,
+            "card_sha256": file_sha256(cp) if cp.is_file() else None}
+    return next(iter(nets.values())), card, prov
+
+
+def _need_torch(spec: str, fmt: str) -> None:
+    try:
+        import torch  # noqa: F401  (reads the weights)
+    except ImportError:
+        raise ValueError(f"policy {spec!r}: reading {fmt} models needs torch: pip install "
+                         f"'hss-gym[{'sb3' if fmt == 'sb3' else 'agents'}]'") from None
+
+
+class ProblemModel:
+    """A trained network's greedy action in ``hss/RLAlloc-v0`` or ``hss/LQoCo-v0``: what the
+    problems' model policies (``rlalloc/sb3:PATH``, ``lqoco/sb3:PATH``) play. Made from the spec;
+    :meth:`attach` checks it against the episode's env (its observation size or number of states
+    and its number of actions) at every reset; calling it on an observation gives the argmax of
+    the network's scores (``model.predict(obs, deterministic=True)``'s action). A Discrete
+    observation (L-QoCo's 36 states) is one-hot encoded, as SB3 does, and its actions memoised;
+    Box observations (RLAlloc's, L-QoCo's ``observation="raw"``) are not: they seldom repeat.
+    ``env_options``: the card's, which the problem's run applies to its env."""
+
+    def __init__(self, spec: str, env_id: str) -> None:
+        self.spec, self.env_id = spec, env_id
+        self.net, self.card, self.provenance = load_problem_model(spec, env_id)
+        self.env_options = dict(self.card.env_options)
+        self._act: Callable[[np.ndarray], int] | None = None
+
+    def attach(self, env: Any) -> None:
+        """Check the network against ``env`` (unwrapped) and get ready to act in it."""
+        import gymnasium as gym
+        obs_space, act_space = env.observation_space, env.action_space
+        if not isinstance(act_space, gym.spaces.Discrete):
+            raise ValueError(f"policy {self.spec!r}: this env acts in {act_space}; a trained model plays a "
+                             f"Discrete action only (hss/RLAlloc-v0: action_mode='flat')")
+        net = self.net
+        n_in, n_out = getattr(net, "n_inputs", None), getattr(net, "n_outputs", None)
+        discrete = isinstance(obs_space, gym.spaces.Discrete)
+        dim = int(obs_space.n) if discrete else int(np.prod(obs_space.shape))
+        nvec = getattr(net, "nvec", None)
+        scores: Callable[[np.ndarray], np.ndarray] = net
+        if discrete and nvec is None:  # a plain network of the one-hot state (PyTorch, RLlib, TorchScript)
+            eye = np.eye(dim, dtype=np.float32)
+
+            def scores(obs: Any, net: Any = net) -> np.ndarray:
+                return net(eye[int(obs)])
+        if n_in is None:  # a TorchScript module: ask it
+            n_in = dim
+            n_out = int(np.asarray(scores(0 if discrete else np.zeros(dim, np.float32))).size)
+        elif discrete and nvec is not None:
+            n_in = int(nvec[0]) if len(nvec) == 1 else -1
+        if n_in != dim or n_out != act_space.n:
+            what = f"{dim} states" if discrete else f"{dim} features"
+            raise ValueError(f"policy {self.spec!r}: the network takes {n_in} {'states' if discrete else 'inputs'} "
+                             f"and scores {n_out} actions, but this {self.env_id} env observes {what} "
+                             f"({obs_space}) and has {act_space.n} actions: evaluate it on the workload and "
+                             f"options it was trained on (RLAlloc: as many streams)")
+        if discrete:
+            greedy = Greedy(scores)
+            self._act = lambda obs: greedy(np.asarray(obs, np.int64))
+        else:
+            self._act = lambda obs: int(np.argmax(scores(obs)))
+
+    def __call__(self, obs: Any) -> int:
+        if self._act is None:
+            raise RuntimeError(f"policy {self.spec!r}: reset it with the env before it acts")
+        return self._act(obs)

@@ -6,7 +6,8 @@ adjustments each one-second control period; the reward is eq. 8. After training,
 and "keep" (the initial rate, never changed), and the paper's measurements are compared:
 throughput, jitter, p99.9 latency and cache-full time.
 
-    python examples/sb3_lqoco.py --algo dqn --workload S-14 --timesteps 30000
+    python examples/sb3_lqoco.py --algo dqn --workload S-14 --timesteps 30000 --save dqn.zip
+    hss-gym bench --suite lqoco-v1 --policies coto,sb3:dqn.zip    # the saved model on the leaderboard
 
 ``main(argv)`` returns the numbers as a dict, so tests can call it directly.
 """
@@ -36,6 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch intra-op threads (torch.set_num_threads): 1 suits these small networks, "
                         "PyTorch's default (all cores) is 14-20x slower on a busy 2-core machine")
+    p.add_argument("--save", metavar="PATH.zip", default=None,
+                   help="save the trained model there, with its model card beside it (PATH.zip.json), for "
+                        "hss-gym bench --suite lqoco-v1 --policies sb3:PATH.zip")
     p.add_argument("--quiet", action="store_true", help="print nothing")
     return p.parse_args(argv)
 
@@ -80,6 +84,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     model.learn(total_timesteps=args.timesteps)
     train_s = time.perf_counter() - t0
+    if args.save:
+        from hss_gym.agents import save_model_card
+        model.save(args.save)
+        save_model_card(args.save, env)
     results = {
         "trained": evaluate(env, lambda o: int(model.predict(o, deterministic=True)[0]), args.eval_seed),
         "no_control": evaluate(env, lambda o: math.inf, args.eval_seed),

@@ -362,10 +362,12 @@ def cmd_list(args: argparse.Namespace) -> int:
             except (ImportError, ValueError):
                 found = False
             print(f"  {name:15s} {spec}" + ("" if found else "   (not available: module not found)"))
-        from hss_gym.benchmarks.problems import get_problem, list_problems
+        from hss_gym.benchmarks.problems import MODEL_PROBLEMS, get_problem, list_problems
         for prob in list_problems():
             if prob != "hss":
-                print(f"  {prob} problem: {', '.join(get_problem(prob).policies())}")
+                models = ("; a trained model: sb3:PATH.zip, torch:PATH.pt, rllib:DIR" if prob in MODEL_PROBLEMS
+                          else "")
+                print(f"  {prob} problem: {', '.join(get_problem(prob).policies())}{models}")
     if what in ("all", "problems"):
         from hss_gym.benchmarks.problems import get_problem, list_problems
         print("problems (a suite's \"problem\"):")

@@ -95,8 +95,36 @@ POLICIES: dict[str, str] = {
 }
 
 
+class ModelControl(ControlPolicy):
+    """A network trained on ``hss/LQoCo-v0`` (``"sb3:PATH.zip"``, ``"torch:PATH.pt"``,
+    ``"rllib:DIR"``) playing its greedy action (one of the five adjustments) every period, in NumPy
+    (:class:`hss_gym.agents.models.ProblemModel`): the action ``model.predict(obs,
+    deterministic=True)`` takes. ``env_options``: its card's (``observation``, ``magnitudes``, the
+    state bins), applied by the problem's run; ``provenance``: the file and its sha256."""
+
+    def __init__(self, spec: str) -> None:
+        from hss_gym.agents.models import ProblemModel
+        self.model = ProblemModel(spec, "hss/LQoCo-v0")
+        self.name = spec  # type: ignore[misc]
+        self.env_options = self.model.env_options  # type: ignore[misc]
+        self.provenance = self.model.provenance
+
+    def reset(self, env: gym.Env, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.model.attach(self.env)
+
+    def act(self, observations: Any, infos: dict[str, Any]) -> int:
+        return self.model(observations)
+
+
 def make_policy(spec: str, **kwargs: Any) -> ControlPolicy:
-    """A policy by registered name or ``"module:factory"``."""
+    """A policy by registered name or ``"module:factory"``, or a trained model of ``hss/LQoCo-v0``:
+    ``"sb3:PATH.zip"``, ``"torch:PATH.pt"``, ``"rllib:DIR"`` (:class:`ModelControl`)."""
+    from hss_gym.agents.models import model_format
+    if model_format(spec):
+        if kwargs:
+            raise ValueError(f"policy {spec!r}: a trained model takes no options, got {sorted(kwargs)}")
+        return ModelControl(spec)
     if ":" not in spec and spec not in POLICIES:
         near = difflib.get_close_matches(spec, POLICIES, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""

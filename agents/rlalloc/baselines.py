@@ -162,6 +162,28 @@ class DemandPolicy(AllocPolicy):
         return int(np.argmax(s))
 
 
+class ModelAllocPolicy(AllocPolicy):
+    """A network trained on ``hss/RLAlloc-v0`` (``"sb3:PATH.zip"``, ``"torch:PATH.pt"``,
+    ``"rllib:DIR"``) playing its greedy action every period, in NumPy
+    (:class:`hss_gym.agents.models.ProblemModel`): the action ``model.predict(obs,
+    deterministic=True)`` takes. ``env_options``: its card's (``action_mode``, ``demand_periods``),
+    applied by the problem's run; ``provenance``: the file and its sha256, recorded with the run."""
+
+    def __init__(self, spec: str) -> None:
+        from hss_gym.agents.models import ProblemModel
+        self.model = ProblemModel(spec, "hss/RLAlloc-v0")
+        self.name = spec  # type: ignore[misc]
+        self.env_options = self.model.env_options
+        self.provenance = self.model.provenance
+
+    def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
+        super().reset(env, seed)
+        self.model.attach(getattr(env, "unwrapped", env))
+
+    def act(self, observations: np.ndarray, infos: dict[str, Any]) -> Any:
+        return self.model(observations)
+
+
 def run_episode(policy: AllocPolicy, env: RLAllocEnv, seed: int = 0,
                 on_step: Callable[[float, dict[str, Any]], None] | None = None) -> EpisodeResult:
     """Play one episode of ``env`` (reset with ``seed``) with ``policy``: ``policy.reset``, then

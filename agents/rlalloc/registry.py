@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from hss_gym.agents.models import model_format
 from hss_gym.agents.rlalloc.baselines import (AllocPolicy, DemandPolicy, DynamicPolicy,
-                                              RandomPolicy, StaticPolicy)
+                                              ModelAllocPolicy, RandomPolicy, StaticPolicy)
 
 
 POLICIES: dict[str, Callable[[], AllocPolicy]] = {
@@ -20,10 +21,17 @@ POLICIES: dict[str, Callable[[], AllocPolicy]] = {
 
 
 def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
-    """A new policy by name: static, dynamic, random, or rlalloc_dqn (needs PyTorch)."""
+    """A new policy by name: static, dynamic, random, demand, or rlalloc_dqn (needs PyTorch); or a
+    trained model of ``hss/RLAlloc-v0``, ``"sb3:PATH.zip"``, ``"torch:PATH.pt"`` or ``"rllib:DIR"``
+    (:class:`~.baselines.ModelAllocPolicy`)."""
+    if model_format(name):
+        if kwargs:
+            raise ValueError(f"policy {name!r}: a trained model takes no options, got {sorted(kwargs)}")
+        return ModelAllocPolicy(name)
     if name == "rlalloc_dqn":
         from hss_gym.agents.rlalloc.dqn import DQNPolicy
         return DQNPolicy(**kwargs)
     if name not in POLICIES:
-        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}")
+        raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}, or a "
+                         f"trained model: sb3:PATH.zip, torch:PATH.pt, rllib:DIR")
     return POLICIES[name](**kwargs)

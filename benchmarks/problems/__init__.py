@@ -22,6 +22,9 @@ from typing import Any, Callable, Sequence
 
 #: the problem of suites that do not name one (the Harmonia/Sibyl HSS problem)
 DEFAULT_PROBLEM = "hss"
+#: the problems whose policies include a trained model's file (``"sb3:PATH.zip"``, ``"torch:PATH.pt"``,
+#: ``"rllib:DIR"``; :mod:`hss_gym.agents.models`)
+MODEL_PROBLEMS = ("hss", "rlalloc", "lqoco")
 
 
 @dataclass(frozen=True)
@@ -154,8 +157,13 @@ class Problem:
         specs are not imported here: one that fails to import is a failed run, recorded."""
         names = list(self.policies())
         fmt, _, path = spec.partition(":")
-        if self.name == "hss" and fmt in ("sb3", "torch") and not os.path.isfile(path):
-            raise ValueError(f"policy {spec!r}: model file {path} not found")
+        if fmt in ("sb3", "torch", "rllib") and self.name in MODEL_PROBLEMS:
+            if not (os.path.isdir(path) if fmt == "rllib" else os.path.isfile(path)):
+                raise ValueError(f"policy {spec!r}: {'checkpoint folder' if fmt == 'rllib' else 'model file'} "
+                                 f"{path} not found")
+        elif fmt in ("sb3", "torch", "rllib") and self.name == "fleetio":
+            raise ValueError(f"policy {spec!r}: the fleetio problem plays no trained model file (the hss, rlalloc "
+                             f"and lqoco problems do)")
         if ":" in spec or spec in names:
             return
         near = difflib.get_close_matches(spec, names, n=1)

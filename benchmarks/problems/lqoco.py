@@ -1,7 +1,9 @@
 """The L-QoCo problem for the leaderboard harness (SPEC §13/§14): cache-overload control.
 
 One job = one fresh policy, one episode of ``hss/LQoCo-v0`` (learners start from an empty Q table,
-as the paper does for each workload). Suites: ``benchmarks/suites/lqoco-v1.json`` (Table 5's 21
+as the paper does for each workload). A network trained on the env, ``sb3:PATH.zip``
+(``torch:PATH.pt``, ``rllib:DIR``), plays greedily with its card's env options; its file's sha256
+is recorded (``provenance.model``). Suites: ``benchmarks/suites/lqoco-v1.json`` (Table 5's 21
 cases on their platform, and §4.3's adaptability sequence). The paper's Table 5 / §4.2-4.3 claims
 (``benchmarks/published/lqoco.json``, with Table 5's numbers) are judged by
 :mod:`hss_gym.benchmarks.claims`; :func:`table5_markdown` puts Table 5 beside ours, case by case.
@@ -48,13 +50,17 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     h = out.history
     full = h["full_s"]
     slot = max(1, len(full) // 10)  # Fig. 4: cache-full seconds in each tenth of the episode
+    prov = {"env": "hss/LQoCo-v0", "cache": repr(env.cache_spec),
+            "tier": repr(env.tier_spec), "tier_profile": env.tier.profile.name,
+            "phases": [[t, w] for t, w in env.phase_marks()], "env_options": opts,
+            "q_table_kb": q / 1024 if q is not None else None}
+    model = getattr(policy, "provenance", None)  # a trained model's file and sha256 (hss_gym.agents.models)
+    if model:
+        prov["model"] = dict(model)
     return {"metrics": metrics, "steps": out.steps,
             # (decision time varies run to run, and validate compares metrics and provenance:
             # it is measured by benchmarks/perf/bench_lqoco.py instead)
-            "provenance": {"env": "hss/LQoCo-v0", "cache": repr(env.cache_spec),
-                           "tier": repr(env.tier_spec), "tier_profile": env.tier.profile.name,
-                           "phases": [[t, w] for t, w in env.phase_marks()], "env_options": opts,
-                           "q_table_kb": q / 1024 if q is not None else None},
+            "provenance": prov,
             "curves": {"watermark": h["W"][::CURVE_EVERY],
                        "throughput_mbps": h["throughput_mbps"][::CURVE_EVERY],
                        "full_s_per_tenth": [sum(full[i:i + slot]) for i in range(0, slot * 10, slot)]},

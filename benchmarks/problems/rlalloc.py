@@ -6,7 +6,9 @@ Workloads: ``table1`` (the paper's 8-stream mix of Table I, one stream per MSR t
 ``hss/RLAlloc-v0`` (``episode_periods``, ``intensity``, ``period_us``, ...). Policies: Static,
 Dynamic, Random, Demand (hand-written chip moves, not from the paper) and the reference DQN
 (``rlalloc_dqn``: shipped weights for ``table1``, in-run offline pre-training on a training seed
-for the sweep, online learning in both).
+for the sweep, online learning in both); and a network trained on ``hss/RLAlloc-v0``,
+``sb3:PATH.zip`` (``torch:PATH.pt``, ``rllib:DIR``), played greedily with its card's env options,
+its file's sha256 recorded (``provenance.model``).
 
 Claims (the paper's §IV numbers, ``published/rlalloc.json``) are judged by
 :mod:`hss_gym.benchmarks.claims`, each by the rule in its row: a gap agrees from half to double
@@ -66,17 +68,23 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
     check_config(job["config"])
     options = dict(job.get("options") or {})
-    env = RLAllocEnv(**env_kwargs(job["workload"], options))
+    kwargs = env_kwargs(job["workload"], options)
     pkw: dict[str, Any] = {}
     if job["policy"] == "rlalloc_dqn":
         for k in POLICY_OPTIONS & set(options):
             pkw[k[4:]] = options[k]
     policy = make_policy(job["policy"], **pkw)
+    model_options = dict(getattr(policy, "env_options", None) or {})  # a trained model's card
+    env = RLAllocEnv(**{**kwargs, **model_options})
     out = run_episode(policy, env, int(job["seed"]))
     metrics, rewards = out.metrics, out.curves["reward"]
     prov = env.provenance()
     if job["policy"] == "rlalloc_dqn":
         prov["pretrained_from"] = policy.pretrained_from
+    model = getattr(policy, "provenance", None)  # a trained model's file and sha256 (hss_gym.agents.models)
+    if model:
+        prov["model"] = dict(model)
+        prov["env_options"] = model_options
     env.close()
     metrics = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in metrics.items()}
     metrics["mean_reward"] = float(np.mean(rewards)) if rewards else None
