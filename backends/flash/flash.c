@@ -114,6 +114,7 @@ typedef struct {
     int32_t s_active[FL_MAX_PLANES];
     int64_t s_remaining, s_done_at;
     fifo_t q[N_Q];
+    uint32_t qmask;                /* bit q set when q[q] is not empty (channel_kick skips idle chips) */
     int64_t gc_ops, valid_pages, free_blocks;
 } unit_t;
 
@@ -173,6 +174,7 @@ struct fl_sim {
     /* timing */
     int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
     double xfer_ns_per_byte;
+    int64_t *xfer_sect;            /* xfer time of k 512-byte sectors, k = 0..page_size / 512 */
     /* FTL state */
     uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
     uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
@@ -194,6 +196,7 @@ struct fl_sim {
     int32_t rq_cap, rq_free;
     ev_t *heap;
     size_t heap_n, heap_cap;
+    int top_taken;                 /* heap[0] is the event being handled (see ev_push) */
     uint64_t seq;
     int64_t now;
     /* channels touched while admitting a request: kicked once all its transactions are queued */
@@ -303,7 +306,12 @@ static inline int channel_of_unit(const fl_sim *s, uint32_t u) { return (int)(u 
 static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((pl / (uint32_t)s->P) % (uint32_t)s->D); }
 static inline int plane_in_die(const fl_sim *s, uint32_t pl) { return (int)(pl % (uint32_t)s->P); }
 
-static int64_t xfer_ns(const fl_sim *s, uint32_t bytes) { return (int64_t)llround(bytes * s->xfer_ns_per_byte); }
+/* transfer times of whole sectors come from a table (the same llround, computed once) */
+static inline int64_t xfer_ns(const fl_sim *s, uint32_t bytes)
+{
+    if (!(bytes & 511u) && bytes <= (uint32_t)s->c.page_size) return s->xfer_sect[bytes >> 9];
+    return (int64_t)llround(bytes * s->xfer_ns_per_byte);
+}
 
 static void fifo_push(fl_sim *s, fifo_t *f, int32_t i)
 {
@@ -360,16 +368,38 @@ static int32_t rq_alloc(fl_sim *s)
 
 /* ------------------------------------------------------------------ event heap */
 
-static int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+/* Keys (t, seq) are unique, so any correct priority queue pops events in the same order. The
+ * event being handled stays at the root (top_taken) until the handler pushes its first event,
+ * which replaces it with one sift-down (instead of a pop's sift-down and a push's sift-up). */
+static inline int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+
+/* e into the hole at i of a heap of n events (a sift-down) */
+static inline void ev_sift_down(ev_t *h, size_t n, size_t i, ev_t e)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m;
+        if (l >= n) break;
+        m = l + 1 < n && ev_less(&h[l + 1], &h[l]) ? l + 1 : l;
+        if (!ev_less(&h[m], &e)) break;
+        h[i] = h[m];
+        i = m;
+    }
+    h[i] = e;
+}
 
 static void ev_push(fl_sim *s, int64_t t, int type, int arg)
 {
+    ev_t e = {t, s->seq++, type, arg};
+    if (s->top_taken) {
+        s->top_taken = 0;
+        ev_sift_down(s->heap, s->heap_n, 0, e);
+        return;
+    }
     if (s->heap_n == s->heap_cap) {
         s->heap_cap = s->heap_cap ? 2 * s->heap_cap : 1024;
         s->heap = realloc(s->heap, s->heap_cap * sizeof(ev_t));
         if (!s->heap) { fprintf(stderr, "flash: out of memory\n"); abort(); }
     }
-    ev_t e = {t, s->seq++, type, arg};
     size_t i = s->heap_n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
@@ -380,21 +410,13 @@ static void ev_push(fl_sim *s, int64_t t, int type, int arg)
     s->heap[i] = e;
 }
 
-static ev_t ev_pop(fl_sim *s)
+/* Remove the root if it was taken and nothing replaced it. */
+static inline void ev_settle(fl_sim *s)
 {
-    ev_t top = s->heap[0], last = s->heap[--s->heap_n];
-    size_t i = 0, n = s->heap_n;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        const ev_t *best = &last;
-        if (l < n && ev_less(&s->heap[l], best)) { m = l; best = &s->heap[l]; }
-        if (r < n && ev_less(&s->heap[r], best)) { m = r; }
-        if (m == i) break;
-        s->heap[i] = s->heap[m];
-        i = m;
-    }
-    if (n) s->heap[i] = last;
-    return top;
+    if (!s->top_taken) return;
+    s->top_taken = 0;
+    size_t n = --s->heap_n;
+    if (n) ev_sift_down(s->heap, n, 0, s->heap[n]);
 }
 
 /* ------------------------------------------------------------------ construction */
@@ -499,7 +521,11 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
     s->dirty = calloc((size_t)cfg->n_channels, 1);
     s->dirty_list = calloc((size_t)cfg->n_channels, sizeof(int32_t));
-    if (!s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
+    s->xfer_sect = malloc(((size_t)cfg->page_size / 512 + 1) * sizeof(int64_t));
+    if (s->xfer_sect)
+        for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
+            s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
+    if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
         || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
@@ -515,6 +541,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     for (int u = 0; u < s->n_units; u++) {
         unit_t *un = &s->units[u];
         for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
+        un->qmask = 0;
         un->free_blocks = (int64_t)s->D * s->P * s->B;
     }
     for (int c = 0; c < cfg->n_channels; c++) {
@@ -550,7 +577,7 @@ void fl_free(fl_sim *s)
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
-    free(s->lat); free(s->dev_lat); free(s->lat_stream);
+    free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);
     cache_free(s);
     free(s);
 }
@@ -695,6 +722,7 @@ static void enqueue_tx(fl_sim *s, int32_t t, int q)
         un->gc_ops++;
     }
     fifo_push(s, &un->q[q], t);
+    un->qmask |= 1u << q;
     mark_dirty(s, channel_of_unit(s, u));
     if (!s->batching) flush_dirty(s);
 }
@@ -760,6 +788,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             }
             i = nx;
         }
+        if (f->head < 0) un->qmask &= ~(1u << qs[k]);
     }
     /* the chip operation of each transaction kind */
     static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
@@ -792,18 +821,18 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     bus_start(s, channel_of_unit(s, u), PH_CMD, (int32_t)u, -1, dur);
 }
 
-static int user_queue(const unit_t *un, int base)
+/* The highest non-empty queue of base..base + FL_PRIO - 1 (the highest priority), -1 none. */
+static inline int user_queue(const unit_t *un, int base)
 {
-    for (int p = FL_PRIO - 1; p >= 0; p--)
-        if (un->q[base + p].head >= 0) return base + p;
-    return -1;
+    uint32_t m = (un->qmask >> base) & ((1u << FL_PRIO) - 1);
+    return m ? base + 31 - __builtin_clz(m) : -1;
 }
 
-static int next_user_queue(const unit_t *un, int base, int after)
+/* The highest non-empty queue of base..after - 1, -1 none. */
+static inline int next_user_queue(const unit_t *un, int base, int after)
 {
-    for (int p = after - base - 1; p >= 0; p--)
-        if (un->q[base + p].head >= 0) return base + p;
-    return -1;
+    uint32_t m = (un->qmask >> base) & ((1u << (after - base)) - 1);
+    return m ? base + 31 - __builtin_clz(m) : -1;
 }
 
 /* A busy chip (MQSim's TSU does not skip them): a read may be issued when the chip is in the array
@@ -857,11 +886,14 @@ static void channel_kick(fl_sim *s, int c)
     int32_t t = fifo_pop(s, &ch->wait_user);
     if (t < 0) t = fifo_pop(s, &ch->wait_gc);
     if (t >= 0) { start_dataout(s, c, t); return; }
+    /* chips in round-robin order from ch->rr; one with empty queues cannot issue (service_chip
+     * would do nothing), so only its turn passes */
     int W = s->c.chips_per_channel;
+    unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {
-        uint32_t u = (uint32_t)(c * W + ch->rr);
-        service_chip(s, u);
-        ch->rr = (ch->rr + 1) % W;
+        int k = ch->rr;
+        if (un0[k].qmask) service_chip(s, (uint32_t)(c * W + k));
+        ch->rr = k + 1 == W ? 0 : k + 1;
         if (ch->busy) break;
     }
 }
@@ -1800,8 +1832,11 @@ static void on_array_done(fl_sim *s, uint32_t u)
 void fl_run_until(fl_sim *s, double t_us)
 {
     int64_t T = (int64_t)llround(t_us * 1000.0);
-    while (s->heap_n && s->heap[0].t <= T) {
-        ev_t e = ev_pop(s);
+    for (;;) {
+        ev_settle(s);
+        if (!s->heap_n || s->heap[0].t > T) break;
+        ev_t e = s->heap[0];
+        s->top_taken = 1;
         s->now = e.t;
         switch (e.type) {
         case EV_ARRIVE:
