@@ -35,7 +35,7 @@ for ext in ("hss_gym.backends._core", "hss_gym.backends._lqoco", "hss_gym.worklo
 from hss_gym import fleetio_v1, lqoco_v0, rlalloc_v0
 from hss_gym.agents import make_env, make_policy, run_episode
 from hss_gym.agents.pretrain import shipped_weights
-from hss_gym.backends.flash.profile import load_profile as flash_profile
+from hss_gym.backends.flash import load_profile as flash_profile
 from hss_gym.backends.sim import load_profile
 from hss_gym.benchmarks.suites import list_suites, load_suite
 
