@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import hss_gym  # noqa: F401  (registers the envs)
+from _envs import random_observations
 from _extras import requires
 from hss_gym.agents import make_policy, save_model_card
 
@@ -27,19 +28,6 @@ pytestmark = requires("torch", "stable_baselines3")
 
 RLALLOC = {"n_streams": 2, "episode_periods": 40}  # stg0-x2's streams: the sweep track's first workload
 LQOCO_PERIODS = 80
-
-
-def episode_observations(env: gym.Env, n: int = 200) -> list[Any]:
-    """Observations of an episode's first ``n`` periods, acting at random."""
-    rng = np.random.default_rng(0)
-    obs, _ = env.reset(seed=0)
-    out = []
-    for _ in range(n):
-        out.append(obs)
-        obs, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
-        if term or trunc:
-            break
-    return out
 
 
 def trained(algo: str, env: gym.Env, path: Path, steps: int) -> Any:
@@ -52,7 +40,7 @@ def trained(algo: str, env: gym.Env, path: Path, steps: int) -> Any:
     extra = {"n_steps": 64, "batch_size": 64} if algo == "ppo" else {"learning_starts": 32}
     model = {"ppo": sb3.PPO, "dqn": sb3.DQN}[algo]("MlpPolicy", env, device="cpu", seed=0, **extra)
     model.learn(steps)
-    sample = episode_observations(env)
+    sample = random_observations(env, 200)
     greedy = lambda o: int(model.predict(o, deterministic=True)[0])  # noqa: E731
     if len({greedy(o) for o in sample}) < 2:
         widen(model.policy, greedy, sample)
@@ -155,7 +143,7 @@ def test_torch_state_dict_plays_in_rlalloc(tmp_path: Path) -> None:
         with torch.no_grad():
             return int(seq(torch.as_tensor(obs)[None]).argmax())
 
-    widen(seq, greedy, episode_observations(env))
+    widen(seq, greedy, random_observations(env, 200))
     holder = nn.Module()
     holder.add_module("network", seq)
     torch.save(holder.state_dict(), tmp_path / "q.pt")

@@ -21,25 +21,13 @@ import numpy as np
 import pytest
 
 import hss_gym  # noqa: F401  (registers the envs)
+from _envs import random_observations
 from _extras import requires
 from hss_gym.agents import make_env, make_policy, run_episode, save_model_card
 
 N = 1_500
 pytestmark = [requires("torch", "stable_baselines3"),
               pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")]
-
-
-def sample_observations(env: gym.Env, n: int = 300) -> list[np.ndarray]:
-    """Observations of the first ``n`` decisions, placing at random."""
-    rng = np.random.default_rng(0)
-    obs, _ = env.reset(seed=0)
-    out = []
-    for _ in range(n):
-        out.append(obs)
-        obs, _, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
-        if term or trunc:
-            break
-    return out
 
 
 def widen(module: Any, greedy: Callable[[np.ndarray], int], observations: list[np.ndarray]) -> None:
@@ -64,7 +52,7 @@ def sb3_model(algo: str, env: gym.Env, path: Path, **kwargs: Any) -> Any:
     cls = {"ppo": sb3.PPO, "dqn": sb3.DQN, "a2c": sb3.A2C}[algo]
     extra = {"n_steps": 64, "batch_size": 64} if algo == "ppo" else {"learning_starts": 10} if algo == "dqn" else {}
     model = cls("MlpPolicy", env, device="cpu", seed=0, **extra, **kwargs)
-    widen(model.policy, lambda o: int(model.predict(o, deterministic=True)[0]), sample_observations(env))
+    widen(model.policy, lambda o: int(model.predict(o, deterministic=True)[0]), random_observations(env, 300))
     model.save(path)
     return model
 
@@ -151,7 +139,7 @@ def test_torch_state_dict_and_torchscript(tmp_path: Path) -> None:
         "dqn.pt": ("network", nn.Sequential(nn.Linear(6, 32), nn.ReLU(), nn.Linear(32, 2))),
         "ppo.pt": ("actor", nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 2))),
     }
-    sample = sample_observations(env)
+    sample = random_observations(env, 300)
     for name, (prefix, seq) in nets.items():
 
         def greedy(obs: np.ndarray, seq: nn.Module = seq) -> int:

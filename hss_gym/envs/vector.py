@@ -157,10 +157,30 @@ class _Batch:
 
 
 class _Threaded:
-    """The ``threads`` setting of a vector env over a :class:`_Batch` (``_batch``, ``num_envs``)."""
+    """What the vector envs over a :class:`_Batch` share: the ``threads`` setting and the step of
+    the batch with its autoresets."""
 
     _batch: _Batch
+    _autoreset: np.ndarray
     num_envs: int
+    _reset_env: Callable[..., None]
+    _add_info: Callable[..., dict[str, Any]]
+
+    def _advance(self) -> dict[str, Any]:
+        """Step the batch (the envs whose episode ended last step are reset instead: next-step
+        autoreset) and return the infos of the envs whose episode ends now."""
+        b = self._batch
+        b.skip[:] = self._autoreset
+        b.core.step()
+        infos: dict[str, Any] = {}
+        if self._autoreset.any():
+            for k in np.flatnonzero(self._autoreset):
+                self._reset_env(int(k))
+        if b.trunc.any():
+            for k in np.flatnonzero(b.trunc):
+                infos = b.ended(int(k), infos, self._add_info)
+        self._autoreset[:] = b.trunc
+        return infos
 
     @property
     def threads(self) -> int:
@@ -224,16 +244,7 @@ class _SingleVectorEnv(_Threaded, VectorEnv):
             raise RuntimeError(f"{type(self).__name__}: step() called after close()")
         b = self._batch
         self._act[:] = _check_actions(actions, self.num_envs, b.n_dev, "actions")
-        b.skip[:] = self._autoreset
-        b.core.step()
-        infos: dict[str, Any] = {}
-        if self._autoreset.any():
-            for k in np.flatnonzero(self._autoreset):
-                self._reset_env(int(k))
-        if b.trunc.any():
-            for k in np.flatnonzero(b.trunc):
-                infos = b.ended(int(k), infos, self._add_info)
-        self._autoreset[:] = b.trunc
+        infos = self._advance()
         if self.copy:
             return self._obs.copy(), self._rew.copy(), b.term.copy(), b.trunc.copy(), infos
         return self._obs, self._rew, b.term, b.trunc, infos
@@ -342,16 +353,7 @@ class ParallelVectorEnv(_Threaded):
         b = self._batch
         b.act_p[:] = _check_actions(actions["placement"], self.num_envs, b.n_dev, "actions['placement']")
         b.act_m[:] = _check_actions(actions["migration"], self.num_envs, b.n_dev, "actions['migration']", low=-1)
-        b.skip[:] = self._autoreset
-        b.core.step()
-        infos: dict[str, Any] = {}
-        if self._autoreset.any():
-            for k in np.flatnonzero(self._autoreset):
-                self._reset_env(int(k))
-        if b.trunc.any():
-            for k in np.flatnonzero(b.trunc):
-                infos = b.ended(int(k), infos, self._add_info)
-        self._autoreset[:] = b.trunc
+        infos = self._advance()
         obs, rew, term, trunc, acting = self._out()
         for a in AGENTS:
             infos[a] = {"acting": acting[a]}
