@@ -43,8 +43,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reward", default="ratio", choices=("ratio", "latency"),
                    help="the env's reward: Harmonia's L_ref / latency, or minus the latency over L_ref (docs/hss.md)")
     p.add_argument("--n-requests", type=int, default=2_000, help="requests per episode (trace length)")
-    p.add_argument("--seed", type=int, default=0, help="training seed (the first training episode's; each reset after it draws a new one)")
-    p.add_argument("--eval-seed", type=int, default=1_000, help="held-out trace seed for evaluation")
+    p.add_argument("--seed", type=int, default=1_000, help="training seed (the first training episode's; each reset after it "
+                   "draws a new one); the package's training split starts at 1000 (docs/workloads.md)")
+    p.add_argument("--eval-seed", type=int, default=0, help="held-out trace seed for evaluation (the leaderboards "
+                   "evaluate seeds 0-2)")
     p.add_argument("--threads", type=int, default=1,
                    help="PyTorch intra-op threads (torch.set_num_threads): 1 suits these small networks, "
                         "PyTorch's default (all cores) is 14-20x slower on a busy 2-core machine")

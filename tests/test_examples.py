@@ -36,7 +36,7 @@ def test_sb3_placement_tiny_budget(tmp_path):
     # the saved model plays on the leaderboard's env: its held-out episode again, same latency
     policy = make_policy(f"sb3:{tmp_path / 'ppo.zip'}")
     assert (tmp_path / "ppo.zip.json").is_file()
-    res = run_episode(policy, make_env(policy, "cost_opt", "lun0", n_requests=300), seed=1_000)
+    res = run_episode(policy, make_env(policy, "cost_opt", "lun0", n_requests=300), seed=0)  # --eval-seed
     assert res.metrics.mean_latency_us == out["results"]["trained"]["mean_latency_us"]
     res = out["results"]
     assert set(res) == {"trained", "untrained", "random", "always_fast", "always_slow"}
