@@ -632,6 +632,17 @@ HUGE = 16 << 40  # a 16 TiB write
 TIB = 1 << 40  # a 1 TiB write: within perf_opt's capacity
 
 
+
+def _refused_by_replay_and_env(trace: Trace, path: Path, message: str) -> None:
+    """Replay (with the policies whose configurations differ: Fast-Only's ideal one too) and the
+    env's reset refuse the trace, with ``message``."""
+    for policy in ("lru", "fast_only", "slow_only"):
+        with pytest.raises(ValueError, match=message):
+            replay(trace, "perf_opt", policy=policy)
+    env = hss_gym.parallel_env("perf_opt", workload=str(path))
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=0)
+
 def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> None:
     """A request larger than the configuration's total capacity (the bounded devices plus the
     home device's nominal capacity) is refused before any per-page work, with a ValueError
@@ -643,12 +654,7 @@ def test_a_request_larger_than_the_configuration_fails_fast(tmp_path: Path) -> N
     message = rf"file {path}, request 0: {HUGE} bytes \(16384\.0 GiB\) is larger than " \
               rf"configuration perf_opt's total capacity, {cap} bytes"
     start = time.perf_counter()
-    for policy in ("lru", "fast_only", "slow_only"):  # Fast-Only's ideal config too
-        with pytest.raises(ValueError, match=message):
-            replay(trace, "perf_opt", policy=policy)
-    env = hss_gym.parallel_env("perf_opt", workload=str(path))
-    with pytest.raises(ValueError, match=message):
-        env.reset(seed=0)
+    _refused_by_replay_and_env(trace, path, message)
     hss = HSS("perf_opt", footprint_pages=trace.footprint_pages())
     with pytest.raises(ValueError, match=rf"request at offset 0: {HUGE} bytes .* larger than"):
         hss.begin(0.0, WRITE, 0, HUGE)
@@ -672,12 +678,7 @@ def test_a_request_touching_too_many_pages_is_refused_before_any_work(tmp_path: 
     limit = rf"touch {TIB // 4096} pages, more than the {MAX_REQUEST_PAGES} \(1 GiB\) one request may touch"
     message = rf"file {path}, request 1: {TIB} bytes at offset 4096 \(1024\.0 GiB\) {limit}"
     start = time.perf_counter()
-    for policy in ("lru", "fast_only", "slow_only"):
-        with pytest.raises(ValueError, match=message):
-            replay(trace, "perf_opt", policy=policy)
-    env = hss_gym.parallel_env("perf_opt", workload=str(path))
-    with pytest.raises(ValueError, match=message):
-        env.reset(seed=0)
+    _refused_by_replay_and_env(trace, path, message)
     hss = HSS("perf_opt", footprint_pages=trace.footprint_pages())
     with pytest.raises(ValueError, match=rf"request: {TIB} bytes at offset 4096 .* {limit}"):
         hss.begin(0.0, WRITE, 4096, TIB)

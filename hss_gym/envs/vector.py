@@ -162,9 +162,24 @@ class _Threaded:
 
     _batch: _Batch
     _autoreset: np.ndarray
+    _started: bool
     num_envs: int
     _reset_env: Callable[..., None]
     _add_info: Callable[..., dict[str, Any]]
+
+    def _reset_envs(self, seed: "int | list[int | None] | None", options: dict[str, Any] | None) -> np.ndarray:
+        """Reset the envs ``options["reset_mask"]`` names (all without one) with their seeds;
+        returns the mask. The caller zeroes their rewards."""
+        seeds = _seeds(seed, self.num_envs)
+        mask, options = _reset_mask(options, self.num_envs)
+        if mask is None:
+            mask = np.ones(self.num_envs, np.bool_)
+        for k in np.flatnonzero(mask):
+            self._reset_env(int(k), seeds[k], options)
+        self._batch.trunc[mask] = False
+        self._autoreset[mask] = False
+        self._started = True
+        return mask
 
     def _advance(self) -> dict[str, Any]:
         """Step the batch (the envs whose episode ended last step are reset instead: next-step
@@ -225,16 +240,8 @@ class _SingleVectorEnv(_Threaded, VectorEnv):
     def reset(self, *, seed: "int | list[int | None] | None" = None, options: dict[str, Any] | None = None):
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
             super().reset(seed=int(seed))
-        seeds = _seeds(seed, self.num_envs)
-        mask, options = _reset_mask(options, self.num_envs)
-        if mask is None:
-            mask = np.ones(self.num_envs, np.bool_)
-        for k in np.flatnonzero(mask):
-            self._reset_env(int(k), seeds[k], options)
-        self._batch.trunc[mask] = False
+        mask = self._reset_envs(seed, options)
         self._rew[mask] = 0.0
-        self._autoreset[mask] = False
-        self._started = True
         return (self._obs.copy() if self.copy else self._obs), {}
 
     def step(self, actions: Any):
@@ -328,17 +335,8 @@ class ParallelVectorEnv(_Threaded):
                 {"placement": c(b.acting_p), "migration": c(b.acting_m)})
 
     def reset(self, seed: "int | list[int | None] | None" = None, options: dict[str, Any] | None = None):
-        seeds = _seeds(seed, self.num_envs)
-        mask, options = _reset_mask(options, self.num_envs)
-        if mask is None:
-            mask = np.ones(self.num_envs, np.bool_)
-        for k in np.flatnonzero(mask):
-            self._reset_env(int(k), seeds[k], options)
-        b = self._batch
-        b.trunc[mask] = False
-        b.rew_p[mask] = b.rew_m[mask] = 0.0
-        self._autoreset[mask] = False
-        self._started = True
+        mask = self._reset_envs(seed, options)
+        self._batch.rew_p[mask] = self._batch.rew_m[mask] = 0.0
         obs, _, _, _, acting = self._out()
         return obs, {a: {"acting": acting[a]} for a in AGENTS}
 
