@@ -67,10 +67,11 @@ test-slow: $(SO_STAMP)
 	test $$ra -eq 0 && test $$rb -eq 0
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
-## model), the batched env step of the vector envs, the real-device engine, the C51 agents'
-## kernel, the flash SSD model and the L-QoCo simulator.
-test-asan: build/test_core_asan build/test_vec_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan build/test_lqoco_asan
+## model), the env (features, one env's step), the batched env step of the vector envs, the
+## real-device engine, the C51 agents' kernel, the flash SSD model and the L-QoCo simulator.
+test-asan: build/test_core_asan build/test_env_asan build/test_vec_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan build/test_lqoco_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_env_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_vec_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_uring_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_c51_asan
@@ -82,11 +83,18 @@ build/test_core_asan: tests/c/test_core.c $(CSRC)
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ibackends/core -Ibackends tests/c/test_core.c backends/core/hss.c backends/simdev.c -lm -o $@
 
+# The env: the feature table, the features, one env's step (latencies, stays, the FIFO of moves).
+build/test_env_asan: tests/c/test_env.c $(CSRC)
+	mkdir -p build
+	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -Ibackends/core -Ibackends tests/c/test_env.c backends/core/env.c backends/core/hss.c backends/simdev.c -lm -o $@
+
 # The batched env step (vector envs): three modes, one thread against three, autoresets.
 build/test_vec_asan: tests/c/test_vec.c $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -pthread -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ibackends/core -Ibackends tests/c/test_vec.c backends/core/vec.c backends/core/hss.c backends/simdev.c -lm -o $@
+	  -Ibackends/core -Ibackends tests/c/test_vec.c backends/core/vec.c backends/core/env.c backends/core/hss.c \
+	  backends/simdev.c -lm -o $@
 
 # The real-device engine (io_uring + psync) driven by the core's I/O log; Linux only.
 build/test_uring_asan: tests/c/test_uring.c backends/uring/engine.c backends/uring/engine.h $(CSRC)

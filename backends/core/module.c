@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hss.h"
+#include "env.h"
 #include "simdev.h"
 #include "vec.h"
 
@@ -222,8 +223,8 @@ typedef struct {
     hss h;
     int ready;
     SimDevicesObject *devices; /* strong reference: h.dev points into it */
-    hss_env e;                 /* env: the migration candidate and the FIFO of queued moves (vec.h) */
-    Py_buffer lat;             /* env: the episode's latencies (float64), written per step */
+    hss_env e;                 /* env: the migration candidate and the FIFO of queued moves (env.h) */
+    Py_buffer lat;             /* env: the episode's latencies (float64), e.lat while held */
     int lat_held;
 } HSSObject;
 
@@ -591,7 +592,7 @@ static int get_obs(PyObject *o, int k, Py_buffer *b, int *raw, const char *name)
 /* Both agents' observation buffers (the same type): 0, or -1 with none held. */
 static int get_obs_pair(HSSObject *self, PyObject *po, PyObject *mo, int flags, Py_buffer *b, int *raw)
 {
-    int k = hss_feature_count(&self->h, flags), raw_m;
+    int k = hss_feature_count(self->h.ndev, flags), raw_m;
     if (get_obs(po, k, &b[0], raw, "obs_p") < 0)
         return -1;
     if (get_obs(mo, k, &b[1], &raw_m, "obs_m") < 0) {
@@ -605,9 +606,8 @@ static int get_obs_pair(HSSObject *self, PyObject *po, PyObject *mo, int flags, 
     return 0;
 }
 
-/* features(page, op, npages, out, sibyl=False): the observation of a page (see
- * hss_gym/envs/features.py for the layout; vec.c computes it) into `out`, float32 scaled to
- * [0, 1] or int64 bins; `sibyl` holds the feature flags (vec.h HSS_FEAT_*). */
+/* features(page, op, npages, out, sibyl=False): the observation of a page (env.c) into `out`,
+ * float32 scaled to [0, 1] or int64 bins; `sibyl` holds the feature flags (env.h HSS_FEAT_*). */
 static PyObject *HSS_features(HSSObject *self, PyObject *args)
 {
     long long page;
@@ -617,7 +617,7 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "LiKO|i", &page, &op, &npages, &out, &sibyl))
         return NULL;
     Py_buffer b;
-    if (get_obs(out, hss_feature_count(&self->h, sibyl), &b, &raw, "out") < 0)
+    if (get_obs(out, hss_feature_count(self->h.ndev, sibyl), &b, &raw, "out") < 0)
         return NULL;
     hss_features_row(&self->h, page, op, npages, sibyl, raw, b.buf);
     PyBuffer_Release(&b);
@@ -625,7 +625,7 @@ static PyObject *HSS_features(HSSObject *self, PyObject *args)
 }
 
 /* env_step(place, move, next, obs_p, obs_m, sibyl, scan, step) — one environment step in one call
- * (vec.h hss_env_step): finish the pending request on `place` (ignored unless it needs a
+ * (env.h hss_env_step): finish the pending request on `place` (ignored unless it needs a
  * placement); if there is a candidate and `move` >= 0 is not the device it was offered on (the
  * agent's "stay": the request just finished may have placed the page elsewhere since), queue its
  * move to `move`; then, if `next` = (t, op, offset, size) is not None, begin it, pick the next
@@ -667,8 +667,6 @@ static PyObject *HSS_env_step(HSSObject *self, PyObject *args)
     bind_release(b, 2);
     if (rc != HSS_OK)
         return raise_rc(rc), NULL;
-    if (self->lat_held && step >= 0 && step < (long long)(self->lat.len / (Py_ssize_t)sizeof(double)))
-        ((double *)self->lat.buf)[step] = o.latency;
     PyObject *ran = Py_None, *steps = PyList_New((Py_ssize_t)o.ran);
     if (!steps)
         return NULL;
@@ -712,12 +710,14 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
         PyBuffer_Release(&self->lat);
         self->lat_held = 0;
     }
+    self->e.lat = NULL, self->e.nlat = 0;
     if (lat != Py_None) {
         if (bind_get_buffer(lat, &self->lat, 1) < 0)
             return NULL;
         self->lat_held = 1;
         if (self->lat.itemsize != 8 || !self->lat.format || strcmp(self->lat.format, "d") != 0)
             return PyErr_Format(PyExc_ValueError, "env_begin: latencies must be a contiguous float64 array");
+        self->e.lat = self->lat.buf, self->e.nlat = (long long)(self->lat.len / (Py_ssize_t)sizeof(double));
     }
     if (off < 0 || size <= 0 || (op != 0 && op != 1))
         return PyErr_Format(PyExc_ValueError, "invalid request: op=%d offset=%lld size=%lld", op, off, size);
@@ -945,9 +945,9 @@ static PyObject *VecEnv_load(VecEnvObject *self, PyObject *args)
     HSSObject *c = (HSSObject *)core;
     if (!c->ready || !c->lat_held || !c->h.cur.active)
         return PyErr_Format(PyExc_ValueError, "slot %d: the HSS has no episode begun (env_begin with latencies)", k);
-    if (hss_feature_count(&c->h, flags) != v->nfeat)
+    if (hss_feature_count(c->h.ndev, flags) != v->nfeat)
         return PyErr_Format(PyExc_ValueError, "slot %d: %d features, the batch has %d", k,
-                            hss_feature_count(&c->h, flags), v->nfeat);
+                            hss_feature_count(c->h.ndev, flags), v->nfeat);
     if (place_dev < 0 || place_dev >= c->h.ndev || reward_n < 1 || reward_x < 1)
         return PyErr_Format(PyExc_ValueError, "slot %d: place_dev must be a device, reward_n and reward_x >= 1", k);
     Py_buffer b[4] = {{0}};
@@ -971,7 +971,6 @@ static PyObject *VecEnv_load(VecEnvObject *self, PyObject *args)
     s->h = &c->h, s->e = &c->e;
     s->t = b[0].buf, s->op = b[1].buf, s->off = b[2].buf, s->size = b[3].buf;
     s->i = i, s->end = end, s->needs = needs;
-    s->lat = c->lat.buf, s->nlat = (long long)(c->lat.len / (Py_ssize_t)sizeof(double));
     s->flags = flags, s->scan = scan, s->place_dev = place_dev;
     s->ref_us = ref_us, s->penalty = penalty, s->reward_n = reward_n, s->reward_x = reward_x;
     hss_vec_slot_clear(s);
@@ -1060,8 +1059,42 @@ static PyTypeObject VecEnvType = {
     .tp_getset = VecEnv_getset,
 };
 
+/* ------------------------------------------------------------------ module */
+
+/* feature_layout(n_devices, flags=0) -> ((name, bins), ...): the observation's features in order
+ * (env.c's table), for `n_devices` devices and the feature flags of HSS.features. */
+static PyObject *core_feature_layout(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    int ndev, flags = 0;
+    if (!PyArg_ParseTuple(args, "i|i", &ndev, &flags))
+        return NULL;
+    if (ndev < 1)
+        return PyErr_Format(PyExc_ValueError, "feature_layout: need at least 1 device, got %d", ndev);
+    int n = hss_feature_count(ndev, flags);
+    hss_feature_desc *f = PyMem_Calloc((size_t)n, sizeof *f);
+    if (!f)
+        return PyErr_NoMemory();
+    hss_feature_layout(ndev, flags, f);
+    PyObject *out = PyTuple_New(n);
+    for (int k = 0; out && k < n; k++) {
+        PyObject *item = Py_BuildValue("(si)", f[k].name, f[k].bins);
+        if (!item)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, k, item);
+    }
+    PyMem_Free(f);
+    return out;
+}
+
+static PyMethodDef core_methods[] = {
+    {"feature_layout", core_feature_layout, METH_VARARGS,
+     "feature_layout(n_devices, flags=0) -> ((name, bins), ...): the observation's features in order"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef coremodule = {
-    PyModuleDef_HEAD_INIT, "_core", "Native HSS core and simulated device model.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_core", "Native HSS core and simulated device model.", -1, core_methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -1072,7 +1105,10 @@ PyMODINIT_FUNC PyInit__core(void)
               || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
               || PyModule_AddIntConstant(m, "MAX_REQUEST_PAGES", (long)HSS_MAX_REQ_PAGES) < 0
               || PyModule_AddIntConstant(m, "MAX_DEVICES", HSS_MAX_DEV) < 0
-              || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0))
+              || PyModule_AddIntConstant(m, "LOG_ENTRY_BYTES", (long)sizeof(hss_log_ent)) < 0
+              || PyModule_AddIntConstant(m, "FEAT_SIBYL", HSS_FEAT_SIBYL) < 0
+              || PyModule_AddIntConstant(m, "FEAT_FITS", HSS_FEAT_FITS) < 0
+              || PyModule_AddIntConstant(m, "FEAT_BINARY", HSS_FEAT_BINARY) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -51,9 +51,10 @@ static int begin(hss_vec *v, env *en, int k, int flags, int scan)
 {
     env *x = &en[k];
     CHECK(hss_reset(&x->h, (uint64_t)k) == HSS_OK, "reset");
-    int nf = hss_feature_count(&x->h, flags);
+    int nf = hss_feature_count(NDEV, flags);
     float row_p[HSS_FEAT_MAX], row_m[HSS_FEAT_MAX];
     CHECK(nf == v->nfeat, "features %d", nf);
+    x->e.lat = x->lat, x->e.nlat = NREQ;
     CHECK(hss_env_begin(&x->h, &x->e, x->t[0], x->op[0], (uint64_t)x->off[0], (uint64_t)x->size[0], scan, flags, 0,
                         row_p, row_m) == HSS_OK, "env_begin");
     size_t w = (size_t)nf * sizeof(float);
@@ -63,7 +64,7 @@ static int begin(hss_vec *v, env *en, int k, int flags, int scan)
         memcpy((char *)v->obs_m + (size_t)k * w, row_m, w);
     hss_vec_slot *s = &v->s[k];
     s->h = &x->h, s->e = &x->e, s->t = x->t, s->op = x->op, s->off = x->off, s->size = x->size;
-    s->i = 0, s->end = NREQ, s->lat = x->lat, s->nlat = NREQ, s->needs = x->h.cur.needs_placement;
+    s->i = 0, s->end = NREQ, s->needs = x->h.cur.needs_placement;
     s->flags = flags, s->scan = scan, s->place_dev = 0, s->ref_us = 10.0, s->penalty = 0.01;
     s->reward_n = 4, s->reward_x = flags ? 3 : 100;
     hss_vec_slot_clear(s);
