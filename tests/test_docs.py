@@ -55,14 +55,14 @@ def _hss_section(title: str) -> str:
 
 def test_hss_observation_tables_match_the_code() -> None:
     """docs/hss.md's feature order and bins are the env's (both feature sets)."""
-    from hss_gym.envs.features import HARMONIA_FEATURES, SIBYL_FEATURES, feature_bins
+    from hss_gym.envs.features import feature_bins, feature_names
     section = _hss_section("Observations")
     rows = [r.split("|") for r in section.splitlines() if re.match(r"^\| \d+ \| \w+ \|", r)]
-    assert [(int(r[1]), r[2].strip()) for r in rows] == list(enumerate(HARMONIA_FEATURES))
+    assert [(int(r[1]), r[2].strip()) for r in rows] == list(enumerate(feature_names(2)))
     for r, bins in zip(rows, feature_bins(2)):
         assert r[4].strip().startswith("N" if r[2].strip() == "curr_dev" else str(bins)), r
     sibyl = next(r for r in section.splitlines() if r.startswith("| feature |"))
-    assert [c.strip() for c in sibyl.split("|")[2:-1]] == list(SIBYL_FEATURES)
+    assert [c.strip() for c in sibyl.split("|")[2:-1]] == list(feature_names(2, "sibyl"))
 
 
 def test_hss_options_and_infos_tables_are_complete() -> None:

@@ -24,7 +24,7 @@ from hss_gym import render
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
                                     env_closed, episode_over, not_reset)
-from hss_gym.envs.features import ROOM_FEATURES, feature_names, observation_space
+from hss_gym.envs.features import ROOM_FEATURES, feature_flags, feature_names, observation_space
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -110,9 +110,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         if room_feature not in ROOM_FEATURES:
             raise ValueError(f"room_feature must be one of {', '.join(map(repr, ROOM_FEATURES))}, got {room_feature!r}")
         self.room_feature = room_feature
-        # the C core's feature flags: bit 0 Sibyl's six features, bit 1 room_feature="fits" or
-        # "binary" (bin 0: the request does not fit), bit 2 "binary" (else sevenths of free space)
-        self._sibyl = int(features == "sibyl") | {"fraction": 0, "fits": 2, "binary": 6}[room_feature]
+        self._sibyl = feature_flags(features, room_feature)  # the C core's feature flags
         self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
         self.render_mode = render_mode
         n = self.cfg.n_devices
@@ -333,7 +331,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         obs_p, obs_m = np.empty(shape, dtype), np.empty(shape, dtype)
         core = self._hss.core
         # The core finishes the request, queues the move, begins the next request, writes the
-        # observations and the latency, and keeps the FIFO of queued moves (backends/core/module.c).
+        # observations and the latency, and keeps the FIFO of queued moves (backends/core/env.c).
         latency, evicted, ran, self._ran, self._move_delay, needs, cand, dev = core.env_step(
             place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled, i)
         if self._real is not None:  # measured on the real devices
