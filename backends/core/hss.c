@@ -900,6 +900,26 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
     return HSS_OK;
 }
 
+int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, const int64_t *size, int place,
+               double *lat, size_t start, size_t stop, size_t *at)
+{
+    int rc = HSS_OK;
+    size_t i;
+    for (i = start; i < stop; i++) {
+        if (off[i] < 0 || size[i] <= 0) {
+            rc = HSS_EINVAL;
+            break;
+        }
+        rc = hss_begin(h, t[i], op[i], (uint64_t)off[i], (uint64_t)size[i]);
+        if (rc == HSS_OK)
+            rc = hss_finish(h, place, &lat[i]);
+        if (rc != HSS_OK)
+            break;
+    }
+    *at = i;
+    return rc;
+}
+
 /* The background copies of a first-touch read's fill pages to their device, after the read (done). */
 static int fill_copies(hss *h, double done)
 {

@@ -193,6 +193,12 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size);
  * request's latency in microseconds. */
 int hss_finish(hss *h, int place, double *latency);
 
+/* Requests start..stop-1 of a trace's columns with every placement on device `place` (the
+ * fixed-placement fast path: Fast-Only, Slow-Only, fill-then-LRU), each latency into lat[i].
+ * On an error *at is the failing request (HSS_EINVAL also for a negative offset or size <= 0). */
+int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, const int64_t *size, int place,
+               double *lat, size_t start, size_t stop, size_t *at);
+
 /* Migration interface. */
 hss_page *hss_lookup(hss *h, uint64_t page);
 int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was found */

@@ -322,30 +322,17 @@ static PyObject *HSS_replay(HSSObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "columns must have equal lengths and 0 <= start <= stop <= len");
         goto out;
     }
-    const double *t = b[0].buf;
-    const uint8_t *op = b[1].buf;
-    const int64_t *off = b[2].buf, *sz = b[3].buf;
-    double *lat = b[4].buf;
-    int rc = HSS_OK;
-    Py_ssize_t i;
+    int rc;
+    size_t i;
     Py_BEGIN_ALLOW_THREADS
-    for (i = start; i < stop; i++) {
-        if (off[i] < 0 || sz[i] <= 0) {
-            rc = HSS_EINVAL;
-            break;
-        }
-        rc = hss_begin(&self->h, t[i], op[i], (uint64_t)off[i], (uint64_t)sz[i]);
-        if (rc == HSS_OK)
-            rc = hss_finish(&self->h, place, &lat[i]);
-        if (rc != HSS_OK)
-            break;
-    }
+    rc = hss_replay(&self->h, b[0].buf, b[1].buf, b[2].buf, b[3].buf, place, b[4].buf, (size_t)start, (size_t)stop,
+                    &i);
     Py_END_ALLOW_THREADS
     if (rc == HSS_EINVAL)
-        PyErr_Format(PyExc_ValueError, "request %zd: op must be 0/1, offset >= 0, size > 0 and offset + size < 4 PiB",
+        PyErr_Format(PyExc_ValueError, "request %zu: op must be 0/1, offset >= 0, size > 0 and offset + size < 4 PiB",
                      i);
     else if (rc == HSS_EBIG)
-        PyErr_Format(PyExc_ValueError, "request %zd touches more than %llu pages (%llu bytes), the most one "
+        PyErr_Format(PyExc_ValueError, "request %zu touches more than %llu pages (%llu bytes), the most one "
                      "request may touch", i, (unsigned long long)HSS_MAX_REQ_PAGES,
                      (unsigned long long)(HSS_MAX_REQ_PAGES << 12));
     else if (rc != HSS_OK)

@@ -4,7 +4,8 @@
  * invariants after every request:
  *   - every device's occupancy equals the number of pages the page table says it holds;
  *   - no bounded device exceeds its capacity;
- *   - latencies are finite and >= 0; completions never precede issue.
+ *   - latencies are finite and >= 0; completions never precede issue;
+ *   - hss_replay gives what a begin/finish loop with the same placement does.
  * Prints "N passed, 0 failed" (or exits non-zero at the first violation). */
 #include <math.h>
 #include <stdio.h>
@@ -302,10 +303,50 @@ static int test_clean_chunks(uint32_t chunk)
     return 0;
 }
 
+/* hss_replay: the latencies of a begin/finish loop with one placement, and a bad request's index. */
+static int test_replay(void)
+{
+    enum { N = 2000 };
+    static double t[N], lat[N], ref[N];
+    static uint8_t op[N];
+    static int64_t off[N], size[N];
+    for (int i = 0; i < N; i++) {
+        t[i] = 3.0 * i;
+        op[i] = (uint8_t)(rnd() & 1);
+        off[i] = (int64_t)(rnd() % 500) * 4096;
+        size[i] = (int64_t)(1 + rnd() % (4 * 4096));
+    }
+    simdev dev[2][2];
+    hss h[2];
+    for (int k = 0; k < 2; k++) {
+        simdev_params p[2] = {ssd(64), hdd(1u << 20)};
+        uint64_t cap[2] = {64, 1u << 20};
+        for (int d = 0; d < 2; d++)
+            simdev_init(&dev[k][d], &p[d], (uint64_t)d);
+        CHECK(hss_init(&h[k], 2, dev[k], cap, 4, 4, 8, 8) == HSS_OK && hss_reset(&h[k], 3) == HSS_OK, "init");
+    }
+    size_t at;
+    CHECK(hss_replay(&h[0], t, op, off, size, 0, lat, 0, N / 2, &at) == HSS_OK && at == N / 2, "replay");
+    CHECK(hss_replay(&h[0], t, op, off, size, 0, lat, N / 2, N, &at) == HSS_OK && at == N, "replay, second half");
+    for (int i = 0; i < N; i++) {
+        CHECK(hss_begin(&h[1], t[i], op[i], (uint64_t)off[i], (uint64_t)size[i]) == HSS_OK
+              && hss_finish(&h[1], 0, &ref[i]) == HSS_OK, "request %d", i);
+        CHECK(lat[i] == ref[i], "request %d: replay %g, begin/finish %g", i, lat[i], ref[i]);
+    }
+    CHECK(h[0].c.evictions == h[1].c.evictions && h[0].c.evictions > 0, "evictions differ or none");
+    off[N - 5] = -4096;
+    CHECK(hss_replay(&h[0], t, op, off, size, 0, lat, N - 10, N, &at) == HSS_EINVAL && at == N - 5,
+          "a negative offset: stopped at %zu", at);
+    for (int k = 0; k < 2; k++)
+        hss_free(&h[k]);
+    return 0;
+}
+
 int main(void)
 {
     int tests = 0;
     tests++; test_device_model();
+    tests++; test_replay();
     tests++; test_clean_chunks(64);
     tests++; test_clean_chunks(0);
     for (int ndev = 2; ndev <= 4; ndev++) {
