@@ -3,16 +3,19 @@
  *   SimDevices(params, seed)  the simulated devices (backends/simdev.c), one dict of timing
  *                             parameters per device; built by hss_gym.backends.sim.SimBackend.
  *   HSS(devices, capacities, queue_size, min_interval, scan_window)
- *                             the HSS core (hss.c) over a SimDevices object. Python wrappers in
- *                             hss_gym/hss.py; this file only converts arguments and errors.
+ *                             the HSS core (hss.c) over a SimDevices object, with one env's step
+ *                             and features (env.c). Python wrappers in hss_gym/hss.py.
+ *   VecEnv(n, mode, nfeat, arrays)  a batch of envs stepped in one call (vec.c).
+ *   feature_layout(n_devices, flags)  the features' names and bins (env.c's table).
+ * This file only converts arguments and errors.
  */
 #include "binding.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "hss.h"
 #include "env.h"
+#include "hss.h"
 #include "simdev.h"
 #include "vec.h"
 
