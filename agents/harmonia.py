@@ -169,14 +169,19 @@ class Cleaner:
       slower one from ever idling).
     """
 
-    def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64) -> None:
+    def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64,
+                 victims: str = "lru") -> None:
         if not 0.0 < free < 1.0 or window < 1 or patience < 1 or min_batch < 1:
             raise ValueError(f"clean: need 0 < free < 1 and window, patience, min_batch >= 1; got {free}, "
                              f"{window}, {patience}, {min_batch}")
+        if victims not in ("lru", "reuse"):
+            raise ValueError(f"victims must be 'lru' or 'reuse', got {victims!r}")
         self.free, self.window, self.patience, self.min_batch = float(free), int(window), int(patience), int(min_batch)
+        self.victims = victims
 
     def reset(self, env: HSSParallelEnv) -> None:
         self._core = env.hss.core
+        self._core.reuse_victims = self.victims == "reuse"
         self._caps = list(env.hss.capacities)
         self._goal = [max(1, int(self.free * c)) for c in self._caps]
         self._home = env.cfg.n_devices - 1
@@ -298,7 +303,7 @@ class PlacementAgent(_C51Policy):
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
                  seq_explore: bool = False, first_reads: str = "place", prior: str | None = None,
                  deviate: float = 0.1, margin: float = 0.1, explore_budget: float | None = None,
-                 min_tries: int = 0) -> None:
+                 min_tries: int = 0, victims: str = "lru") -> None:
         super().__init__(config, seed, train)
         if prior not in (None, "fit"):
             raise ValueError(f"prior must be None or 'fit', got {prior!r}")
@@ -322,7 +327,7 @@ class PlacementAgent(_C51Policy):
         if first_reads not in ("place", "home"):
             raise ValueError(f"first_reads must be 'place' or 'home', got {first_reads!r}")
         self.evict, self.seq_explore, self.first_reads = bool(evict), bool(seq_explore), first_reads
-        self.cleaner = Cleaner(clean) if clean is not None else None
+        self.cleaner = Cleaner(clean, victims=victims) if clean is not None else None
         if not self.evict:  # it reads "does the request fit" from the free-space features
             self.env_options = {**type(self).env_options, "room_feature": "binary"}  # type: ignore[misc]
         if credit not in ("page", "request"):
@@ -752,10 +757,10 @@ class Harmonia(Combined):
                  train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
                  prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
-                 explore_budget: float | None = None, min_tries: int = 0) -> None:
+                 explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru") -> None:
         super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
                                         first_reads=first_reads, prior=prior, deviate=deviate, margin=margin,
-                                        explore_budget=explore_budget, min_tries=min_tries),
+                                        explore_budget=explore_budget, min_tries=min_tries, victims=victims),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -870,13 +875,17 @@ class Harmonia(Combined):
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
                  explore_budget=0.02, min_tries=64)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
+#: What the reference Harmonia adds to :data:`REFERENCE` (which the reference Sibyl shares): its
+#: cleanings' demotions in the order the reuse predictor learns, predicted-dead pages first
+#: (``victims="reuse"``: :class:`Cleaner`), the migration side's part.
+REFERENCE_HARMONIA = {**REFERENCE, "victims": "reuse"}
 
 
 def harmonia(seed: int = 0, placement: "C51Config | dict[str, Any] | None" = None, **kwargs: Any) -> Harmonia:
-    """The reference Harmonia (:data:`REFERENCE`); ``placement`` overrides its hyper-parameters."""
+    """The reference Harmonia (:data:`REFERENCE_HARMONIA`); ``placement`` overrides its hyper-parameters."""
     if not isinstance(placement, C51Config):
         placement = {**REFERENCE_PLACEMENT, **(placement or {})}
-    return Harmonia(placement, seed=seed, **{**REFERENCE, **kwargs})
+    return Harmonia(placement, seed=seed, **{**REFERENCE_HARMONIA, **kwargs})
 
 
 def harmonia_paper(seed: int = 0, **kwargs: Any) -> Harmonia:

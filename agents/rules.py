@@ -26,8 +26,8 @@ class FitFirst(PlacementAgent):
     learns = False
     env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
 
-    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"]) -> None:
-        super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home")
+    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru") -> None:
+        super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home", victims=victims)
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         Policy.reset(self, env, seed)  # no network to build

@@ -314,9 +314,8 @@ static hss_page *lru_live(hss *h, hss_lru_ent e, int d)
 }
 
 /* Drop dead entries (and duplicates) when the queue outgrows the device's live pages. */
-static void lru_compact(hss *h, int d)
+static void lru_compact(hss *h, hss_lru *q, int d)
 {
-    hss_lru *q = &h->lru[d];
     uint64_t w = 0;
     for (uint64_t i = 0; i < q->len; i++) {
         hss_lru_ent e = q->buf[(q->head + i) % q->cap];
@@ -358,8 +357,106 @@ static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
         return HSS_OK;
     int rc = lru_push(&h->lru[d], page, stamp);
     if (rc == HSS_OK && h->lru[d].len > 2 * h->dev[d].used_pages + 4096)
-        lru_compact(h, d);
+        lru_compact(h, &h->lru[d], d);
     return rc;
+}
+
+/* ------------------------------------------------------------------ reuse victims */
+/* A dead-block predictor (as SHiP and sampling dead-block predictors are for CPU caches): per
+ * region of HSS_CHUNK pages, the accesses that followed a write of one of its pages are counted as
+ * reads or writes. A page written where few written pages were read again before being rewritten
+ * (at least HSS_DEAD_MIN outcomes, reads < HSS_DEAD_RATE of them) is predicted dead: it joins its
+ * device's dead queue, which a cleaning takes first, oldest first, while the pages cleaned that
+ * way are read again (on the slower device) less often than the others (the ghost counts, as
+ * once_first checks its own order); while they are not, the cleaning is plain LRU. */
+#define HSS_DEAD_MIN 8
+#define HSS_DEAD_RATE 0.1
+
+static hss_region *region_get(hss_regions *rg, uint64_t region, int create)
+{
+    if (create && 2 * (rg->n + 1) > rg->cap) {
+        uint64_t cap = rg->cap ? 2 * rg->cap : 1024;
+        hss_region *tab = calloc(cap, sizeof *tab);
+        if (!tab)
+            return NULL;
+        for (uint64_t i = 0; i < rg->cap; i++) {
+            if (!rg->tab[i].key)
+                continue;
+            uint64_t j = (rg->tab[i].key * 0x9E3779B97F4A7C15ull) >> 40 & (cap - 1);
+            while (tab[j].key)
+                j = (j + 1) & (cap - 1);
+            tab[j] = rg->tab[i];
+        }
+        free(rg->tab);
+        rg->tab = tab;
+        rg->cap = cap;
+    }
+    if (!rg->cap)
+        return NULL;
+    uint64_t key = region + 1, j = (key * 0x9E3779B97F4A7C15ull) >> 40 & (rg->cap - 1);
+    while (rg->tab[j].key && rg->tab[j].key != key)
+        j = (j + 1) & (rg->cap - 1);
+    if (!rg->tab[j].key) {
+        if (!create)
+            return NULL;
+        rg->tab[j].key = key;
+        rg->n++;
+    }
+    return &rg->tab[j];
+}
+
+/* Record the outcome of the page's last write (this access is a read or a write), then predict a
+ * write's page: HSS_F_DEAD, and a place in its device's dead queue. */
+static int reuse_access(hss *h, uint64_t p, hss_page *pg, int op, int d)
+{
+    uint64_t region = p >> HSS_CHUNK_BITS;
+    if (pg->flags & HSS_F_WRITTEN) {
+        hss_region *r = region_get(&h->regions, region, 1);
+        if (!r)
+            return HSS_ENOMEM;
+        if (op == SIMDEV_READ)
+            r->reads++;
+        else
+            r->writes++;
+        if (r->reads + r->writes >= (1u << 30)) {
+            r->reads >>= 1;
+            r->writes >>= 1;
+        }
+    }
+    pg->flags &= (uint8_t)~(HSS_F_WRITTEN | HSS_F_DEAD);
+    if (op != SIMDEV_WRITE)
+        return HSS_OK;
+    pg->flags |= HSS_F_WRITTEN;
+    if (d == h->home)
+        return HSS_OK;
+    hss_region *r = region_get(&h->regions, region, 0);
+    if (!r || r->reads + r->writes < HSS_DEAD_MIN
+        || (r->reads + 0.5) / (r->reads + r->writes + 1.0) >= HSS_DEAD_RATE)
+        return HSS_OK;
+    pg->flags |= HSS_F_DEAD;
+    hss_lru *q = &h->dead[d];
+    if (lru_push(q, p, h->now) != HSS_OK)
+        return HSS_ENOMEM;
+    if (q->len > 2 * h->dev[d].used_pages + 4096)
+        lru_compact(h, q, d);
+    return HSS_OK;
+}
+
+/* Whether a cleaning takes the predicted-dead pages first: until 64 of them were cleaned, and then
+ * while they are read again less often than the other cleaned pages (priors as once_first's). */
+static int dead_first(const hss *h)
+{
+    const double *g = h->ghost, *q = h->dead_ghost;
+    if (q[0] < 64.0)
+        return 1;
+    double others = g[0] + g[1] - q[0], reads = g[2] + g[3] - q[1];
+    return (q[1] + 1.0) / (q[0] + 16.0) < (reads + 1.0) / (others + 16.0);
+}
+
+int hss_set_reuse_victims(hss *h, int on)
+{
+    h->reuse_victims = on ? 1 : 0;
+    return HSS_OK;
 }
 
 /* ------------------------------------------------------------------ slots */
@@ -530,6 +627,20 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
     if (!victims)
         return HSS_ENOMEM;
     uint64_t n = 0;
+    if ((mark & HSS_F_CLEANED) && h->reuse_victims && dead_first(h)) {
+        hss_lru *q = &h->dead[d];
+        while (n < k && q->len) {
+            hss_lru_ent e = q->buf[q->head];
+            q->head = (q->head + 1) % q->cap;
+            q->len--;
+            hss_page *pg = lru_live(h, e, d);
+            if (pg && !(pg->flags & HSS_F_MARK)) {
+                pg->flags |= HSS_F_MARK;
+                victims[n++] = e >> HSS_STAMP_BITS;
+            }
+        }
+    }
+    uint64_t dead = n;
     if ((mark & HSS_F_CLEANED) && once_first(h)) {
         /* A cleaning takes first the pages accessed once (written or read, never again: a scan
          * or a write-once stream), oldest first, then the least recently used others (as 2Q
@@ -554,7 +665,10 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
     } else {
         while (n < k && lru_pop(h, d, &victims[n]))
-            n++;
+            if (!dead || !(pt_get(&h->pt, victims[n], 0)->flags & HSS_F_MARK))
+                n++;
+        for (uint64_t i = 0; i < dead; i++)
+            pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
     }
     int rc = HSS_OK;
     int t2 = d + 1;
@@ -595,6 +709,10 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
                     if (once)
                         pg->flags |= HSS_F_ONCE;
                     h->ghost[once ? 0 : 1] += 1.0;
+                    if (pg->flags & HSS_F_DEAD) {
+                        pg->flags |= HSS_F_DEADEV;
+                        h->dead_ghost[0] += 1.0;
+                    }
                 }
                 h->c.evictions++;
                 h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
@@ -682,9 +800,12 @@ static int run_clean(hss *h, double start)
     h->c.evictions = before;
     h->c.migrations += moved;
     h->c.cleaned += moved;
-    if (h->ghost[0] + h->ghost[1] >= 4096.0)
+    if (h->ghost[0] + h->ghost[1] >= 4096.0) {
         for (int i = 0; i < 4; i++)
             h->ghost[i] *= 0.5;
+        h->dead_ghost[0] *= 0.5;
+        h->dead_ghost[1] *= 0.5;
+    }
     return rc;
 }
 
@@ -1024,9 +1145,13 @@ int hss_finish(hss *h, int place, double *latency)
             if (d != 0 && r->op == SIMDEV_READ) {
                 h->c.clean_misses++;
                 h->ghost[pg->flags & HSS_F_ONCE ? 2 : 3] += 1.0;
+                if (pg->flags & HSS_F_DEADEV)
+                    h->dead_ghost[1] += 1.0;
             }
-            pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE);
+            pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV);
         }
+        if (h->reuse_victims && (rc = reuse_access(h, p, pg, r->op, d)) != HSS_OK)
+            return rc;
         if (pg->count < HSS_COUNT_MAX)
             pg->count++;
         pg->last_access = h->now;
@@ -1102,8 +1227,12 @@ void hss_free(hss *h)
     pt_free(&h->pt);
     for (int d = 0; d < HSS_MAX_DEV; d++) {
         free(h->lru[d].buf);
+        free(h->dead[d].buf);
         free(h->alloc[d].free);
     }
+    free(h->regions.tab);
+    memset(&h->regions, 0, sizeof h->regions);
+    memset(h->dead, 0, sizeof h->dead);
     free(h->mq);
     free(h->inflight);
     free(h->log.buf);
@@ -1120,14 +1249,20 @@ int hss_reset(hss *h, uint64_t seed)
     int rc = pt_init(&h->pt);
     for (int d = 0; d < h->ndev; d++) {
         free(h->lru[d].buf);
+        free(h->dead[d].buf);
         free(h->alloc[d].free);
         memset(&h->lru[d], 0, sizeof h->lru[d]);
+        memset(&h->dead[d], 0, sizeof h->dead[d]);
         memset(&h->alloc[d], 0, sizeof h->alloc[d]);
         simdev_reset(&h->dev[d], seed + (uint64_t)d);
     }
     h->mq_head = h->mq_len = 0;
     h->clean_k = 0;
     memset(h->ghost, 0, sizeof h->ghost);
+    memset(h->dead_ghost, 0, sizeof h->dead_ghost);
+    free(h->regions.tab);
+    memset(&h->regions, 0, sizeof h->regions);
+    h->reuse_victims = 0;
     h->busy_free0 = h->busy_free1 = 0.0;
     memset(h->inflight, 0, (size_t)h->qd * sizeof *h->inflight);
     h->scan_chunk = h->scan_off = 0;
@@ -1145,6 +1280,7 @@ size_t hss_memory_bytes(const hss *h)
              + pt->dir_cap * sizeof(hss_dir_slot)
              + (size_t)pt->chunks_cap * (sizeof(void *) + sizeof(uint32_t));
     for (int d = 0; d < h->ndev; d++)
-        b += h->lru[d].cap * sizeof(hss_lru_ent) + (size_t)h->alloc[d].cap_free * sizeof(uint32_t);
+        b += (h->lru[d].cap + h->dead[d].cap) * sizeof(hss_lru_ent) + (size_t)h->alloc[d].cap_free * sizeof(uint32_t);
+    b += h->regions.cap * sizeof(hss_region);
     return b;
 }

@@ -40,6 +40,9 @@
 #define HSS_F_FILL 4u     /* first-touch read placed off home: read at home, then copied (scratch) */
 #define HSS_F_CLEANED 8u  /* moved down by a cleaning (hss_clean) and not accessed since */
 #define HSS_F_ONCE 16u    /* ... having been accessed once when it was cleaned */
+#define HSS_F_WRITTEN 32u /* last accessed by a write (reuse victims: its outcome is pending) */
+#define HSS_F_DEAD 64u    /* written while its region's writes were predicted never read again */
+#define HSS_F_DEADEV 128u /* ... and cleaned as such, not accessed since */
 
 typedef struct hss_page {
     uint32_t last_access;  /* step of the last access (0 = never) */
@@ -95,6 +98,11 @@ typedef struct hss_pagetable {
 #define HSS_MAX_BYTES (((uint64_t)1 << (64 - HSS_STAMP_BITS + 12)) - 1)
 typedef uint64_t hss_lru_ent;
 typedef struct hss_lru { hss_lru_ent *buf; uint64_t head, len, cap; } hss_lru; /* ring */
+
+/* Reuse victims (hss_set_reuse_victims): per region of HSS_CHUNK pages, how often the access that
+ * follows a write of one of its pages is a read, or another write. Open addressing; key 0: empty. */
+typedef struct hss_region { uint64_t key; uint32_t reads, writes; } hss_region; /* key = region + 1 */
+typedef struct hss_regions { hss_region *tab; uint64_t cap, n; } hss_regions;
 
 typedef struct hss_alloc { uint32_t next, nfree, cap_free; uint32_t *free; } hss_alloc;
 
@@ -152,6 +160,10 @@ typedef struct hss {
     double ghost[4];           /* cleaned pages accessed once / more when cleaned, and the reads of
                                 * each kind after (decaying): the cleanings' victim order */
     uint32_t clean_k;
+    int reuse_victims;         /* 1: cleanings take the pages predicted dead first (see hss.c) */
+    hss_regions regions;       /* the reuse statistics of written pages, per region */
+    hss_lru dead[HSS_MAX_DEV]; /* pages written as predicted dead, per device, oldest first */
+    double dead_ghost[2];      /* cleaned pages predicted dead, and their reads after (decaying) */
     uint32_t clean_chunk;      /* its pages per chunk (0: one batch) */
     uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
     uint32_t scan_window;      /* placed pages examined per candidate */
@@ -198,6 +210,11 @@ int hss_finish(hss *h, int place, double *latency);
  * On an error *at is the failing request (HSS_EINVAL also for a negative offset or size <= 0). */
 int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, const int64_t *size, int place,
                double *lat, size_t start, size_t stop, size_t *at);
+
+/* Victim order of cleanings: 0 (LRU, or the pages accessed once first: see hss.c), 1 (reuse
+ * victims: the pages whose region's written pages are seldom read again first). Off after a reset;
+ * statistics are gathered from the first request after it is switched on. */
+int hss_set_reuse_victims(hss *h, int on);
 
 /* Migration interface. */
 hss_page *hss_lookup(hss *h, uint64_t page);

@@ -472,6 +472,19 @@ static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
 
 BIND_GETTER(HSS_get_mig_delay, HSSObject, PyFloat_FromDouble(self->h.c.mig_delay_us))
 BIND_GETTER(HSS_get_clean_pending, HSSObject, PyBool_FromLong(self->h.clean_k != 0))
+BIND_GETTER(HSS_get_reuse_victims, HSSObject, PyBool_FromLong(self->h.reuse_victims))
+
+static int HSS_set_reuse_victims(HSSObject *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    int on = value ? PyObject_IsTrue(value) : -1;
+    if (on < 0) {
+        if (!value)
+            PyErr_SetString(PyExc_AttributeError, "reuse_victims cannot be deleted");
+        return -1;
+    }
+    hss_set_reuse_victims(&self->h, on);
+    return 0;
+}
 BIND_GETTER(HSS_get_queue_length, HSSObject, PyLong_FromLong((long)self->h.mq_len))
 BIND_GETTER(HSS_get_host_wait, HSSObject, PyFloat_FromDouble(self->h.c.host_wait_us))
 
@@ -483,6 +496,9 @@ static PyGetSetDef HSS_getset[] = {
      NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
     {"clean_pending", (getter)HSS_get_clean_pending, NULL, "whether a cleaning (clean) waits for idle time", NULL},
+    {"reuse_victims", (getter)HSS_get_reuse_victims, (setter)HSS_set_reuse_victims,
+     "cleanings take first the pages predicted never read again, by their region's written pages (off after reset)",
+     NULL},
     {"host_wait_us", (getter)HSS_get_host_wait, NULL,
      "time requests waited for a host slot, summed (cheap; counters() has all)", NULL},
     {"issue_us", (getter)HSS_get_issue, NULL, "issue time of the current request (after begin)", NULL},

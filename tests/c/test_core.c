@@ -65,6 +65,8 @@ static int check_invariants(hss *h)
     return 0;
 }
 
+static int reuse_on; /* run(): cleanings with reuse victims */
+
 static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
 {
     simdev dev[HSS_MAX_DEV];
@@ -78,6 +80,7 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
     hss h;
     CHECK(hss_init(&h, ndev, dev, cap, mq, 4, 8, qd) == HSS_OK, "init");
     CHECK(hss_reset(&h, 7) == HSS_OK, "reset");
+    hss_set_reuse_victims(&h, reuse_on);
     double t = 0;
     for (int i = 0; i < nreq; i++) {
         t += (double)(rnd() % 200);
@@ -303,6 +306,45 @@ static int test_clean_chunks(uint32_t chunk)
     return 0;
 }
 
+/* Reuse victims: region A's written pages are read again, region B's only rewritten. With the
+ * fast device holding A's pages (older) and B's (newer), a cleaning takes B's first; without reuse
+ * victims, A's (the least recently used). Then a reset switches it off. */
+static int test_reuse_victims(int on)
+{
+    simdev dev[2];
+    simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
+    for (int d = 0; d < 2; d++)
+        simdev_init(&dev[d], &p[d], 1);
+    uint64_t cap[2] = {1000, 1u << 20};
+    const uint64_t A = 0, B = 10 * HSS_CHUNK; /* first pages of two regions */
+    hss h = {0};
+    CHECK(hss_init(&h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK && hss_reset(&h, 3) == HSS_OK, "init");
+    hss_set_reuse_victims(&h, on);
+    double t = 0, lat;
+    for (uint64_t i = 0; i < 20; i++) { /* outcomes: A's writes are read, B's rewritten */
+        uint64_t pages[4] = {A + 400 + i, A + 400 + i, B + 400 + i, B + 400 + i};
+        int ops[4] = {SIMDEV_WRITE, SIMDEV_READ, SIMDEV_WRITE, SIMDEV_WRITE};
+        for (int k = 0; k < 4; k++, t += 1e4)
+            CHECK(hss_begin(&h, t, ops[k], pages[k] * 4096, 4096) == HSS_OK && hss_finish(&h, 1, &lat) == HSS_OK,
+                  "warm-up request");
+    }
+    for (uint64_t base = A; base <= B; base += B, t += 1e4) /* 100 pages of A, then 100 of B, on fast */
+        CHECK(hss_begin(&h, t, SIMDEV_WRITE, base * 4096, 100 * 4096) == HSS_OK && hss_finish(&h, 0, &lat) == HSS_OK,
+              "fill");
+    CHECK(hss_clean(&h, 0, 100, 0, 0) == 1, "clean asked");
+    CHECK(hss_begin(&h, t + 1e7, SIMDEV_READ, 900 * 4096, 4096) == HSS_OK && hss_finish(&h, 1, &lat) == HSS_OK,
+          "a request after idle time");
+    CHECK(h.c.cleaned == 100, "cleaned %llu", (unsigned long long)h.c.cleaned);
+    for (uint64_t i = 0; i < 100; i++) {
+        int a = hss_dev_of(hss_lookup(&h, A + i)), b = hss_dev_of(hss_lookup(&h, B + i));
+        CHECK(a == (on ? 0 : 1) && b == (on ? 1 : 0), "reuse victims %d: page %llu of A on %d, of B on %d", on,
+              (unsigned long long)i, a, b);
+    }
+    CHECK(hss_reset(&h, 3) == HSS_OK && h.reuse_victims == 0 && h.regions.n == 0, "reset keeps reuse victims");
+    hss_free(&h);
+    return 0;
+}
+
 /* hss_replay: the latencies of a begin/finish loop with one placement, and a bad request's index. */
 static int test_replay(void)
 {
@@ -349,10 +391,16 @@ int main(void)
     tests++; test_replay();
     tests++; test_clean_chunks(64);
     tests++; test_clean_chunks(0);
+    tests++; test_reuse_victims(1);
+    tests++; test_reuse_victims(0);
     for (int ndev = 2; ndev <= 4; ndev++) {
         tests++; run(ndev, 1, 10, 4096, 3000);
         tests++; run(ndev, 32, 3, 200, 3000);   /* tiny span: constant eviction and migration */
         tests++; run(ndev, 8, 0, 100000, 2000); /* no migration queue */
+        reuse_on = 1;
+        tests++; run(ndev, 32, 3, 200, 3000);   /* the same with reuse victims */
+        tests++; run(ndev, 1, 10, 4096, 3000);
+        reuse_on = 0;
     }
     const char *shapes[] = {"dense", "random", "extreme", "mixed", "threshold"};
     for (int i = 0; i < 5; i++) {
