@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hss_gym.agents import Combined, InvalidActionError, Policy, make_env, make_policy, run_episode
+from hss_gym.agents.rules import FitFirst
 from hss_gym.agents.heuristics import (CDE, HPS, FastUntilFull, PageHistory, RandomPolicy, bulk_migrate,
                                        fit_capacity, page_devices, unique_rows)
 from hss_gym.workloads.trace import Trace
@@ -506,3 +507,34 @@ def test_a_learner_with_the_rule_as_prior_starts_as_the_rule():
     assert run(sibyl(prior="fit", deviate=1.0), 800)[1][1] > 0  # all 800 in the warm-up
     with pytest.raises(ValueError, match="prior"):
         sibyl(prior="lru")
+
+
+def test_reuse_victims_clean_the_pages_never_read_again_first():
+    """``victims="reuse"`` (the reference Harmonia's cleanings): region A's 1,000 pages are each read
+    back 500 steps after they are written, region B's 4,000 are only rewritten, at random. The fast
+    device holds A's pages but not B's too, so LRU cleanings move A's pages down before they are
+    read; having learned that B's written pages are never read again, the cleanings take B's first
+    and A's reads are served from the fast device."""
+    n, lag = 6000, 500
+    rng = np.random.default_rng(0)
+    ops, offs = [], []
+    for i in range(n):
+        ops += [1, 1]
+        offs += [i % 1000, (1 << 20) + int(rng.integers(0, 4000))]
+        if i >= lag:
+            ops.append(0)
+            offs.append((i - lag) % 1000)
+    m = len(ops)
+    trace = Trace(np.arange(m, dtype=np.float64) * 50.0, np.array(ops, np.int8), np.array(offs, np.int64) << 12,
+                  np.full(m, 4096, np.int64), name="a-read-back-b-rewritten")
+    read_fast, mean = {}, {}
+    for victims in ("lru", "reuse"):
+        p = FitFirst(victims=victims)
+        env = make_env(p, "perf_opt", trace, n_requests=m, fast_fraction=0.3)
+        mean[victims] = run_episode(p, env, seed=0).metrics.mean_latency_us
+        assert env.hss.core.reuse_victims == (victims == "reuse")
+        read_fast[victims] = 1.0 - env.hss.counters()["clean_misses"] / (n - lag)
+    assert read_fast["lru"] < 0.8 and read_fast["reuse"] > 0.99, read_fast
+    assert mean["reuse"] < 0.8 * mean["lru"], mean
+    with pytest.raises(ValueError, match="victims"):
+        FitFirst(victims="mru")

@@ -443,14 +443,12 @@ static int reuse_access(hss *h, uint64_t p, hss_page *pg, int op, int d)
 }
 
 /* Whether a cleaning takes the predicted-dead pages first: until 64 of them were cleaned, and then
- * while they are read again less often than the other cleaned pages (priors as once_first's). */
+ * while they are read again (from the slower device) less often than the other cleaned pages
+ * (priors as once_first's). */
 static int dead_first(const hss *h)
 {
-    const double *g = h->ghost, *q = h->dead_ghost;
-    if (q[0] < 64.0)
-        return 1;
-    double others = g[0] + g[1] - q[0], reads = g[2] + g[3] - q[1];
-    return (q[1] + 1.0) / (q[0] + 16.0) < (reads + 1.0) / (others + 16.0);
+    const double *q = h->dead_ghost;
+    return q[0] < 64.0 || (q[1] + 1.0) / (q[0] + 16.0) < (q[3] + 1.0) / (q[2] + 16.0);
 }
 
 int hss_set_reuse_victims(hss *h, int on)
@@ -709,10 +707,9 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
                     if (once)
                         pg->flags |= HSS_F_ONCE;
                     h->ghost[once ? 0 : 1] += 1.0;
-                    if (pg->flags & HSS_F_DEAD) {
+                    if (pg->flags & HSS_F_DEAD)
                         pg->flags |= HSS_F_DEADEV;
-                        h->dead_ghost[0] += 1.0;
-                    }
+                    h->dead_ghost[pg->flags & HSS_F_DEAD ? 0 : 2] += 1.0;
                 }
                 h->c.evictions++;
                 h->c.mig_bytes_written += (uint64_t)SIMDEV_PAGE;
@@ -803,8 +800,8 @@ static int run_clean(hss *h, double start)
     if (h->ghost[0] + h->ghost[1] >= 4096.0) {
         for (int i = 0; i < 4; i++)
             h->ghost[i] *= 0.5;
-        h->dead_ghost[0] *= 0.5;
-        h->dead_ghost[1] *= 0.5;
+        for (int i = 0; i < 4; i++)
+            h->dead_ghost[i] *= 0.5;
     }
     return rc;
 }
@@ -1145,8 +1142,7 @@ int hss_finish(hss *h, int place, double *latency)
             if (d != 0 && r->op == SIMDEV_READ) {
                 h->c.clean_misses++;
                 h->ghost[pg->flags & HSS_F_ONCE ? 2 : 3] += 1.0;
-                if (pg->flags & HSS_F_DEADEV)
-                    h->dead_ghost[1] += 1.0;
+                h->dead_ghost[pg->flags & HSS_F_DEADEV ? 1 : 3] += 1.0;
             }
             pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV);
         }

@@ -163,7 +163,8 @@ typedef struct hss {
     int reuse_victims;         /* 1: cleanings take the pages predicted dead first (see hss.c) */
     hss_regions regions;       /* the reuse statistics of written pages, per region */
     hss_lru dead[HSS_MAX_DEV]; /* pages written as predicted dead, per device, oldest first */
-    double dead_ghost[2];      /* cleaned pages predicted dead, and their reads after (decaying) */
+    double dead_ghost[4];      /* cleaned pages predicted dead and their reads after (on the slower
+                                * device); the same of the others (decaying): dead_first */
     uint32_t clean_chunk;      /* its pages per chunk (0: one batch) */
     uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
     uint32_t scan_window;      /* placed pages examined per candidate */
