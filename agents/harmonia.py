@@ -167,6 +167,12 @@ class Cleaner:
     * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
       a full migration queue's oldest move does (requests the fast device turned away can keep the
       slower one from ever idling).
+    * **Learned victims** (``victims="reuse"``; ``"lru"`` by default): the HSS learns, per 2 MiB
+      region, whether the access after a write of one of its pages is a read or another write,
+      and a cleaning takes first the pages written where written pages are seldom read again
+      (``HSS.reuse_victims``), while those turn out to be read back less often than the other
+      cleaned pages. Only reads gain from a page kept on a faster device: a rewrite goes to the
+      fastest device it fits on wherever the page is.
     """
 
     def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64,
