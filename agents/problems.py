@@ -16,13 +16,16 @@ is played through that parallel env (the loops of HSS and FleetIO are parallel),
 wrapper is stepped as it is, and the policy's ``reset`` gets the unwrapped env in every case. An
 env of another problem, or no problem's env, is refused with what the policy needs.
 
-The entries name modules and classes as strings, imported on use, so that asking for one
-problem never imports another's env or agents (FleetIO's flash model, RLAlloc's DQN).
+The entries name modules and classes as strings, imported on use, so that playing one problem
+imports no other problem's agents. The
+leaderboard's side of each problem (suites, metrics, claims) is :mod:`hss_gym.benchmarks.problems`,
+whose jobs build and play their episodes through these two doors.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -49,10 +52,6 @@ class ProblemAgents:
     loop: str
     build: Callable[[Any, Any, Any, dict[str, Any]], Any]
 
-    def policy_type(self) -> type:
-        """The base class of the problem's policies."""
-        return _load(self.policy_class)
-
     def env_type(self) -> type:
         """The class of the problem's env, unwrapped."""
         return _load(self.env_class)
@@ -61,6 +60,14 @@ class ProblemAgents:
 def _load(spec: str) -> Any:
     module, _, attr = spec.partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def _isinstance(obj: Any, spec: str) -> bool:
+    """Whether ``obj`` is an instance of the class ``"module:Class"``, without importing it: no
+    instance of a class exists before its module is imported."""
+    module, _, attr = spec.partition(":")
+    cls = getattr(sys.modules.get(module), attr, None)
+    return cls is not None and isinstance(obj, cls)
 
 
 def _with_profile(config: Any, options: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +132,7 @@ PROBLEMS: dict[str, ProblemAgents] = {p.name: p for p in (
 def problem_of(policy: Any) -> ProblemAgents:
     """The problem whose policy ``policy`` is (by its base class); TypeError for a non-policy."""
     for problem in PROBLEMS.values():
-        if isinstance(policy, problem.policy_type()):
+        if _isinstance(policy, problem.policy_class):
             return problem
     bases = ", ".join(p.policy_class.replace(":", ".") for p in PROBLEMS.values())
     raise TypeError(f"{type(policy).__name__} is not a policy of any problem: a policy subclasses the base "
@@ -134,7 +141,7 @@ def problem_of(policy: Any) -> ProblemAgents:
 
 def _problem_of_env(raw: Any) -> ProblemAgents | None:
     for problem in PROBLEMS.values():
-        if isinstance(raw, problem.env_type()):
+        if _isinstance(raw, problem.env_class):
             return problem
     return None
 
@@ -205,7 +212,7 @@ def run_episode(policy: Any, env: Any, seed: int = 0, **options: Any) -> Any:
     try:
         problem = problem_of(policy)
     except TypeError as e:
-        if any(isinstance(env, p.policy_type()) for p in PROBLEMS.values()):
+        if any(_isinstance(env, p.policy_class) for p in PROBLEMS.values()):
             raise TypeError(f"{e}; the policy comes first: run_episode(policy, env, seed)") from None
         raise
     return _load(problem.loop)(policy, episode_env(problem, policy, env), seed, **options)
