@@ -120,3 +120,17 @@ def test_make_env_applies_each_problems_options_and_names():
     # L-QoCo: the policy's env options win (bypass's threshold)
     env = make_env(make_policy("lqoco/bypass"), "linux", "S-1", bypass_us=None)
     assert env.bypass_us == make_policy("lqoco/bypass").env_options["bypass_us"]
+
+
+@pytest.mark.parametrize("spec", ["fit_first", "harmonia"])
+def test_a_parallel_wrapper_is_stepped_in_the_generic_loop_with_the_same_episode(spec: str):
+    """A wrapper's step must run, so an HSS policy's own loop (``run_fast``) runs only on the bare
+    env; the generic loop plays the same episode."""
+    from pettingzoo.utils.wrappers import BaseParallelWrapper
+
+    def play(wrap: bool) -> str:
+        policy = make_policy(spec, seed=1)
+        env = make_env(policy, "perf_opt", "ycsb-b", n_requests=400)
+        return _metrics(run_episode(policy, BaseParallelWrapper(env) if wrap else env, seed=3))
+
+    assert play(True) == play(False)
