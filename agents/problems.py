@@ -17,9 +17,9 @@ wrapper is stepped as it is, and the policy's ``reset`` gets the unwrapped env i
 env of another problem, or no problem's env, is refused with what the policy needs.
 
 The entries name modules and classes as strings, imported on use, so that playing one problem
-imports no other problem's agents. The
-leaderboard's side of each problem (suites, metrics, claims) is :mod:`hss_gym.benchmarks.problems`,
-whose jobs build and play their episodes through these two doors.
+imports no other problem's agents. The leaderboard's side of each problem (suites, metrics,
+claims) is :mod:`hss_gym.benchmarks.problems`, whose jobs build and play their episodes through
+these two doors.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def _parallel(env: Any) -> Any:
     return inner.env
 
 
-def episode_env(problem: ProblemAgents, policy: Any, env: Any) -> Any:
+def _episode_env(problem: ProblemAgents, policy: Any, env: Any) -> Any:
     """The env ``problem``'s loop steps for ``env``: a PettingZoo AEC env's parallel env, any other
     env as it is; refused (TypeError, saying what the policy plays) when its unwrapped env is not
     the problem's."""
@@ -174,9 +174,8 @@ def episode_env(problem: ProblemAgents, policy: Any, env: Any) -> Any:
     what = (f"an env of the {other.title} problem ({other.env_id}, {type(raw).__name__})" if other is not None
             else f"a {type(raw).__name__}, the env of no problem")
     raise TypeError(f"policy {getattr(policy, 'name', type(policy).__name__)!r} is a policy of the {problem.title} "
-                    f"problem: it plays "
-                    f"{problem.env_id} ({problem.env_class.replace(':', '.')}), but the env is {what}; "
-                    f"hss_gym.agents.make_env(policy, config, workload) builds the env a policy plays")
+                    f"problem: it plays {problem.env_id} ({problem.env_class.replace(':', '.')}), but the env is "
+                    f"{what}; hss_gym.agents.make_env(policy, config, workload) builds the env a policy plays")
 
 
 def make_env(policy: Any, config: Any = None, workload: Any = None, **options: Any) -> Any:
@@ -215,4 +214,4 @@ def run_episode(policy: Any, env: Any, seed: int = 0, **options: Any) -> Any:
         if any(_isinstance(env, p.policy_class) for p in PROBLEMS.values()):
             raise TypeError(f"{e}; the policy comes first: run_episode(policy, env, seed)") from None
         raise
-    return _load(problem.loop)(policy, episode_env(problem, policy, env), seed, **options)
+    return _load(problem.loop)(policy, _episode_env(problem, policy, env), seed, **options)

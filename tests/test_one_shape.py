@@ -10,6 +10,7 @@ import json
 from typing import Any, Callable
 
 import pytest
+from pettingzoo import AECEnv
 
 from hss_gym import fleetio_v0, fleetio_v1, hss_v0, lqoco_v0, rlalloc_v0
 from hss_gym.agents import fleetio, lqoco, make_env, make_policy, rlalloc, run_episode
@@ -102,6 +103,12 @@ def test_run_episode_says_what_is_wrong_with_what_is_no_policy_or_no_env():
         run_episode(rlalloc_v0.env(), make_policy("rlalloc/static"), seed=0)
     with pytest.raises(TypeError, match="str is not a policy of any problem"):
         make_env("harmonia")
+
+    class TurnBased(AECEnv):
+        """An AEC env of its own, not made from a parallel env."""
+
+    with pytest.raises(TypeError, match="TurnBased is an AEC env not made from a parallel env"):
+        run_episode(make_policy("slow_only"), TurnBased(), seed=0)
 
 
 def test_make_env_applies_each_problems_options_and_names():
