@@ -1,7 +1,9 @@
 """The policy protocol every problem shares, and the HSS problem's policies, loop and registry.
 
 Every policy of every problem (HSS placement/migration, FleetIO, RLAlloc, L-QoCo) subclasses
-:class:`BasePolicy` and is driven the same way, by its problem's ``run_episode(policy, env, seed)``:
+:class:`BasePolicy` and is driven the same way, by ``run_episode(policy, env, seed)`` in the loop
+of its problem (:mod:`hss_gym.agents.problems`, which also builds any policy's env:
+``make_env(policy, config, workload)``):
 
 >>> obs, infos = env.reset(seed=seed); policy.reset(env, seed)
 >>> while running:              # PettingZoo: env.agents; Gymnasium: not (terminated or truncated)
@@ -30,9 +32,9 @@ adds what its env needs around the protocol: :class:`Policy` here (``agents``, `
 it is defined.
 
 The HSS problem: a :class:`Policy` acts for one or both agents of the two-agent env
-(:class:`hss_gym.envs.parallel.HSSParallelEnv`), driven by :func:`run_episode`.
+(:class:`hss_gym.envs.parallel.HSSParallelEnv`), driven by :func:`run_hss_episode`.
 
-* ``act`` returns actions for the agents in :attr:`Policy.agents`; :func:`run_episode` fills the
+* ``act`` returns actions for the agents in :attr:`Policy.agents`; :func:`run_hss_episode` fills the
   others in (placement on device 0, migration "stay"), so a placement-only policy needs no
   migration logic. :class:`Combined` pairs a placement policy with a migration policy.
 * ``observe`` sees every step's rewards, including the migration agent's delayed reward and its
@@ -47,8 +49,10 @@ Policies are made by name (:data:`POLICIES`, :func:`make_policy`) or from a ``"m
 string, the factory called with keyword arguments. The same two calls serve every problem:
 ``make_policy("fleetio/ssdkeeper")``, ``make_policy("rlalloc/static")``,
 ``make_policy("lqoco/coto")`` (a bare name is an HSS policy; ``"hss/harmonia"`` is the same as
-``"harmonia"``), and ``run_episode(policy, env, seed)`` plays one episode of any of the four
-environments with the loop of the policy's problem, returning a result with ``.metrics``.
+``"harmonia"``), ``make_env(policy, config, workload)`` builds the env of any of them and
+``run_episode(policy, env, seed)`` plays one episode of any of the four environments, wrapped or
+not, with the loop of the policy's problem, returning a result with ``.metrics``
+(:mod:`hss_gym.agents.problems`).
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from hss_gym.config import HSSConfig
+from hss_gym.agents.problems import PROBLEMS, make_env, run_episode  # noqa: F401  (the front doors, here too)
 from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
 
 Obs = dict[str, np.ndarray]
@@ -147,7 +151,7 @@ class Policy(BasePolicy):
                  callback: Callable[[int], None] | None = None) -> int | None:
         """Optional: run the rest of the episode (after ``env.reset`` and :meth:`reset`, from
         their ``observations`` and ``infos``) in the policy's own loop, on
-        :meth:`HSSParallelEnv.fast_step`, exactly as :func:`run_episode`'s ``act``/``step``/
+        :meth:`HSSParallelEnv.fast_step`, exactly as :func:`run_hss_episode`'s ``act``/``step``/
         ``observe`` loop would; return the number of steps. ``None`` (the default): no such loop."""
         return None
 
@@ -236,37 +240,34 @@ def _complete(policy: Policy, actions: Any, infos: Infos) -> dict[str, int]:
     return actions
 
 
-def run_episode(policy: Any, env: Any, seed: int = 0,
-                callback: Callable[[int], None] | None = None) -> Any:
-    """Run ``policy`` for one episode of ``env`` (reset with ``seed``); return its metrics.
-
-    An HSS :class:`Policy` runs in the loop below; a policy of another problem (made by
-    ``make_policy("fleetio/...")``, ``"rlalloc/..."``, ``"lqoco/..."``) runs in its problem's loop
-    (:func:`hss_gym.agents.fleetio.run_episode`, :func:`hss_gym.agents.rlalloc.run_episode`,
-    :func:`hss_gym.agents.lqoco.run_episode`), which makes the same ``reset``/``act``/``observe``
-    calls (:class:`BasePolicy`), and the result has ``.metrics`` either way.
+def run_hss_episode(policy: Policy, env: Any, seed: int = 0,
+                    callback: Callable[[int], None] | None = None) -> EpisodeResult:
+    """The HSS problem's episode loop: run ``policy`` for one episode of ``env`` (the two-agent
+    env, or a parallel wrapper of it; reset with ``seed``); the result's ``metrics`` are the env's
+    :class:`~hss_gym.metrics.RunMetrics`. :func:`run_episode` calls it for an HSS policy.
 
     ``callback(step)`` is called every 10,000 steps (progress bars). An invalid action raises
     :class:`InvalidActionError` naming the policy.
 
     A policy with its own loop (:meth:`Policy.run_fast`, e.g. Harmonia and Sibyl: the same
-    decisions and updates without the per-step dicts) runs the episode in it.
+    decisions and updates without the per-step dicts) runs the episode in it, on the unwrapped
+    env only (a wrapper's step would be skipped).
 
     Python's cyclic garbage collector is paused for the episode: each step allocates a few dicts
     and tuples, which reference counting frees, and the collections they trigger would scan the
     whole heap (NumPy, PyTorch) for nothing, ~20% of the env's step (a 50,000-request Harmonia
     episode leaves ~300 objects in cycles; they are collected after).
     """
-    if not isinstance(policy, Policy):
-        return _problem_of(policy).run_episode(policy, env, seed)
     start = time.perf_counter()
+    raw = env.unwrapped
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
         obs, infos = env.reset(seed=seed)
-        policy.reset(env, seed)
+        policy.reset(raw, seed)
         # only on this env's own step: a subclass that changes step() gets the generic loop
-        fast = policy.run_fast(env, obs, infos, callback) if type(env).step is HSSParallelEnv.step else None
+        fast = (policy.run_fast(env, obs, infos, callback)
+                if env is raw and type(env).step is HSSParallelEnv.step else None)
         if fast is not None:
             return EpisodeResult(policy.name, env.metrics(), fast, time.perf_counter() - start)
         learns, full = policy.learns, set(policy.agents) == set(AGENTS)
@@ -289,15 +290,7 @@ def run_episode(policy: Any, env: Any, seed: int = 0,
     finally:
         if gc_was_on:
             gc.enable()
-    return EpisodeResult(policy.name, env.metrics(), n, time.perf_counter() - start)
-
-
-def make_env(policy: Policy, config: "str | HSSConfig | list[Any]" = "perf_opt", workload: Any = "ycsb-b",
-             **options: Any) -> HSSParallelEnv:
-    """An environment with the options ``policy`` needs (the caller's ``options`` win); ``config``
-    as ``hss_v0.parallel_env`` takes it (an :class:`HSSConfig` resolved by the caller is passed on
-    as is, its field options applied by the env)."""
-    return HSSParallelEnv(config, workload, **{**policy.env_options, **options})
+    return EpisodeResult(policy.name, raw.metrics(), n, time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,24 +319,9 @@ POLICIES: dict[str, str] = {
 }
 
 
-#: The problems besides HSS whose policies :func:`make_policy` makes from ``"<problem>/<name>"``:
-#: the package of each problem's agents (with its ``POLICIES``, ``make_policy`` and
-#: ``run_episode``) and the base class of its policies.
-PROBLEMS: dict[str, tuple[str, str]] = {
-    "fleetio": ("hss_gym.agents.fleetio", "FleetIOPolicy"),
-    "rlalloc": ("hss_gym.agents.rlalloc", "AllocPolicy"),
-    "lqoco": ("hss_gym.agents.lqoco", "ControlPolicy"),
-}
-
-
-def _problem_of(policy: Any) -> Any:
-    """The agents package of the problem whose policy this is (for its episode loop)."""
-    for module, base in PROBLEMS.values():
-        mod = importlib.import_module(module)
-        if isinstance(policy, getattr(mod, base)):
-            return mod
-    raise TypeError(f"{type(policy).__name__} is not a policy of any problem: an HSS policy subclasses "
-                    f"hss_gym.agents.Policy, the others " + ", ".join(f"{m}.{b}" for m, b in PROBLEMS.values()))
+#: The problems besides HSS, whose policies :func:`make_policy` makes from ``"<problem>/<name>"``
+#: with their own packages' ``make_policy`` (:data:`hss_gym.agents.problems.PROBLEMS`).
+_OTHERS = tuple(p for p in PROBLEMS if p != "hss")
 
 
 def list_policies(problem: str = "hss") -> list[str]:
@@ -353,10 +331,10 @@ def list_policies(problem: str = "hss") -> list[str]:
     if problem == "hss":
         return list(POLICIES)
     if problem == "all":
-        return [*POLICIES, *(n for p in PROBLEMS for n in list_policies(p))]
-    if problem not in PROBLEMS:
-        raise ValueError(f"unknown problem {problem!r}; valid: hss, {', '.join(PROBLEMS)}, all")
-    names = list(importlib.import_module(PROBLEMS[problem][0]).POLICIES)
+        return [*POLICIES, *(n for p in _OTHERS for n in list_policies(p))]
+    if problem not in _OTHERS:
+        raise ValueError(f"unknown problem {problem!r}; valid: {', '.join(PROBLEMS)}, all")
+    names = list(importlib.import_module(PROBLEMS[problem].package).POLICIES)
     if problem == "rlalloc":
         names.append("rlalloc_dqn")  # made on demand (PyTorch)
     return [f"{problem}/{n}" for n in names]
@@ -413,7 +391,7 @@ def load_factory(spec: str) -> Callable[..., Policy]:
     elif spec in POLICIES:
         module, _, attr = POLICIES[spec].partition(":")
     else:
-        others = [n for problem in PROBLEMS for n in list_policies(problem)]
+        others = [n for problem in _OTHERS for n in list_policies(problem)]
         near = ([n for n in others if n.partition("/")[2] == spec]  # another problem's policy
                 or difflib.get_close_matches(spec, [*POLICIES, *others], n=1))
         hint = f" (did you mean {near[0]!r}?)" if near else ""
@@ -450,8 +428,8 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
         return load_model_policy(spec)
     problem, _, name = spec.partition("/")
     if "/" in spec and (":" not in spec or name.partition(":")[0] in MODEL_FORMATS):
-        if problem in PROBLEMS:
-            maker = importlib.import_module(PROBLEMS[problem][0]).make_policy
+        if problem in _OTHERS:
+            maker = importlib.import_module(PROBLEMS[problem].package).make_policy
             if seed is not None and _takes_seed(maker):
                 kwargs["seed"] = seed
             try:
@@ -460,7 +438,7 @@ def make_policy(spec: "str | Policy", *, seed: int | None = None, **kwargs: Any)
                 raise _import_error(spec, e) from e
         if problem != "hss":
             raise ValueError(f"unknown problem {problem!r} in policy {spec!r}; valid: hss, "
-                             f"{', '.join(PROBLEMS)} (a name without a problem is an HSS policy)")
+                             f"{', '.join(_OTHERS)} (a name without a problem is an HSS policy)")
         spec = name
         if name.partition(":")[0] in MODEL_FORMATS:
             return make_policy(spec)

@@ -67,7 +67,7 @@ of names or (name, periods) pairs, a trace file path or ``Trace``), ``period_s``
 ``weights`` ((0.5, 0.25, 0.25)), ``magnitudes``, ``bypass_us`` (None = host queue; a number =
 bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.0),
 ``rate_bounds`` ((0.05, 20)), ``load`` (1.0; scales the offered load), ``burst``
-(dict of :class:`~hss_gym.envs.lqoco_workloads.Burst` fields), ``cache``/``tier`` (dicts of
+(dict of :class:`~hss_gym.workloads.lqoco.Burst` fields), ``cache``/``tier`` (dicts of
 :class:`~hss_gym.backends.lqoco.model.CacheSpec` / ``TierSpec`` fields overriding the config),
 ``w_bins`` ((0.05, 0.3, 0.7)), ``p_tol`` (0.05), ``b_band`` ((0.9, 1.05)), ``bdp_window`` (10),
 ``trace_speedup`` ("auto" or a factor),

@@ -5,8 +5,9 @@ A policy is created fresh per episode and follows the protocol every problem sha
 from the env's per-vSSD observations and infos to per-vSSD actions, ``observe(observations,
 rewards, infos)`` for learners. ``policy.env_options`` are the keyword arguments its environment
 needs (the baselines are sharing schemes: ``isolation=`` ...). :func:`make_env` builds the env a
-policy runs on and :func:`run_episode` plays one episode (both also through
-``hss_gym.agents.make_policy("fleetio/<name>")`` and ``hss_gym.agents.run_episode``).
+policy runs on and :func:`run_episode` plays one episode (both also through the front doors of
+every problem: ``hss_gym.agents.make_policy("fleetio/<name>")``, ``hss_gym.agents.make_env(policy,
+profile, mix)`` and ``hss_gym.agents.run_episode``).
 """
 
 from hss_gym.agents.fleetio.baselines import (Adaptive, FleetIOPolicy, HardwareIsolation, SoftwareIsolation,

@@ -123,18 +123,20 @@ def _check_env(policy: FleetIOPolicy, env: FleetIOEnv) -> None:
         got = f"isolation={env.isolation!r}" + (f", channels={have}" if channels is not None else "")
         need = ", ".join(f"{k}={v!r}" for k, v in policy.env_options.items()) or "the default options"
         raise ValueError(f"FleetIO policy {policy.name!r} runs on an env with {need}, "
-                         f"but this env has {got}: build it with hss_gym.agents.fleetio.make_env(policy, mix, ...)")
+                         f"but this env has {got}: build it with hss_gym.agents.make_env(policy, config, mix, ...)")
 
 
-def run_episode(policy: FleetIOPolicy, env: FleetIOEnv, seed: int = 0) -> EpisodeResult:
-    """Play one episode of ``env`` (reset with ``seed``): ``policy.reset``, then every window
-    ``policy.act`` for all vSSDs and, for a learner, ``policy.observe`` of the outcome. The
-    result's ``metrics`` are ``env.episode_metrics()``; ``curves["mean_reward"]`` the mean reward
-    over the vSSDs per window."""
-    _check_env(policy, env)
+def run_episode(policy: FleetIOPolicy, env: Any, seed: int = 0) -> EpisodeResult:
+    """Play one episode of ``env`` (a :class:`FleetIOEnv` or a parallel wrapper of one; reset with
+    ``seed``): ``policy.reset`` with the unwrapped env, then every window ``policy.act`` for all
+    vSSDs and, for a learner, ``policy.observe`` of the outcome. The result's ``metrics`` are the
+    env's ``episode_metrics()``; ``curves["mean_reward"]`` the mean reward over the vSSDs per
+    window."""
+    raw = env.unwrapped
+    _check_env(policy, raw)
     start = time.perf_counter()
     obs, infos = env.reset(seed=seed)
-    policy.reset(env, seed)
+    policy.reset(raw, seed)
     learns = policy.learns
     rewards: list[float] = []
     while env.agents:
@@ -142,5 +144,5 @@ def run_episode(policy: FleetIOPolicy, env: FleetIOEnv, seed: int = 0) -> Episod
         if learns:
             policy.observe(obs, rew, infos)
         rewards.append(float(np.mean(list(rew.values()))))
-    return EpisodeResult(policy.name, env.episode_metrics(), len(rewards), time.perf_counter() - start,
+    return EpisodeResult(policy.name, raw.episode_metrics(), len(rewards), time.perf_counter() - start,
                          {"mean_reward": rewards})

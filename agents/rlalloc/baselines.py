@@ -26,7 +26,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -40,6 +40,9 @@ class AllocPolicy(BasePolicy):
     (an action of the env's action space) and, for a learner (``learns``), ``observe`` of the
     period's outcome (next state, reward, info); a learner keeps the state and action of its last
     ``act`` to make the transition."""
+
+    #: environment options the policy needs (a trained model's card), over the caller's
+    env_options: ClassVar[dict[str, Any]] = {}
 
     def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
         """Start an episode of ``env`` (the unwrapped env; allocation rules may call
@@ -173,7 +176,7 @@ class ModelAllocPolicy(AllocPolicy):
         from hss_gym.agents.models import ProblemModel
         self.model = ProblemModel(spec, "hss/RLAlloc-v0")
         self.name = spec  # type: ignore[misc]
-        self.env_options = self.model.env_options
+        self.env_options = self.model.env_options  # type: ignore[misc]
         self.provenance = self.model.provenance
 
     def reset(self, env: RLAllocEnv, seed: int | None = None) -> None:
@@ -186,17 +189,20 @@ class ModelAllocPolicy(AllocPolicy):
 
 def run_episode(policy: AllocPolicy, env: RLAllocEnv, seed: int = 0,
                 on_step: Callable[[float, dict[str, Any]], None] | None = None) -> EpisodeResult:
-    """Play one episode of ``env`` (reset with ``seed``) with ``policy``: ``policy.reset``, then
-    every period ``policy.act`` and, for a learner, ``policy.observe`` of the outcome. The result's
+    """Play one episode of ``env`` (an :class:`RLAllocEnv` or a Gymnasium wrapper of one, as
+    ``rlalloc_v0.env()`` returns; reset with ``seed``) with ``policy``: ``policy.reset`` with the
+    unwrapped env, then every period ``policy.act`` and, for a learner, ``policy.observe`` of the
+    outcome. The result's
     ``metrics`` are the episode's (``info["metrics"]`` at its end), ``curves["reward"]`` the reward
     per period; ``on_step(reward, info)`` is called after every period."""
-    if isinstance(policy, RLAllocEnv) or not isinstance(env, RLAllocEnv):
+    raw = getattr(env, "unwrapped", env)
+    if isinstance(policy, RLAllocEnv) or not isinstance(raw, RLAllocEnv):
         raise TypeError(f"run_episode(policy, env, seed) takes an AllocPolicy and an RLAllocEnv, got "
                         f"{type(policy).__name__} and {type(env).__name__} (hss-gym 0.5.0 put the policy first, "
                         f"as every problem's run_episode)")
     start = time.perf_counter()
     obs, info = env.reset(seed=seed)
-    policy.reset(env, seed)
+    policy.reset(raw, seed)
     learns = policy.learns
     rewards: list[float] = []
     while True:

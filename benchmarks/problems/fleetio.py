@@ -40,7 +40,8 @@ def check_config(c: str) -> None:
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    from hss_gym.agents.fleetio import make_env, make_policy, run_episode
+    from hss_gym.agents import make_env, run_episode
+    from hss_gym.agents.fleetio import make_policy
 
     check_workload(job["workload"])
     check_config(job["config"])
@@ -49,7 +50,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if bad:
         raise ValueError(f"FleetIO track options {bad} unknown; valid: {', '.join(OPTIONS)}")
     policy = make_policy(job["policy"])
-    env = make_env(policy, job["workload"], **opts)
+    env = make_env(policy, job["config"], job["workload"], **opts)
     out = run_episode(policy, env, seed=int(job["seed"]))
     return {"metrics": {k: (v if math.isfinite(v) else None) for k, v in out.metrics.items()},
             "steps": out.steps,

@@ -15,10 +15,10 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from hss_gym.agents.lqoco.base import POLICIES, make_policy, run_episode
-from hss_gym.envs.lqoco import LQoCoEnv
+from hss_gym.agents import make_env, run_episode
+from hss_gym.agents.lqoco.base import POLICIES, make_policy
 from hss_gym.backends.lqoco.model import CONFIGS
-from hss_gym.envs.lqoco_workloads import MIXES
+from hss_gym.workloads.lqoco import MIXES
 from hss_gym.benchmarks.claims import claims_of, load
 from hss_gym.benchmarks.problems import Metric, Problem
 
@@ -41,8 +41,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     check_workload(job["workload"])
     check_config(job["config"])
     policy = make_policy(job["policy"])
-    opts = {**(job.get("options") or {}), **policy.env_options}
-    env = LQoCoEnv(config=job["config"], workload=job["workload"], **opts)
+    options = job.get("options") or {}
+    opts = {**options, **policy.env_options}  # the env's options, recorded (the policy's win)
+    env = make_env(policy, job["config"], job["workload"], **options)
     out = run_episode(policy, env, seed=int(job["seed"]), keep_history=True)
     metrics = {k: out.metrics[k] for k in ("throughput_mbps", "jitter", "mean_latency_ms",
                                            "p999_latency_ms", "cache_full_s", "bypassed_frac")}

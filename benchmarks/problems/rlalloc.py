@@ -19,27 +19,24 @@ within 5 percentage points, and the trend over the number of streams on its dire
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
 
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
+from hss_gym.workloads.msr_streams import workload_options
 
 CONFIGS = ("rlalloc",)
 POLICIES = ("static", "dynamic", "random", "demand", "rlalloc_dqn")
-SWEEP = re.compile(r"^stg0-x(\d+)$")
 ENV_OPTIONS = frozenset({"episode_periods", "intensity", "period_us", "scale", "queue_depth",
                          "precondition", "reward_weights", "tail", "lat_ref_us"})
 POLICY_OPTIONS = frozenset({"dqn_pretrain_steps", "dqn_pretrain_updates", "dqn_train_every"})
 
 
 def check_workload(w: str) -> None:
-    m = SWEEP.match(w)
-    if w == "table1" or (m and 2 <= int(m.group(1)) <= 20):
-        return
-    raise ValueError(f"unknown RLAlloc workload {w!r}; valid: table1, stg0-x2 .. stg0-x20")
+    """ValueError unless ``w`` names a workload of the problem (``table1``, ``stg0-x<N>``)."""
+    workload_options(w)
 
 
 def check_config(c: str) -> None:
@@ -47,35 +44,31 @@ def check_config(c: str) -> None:
         raise ValueError(f"unknown RLAlloc config {c!r}; valid: {', '.join(CONFIGS)}")
 
 
-def env_kwargs(workload: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The env's constructor arguments for a job."""
-    check_workload(workload)
+def env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """The env's constructor arguments among a job's track options (the others are the DQN's)."""
     bad = set(options) - ENV_OPTIONS - POLICY_OPTIONS
     if bad:
         raise ValueError(f"unknown RLAlloc track option(s) {sorted(bad)}; valid: "
                          f"{sorted(ENV_OPTIONS | POLICY_OPTIONS)}")
-    kw = {k: v for k, v in options.items() if k in ENV_OPTIONS}
-    m = SWEEP.match(workload)
-    if m:
-        kw["n_streams"] = int(m.group(1))
-    return kw
+    return {k: v for k, v in options.items() if k in ENV_OPTIONS}
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One episode of one fresh policy; see the module docstring."""
-    from hss_gym.agents.rlalloc import make_policy, run_episode
-    from hss_gym.envs.rlalloc import RLAllocEnv
+    from hss_gym.agents import make_env, run_episode
+    from hss_gym.agents.rlalloc import make_policy
 
+    check_workload(job["workload"])
     check_config(job["config"])
     options = dict(job.get("options") or {})
-    kwargs = env_kwargs(job["workload"], options)
+    kwargs = env_kwargs(options)
     pkw: dict[str, Any] = {}
     if job["policy"] == "rlalloc_dqn":
         for k in POLICY_OPTIONS & set(options):
             pkw[k[4:]] = options[k]
     policy = make_policy(job["policy"], **pkw)
-    model_options = dict(getattr(policy, "env_options", None) or {})  # a trained model's card
-    env = RLAllocEnv(**{**kwargs, **model_options})
+    model_options = dict(policy.env_options)  # a trained model's card
+    env = make_env(policy, job["config"], job["workload"], **kwargs)
     out = run_episode(policy, env, int(job["seed"]))
     metrics, rewards = out.metrics, out.curves["reward"]
     prov = env.provenance()

@@ -1,5 +1,8 @@
 """Workloads: the columnar request representation, trace readers, synthetic generators of the
-papers' workloads (Harmonia Table 4) and mixes (Table 5), and trace statistics.
+papers' workloads (Harmonia Table 4) and mixes (Table 5), and trace statistics. The other
+problems' workloads are modules of their own here, imported by name: :mod:`.fleetio` (FleetIO's
+tenants and Table 5 mixes), :mod:`.msr_streams` (RLAlloc's Table I streams) and :mod:`.lqoco`
+(L-QoCo's Table 4 workloads).
 
 >>> from hss_gym.workloads import make_trace, load_trace, describe
 >>> tr = make_trace("ycsb-b", n=100_000, seed=0)

@@ -22,7 +22,9 @@ region, 80% of writes to the hottest 20% of it (reads uniform).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +71,20 @@ TABLE_I: dict[str, StreamSpec] = {s.name: s for s in (
     StreamSpec("WEB_2", 0.82, 5_180_000, 0.0075, 0.116),
 )}
 STREAMS = tuple(TABLE_I)  # the paper's order
+#: The problem's workloads by name: ``table1`` (Table I's eight streams, one per trace) and
+#: ``stg0-x<N>`` (N copies of STG_0, N = 2..20: the paper's sensitivity study, Fig. 9).
+SWEEP = re.compile(r"^stg0-x(\d+)$")
+
+
+def workload_options(workload: str | None) -> dict[str, Any]:
+    """The ``hss/RLAlloc-v0`` arguments of the workload named ``workload`` (None: ``table1``, the
+    env's default streams); ValueError names the valid ones."""
+    m = SWEEP.match(workload) if isinstance(workload, str) else None
+    if m and 2 <= int(m.group(1)) <= 20:
+        return {"n_streams": int(m.group(1))}
+    if workload is None or workload == "table1":
+        return {}
+    raise ValueError(f"unknown RLAlloc workload {workload!r}; valid: table1, stg0-x2 .. stg0-x20")
 
 
 def spec(name: str) -> StreamSpec:
