@@ -1,7 +1,7 @@
 """The strongest simple rules built from the reference agents' parts: what learning must beat.
 
 ``fit_first`` is the reference placement agent (:class:`hss_gym.agents.harmonia.PlacementAgent`
-with ``evict=False``, the :class:`~hss_gym.agents.harmonia.Cleaner` and ``first_reads="home"``)
+with ``evict=False``, the :class:`~hss_gym.agents.cleaner.Cleaner` and ``first_reads="home"``)
 with its network replaced by a constant: every write goes to the fastest device it fits on (never
 evicting on the critical path), a page first touched by a read stays on its home device, and the
 cleaner keeps room on the faster devices in idle time. Nothing is learned and nothing migrates.

@@ -21,7 +21,7 @@ placement agent. The learner is :mod:`hss_gym.agents.c51`.
 
 Policies: ``sibyl_paper`` is :class:`Sibyl` as described above. ``sibyl``, the reference, is
 :func:`sibyl`: the same agent whose placements never evict on the critical path, with the
-:class:`~hss_gym.agents.harmonia.Cleaner` keeping room on the fast device in idle time, one
+:class:`~hss_gym.agents.cleaner.Cleaner` keeping room on the fast device in idle time, one
 exploratory choice per sequential run, and pages first touched by a read left on the home device
 (as the reference Harmonia; docs/learning-diagnostics.md).
 """

@@ -1,0 +1,114 @@
+"""The reference agents' cleaner: room on the faster devices, made in idle time.
+
+A placement agent that never evicts on the critical path sends a request that does not fit to a
+slower device; :class:`Cleaner` asks the HSS to move pages down in idle time so later requests
+fit again, in batches a disk can write without positioning dominating, in chunks that yield to
+host I/O on an SSD, and, with ``victims="reuse"``, in the victim order the HSS learns from the
+trace. The reference agents (:mod:`hss_gym.agents.harmonia`) and the ``fit_first`` rule
+(:mod:`hss_gym.agents.rules`) use it; the measurements behind each part are in
+docs/learning-diagnostics.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hss_gym.agents.credit import PAGE_SHIFT
+from hss_gym.envs.parallel import HSSParallelEnv
+
+PAGE_SIZE = 1 << PAGE_SHIFT
+
+
+def seek_amortising_pages(profile: Any) -> int:
+    """Pages a disk writes in one average positioning time (seek plus half a rotation): a batch of
+    that size spends at most half its device time positioning. 0 for a device without seeks."""
+    if profile.kind != "hdd":
+        return 0
+    position_us = (profile.seek_avg_ms + (30_000.0 / profile.rpm if profile.rpm else 0.0)) * 1000.0
+    return int(position_us * profile.write_bandwidth_mbps / PAGE_SIZE)
+
+
+class Cleaner:
+    """Room on the faster devices for what the placement agent sends there (``clean=...``).
+
+    A placement agent that never evicts on the critical path (``evict=False``) sends a request
+    that does not fit its device to the next slower one. While a greedy choice (not the
+    exploration warm-up) was sent past device ``d`` within the last ``window`` requests, the
+    cleaner asks the HSS to move pages of ``d`` to ``d + 1`` until ``free`` of ``d``'s capacity is
+    free, at least ``min_batch`` pages at a time, as one batch in the next idle time
+    (:meth:`hss_gym.hss.HSS.clean`: one read, one sequential write, as a critical-path eviction
+    is modelled; the victims in LRU order, or the pages accessed once first when the cleaned
+    pages accessed more often are the ones read again, as ARC adapts). So the evictions an HSS
+    must make run off the critical path, and only while the placement agent wants the room.
+    Deviation from the papers (whose agents evict on the critical path); measured in
+    docs/learning-diagnostics.md.
+
+    * **No cascades.** When ``d + 1`` (not the home device) has no room for the batch beyond its
+      own ``free`` share, the cleaner first cleans ``d + 1`` into ``d + 2`` (a batch of its own, in
+      its own idle time). A batch into a full middle device would make room there inside the same
+      batch, its write to ``d + 1`` waiting for ``d + 1``'s own eviction to the slowest device,
+      and every host request to ``d + 1`` queued behind both.
+    * **Batches that amortise a seek.** A batch into a disk is at least what the disk writes in
+      one average positioning time (seek plus half a rotation: :func:`seek_amortising_pages`),
+      so each batch's seek, and the host stream's seek back after it, cost a small share of its
+      transfer; into an SSD, ``min_batch``.
+    * **Chunks that yield to host I/O.** A batch into an SSD runs in chunks of ``min_batch`` pages,
+      each started only while both devices have a free server, so a host request waits behind a
+      chunk per server, not the whole batch (an I/O scheduler's idle class). A batch into a disk
+      runs whole: resuming it after a host request would cost another seek.
+    * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
+      a full migration queue's oldest move does (requests the fast device turned away can keep the
+      slower one from ever idling).
+    * **Learned victims** (``victims="reuse"``; ``"lru"`` by default): the HSS learns, per 2 MiB
+      region, whether the access after a write of one of its pages is a read or another write,
+      and a cleaning takes first the pages written where written pages are seldom read again
+      (``HSS.reuse_victims``), while those turn out to be read back less often than the other
+      cleaned pages. Only reads gain from a page kept on a faster device: a rewrite goes to the
+      fastest device it fits on wherever the page is.
+    """
+
+    def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64,
+                 victims: str = "lru") -> None:
+        if not 0.0 < free < 1.0 or window < 1 or patience < 1 or min_batch < 1:
+            raise ValueError(f"clean: need 0 < free < 1 and window, patience, min_batch >= 1; got {free}, "
+                             f"{window}, {patience}, {min_batch}")
+        if victims not in ("lru", "reuse"):
+            raise ValueError(f"victims must be 'lru' or 'reuse', got {victims!r}")
+        self.free, self.window, self.patience, self.min_batch = float(free), int(window), int(patience), int(min_batch)
+        self.victims = victims
+
+    def reset(self, env: HSSParallelEnv) -> None:
+        self._core = env.hss.core
+        self._core.reuse_victims = self.victims == "reuse"
+        self._caps = list(env.hss.capacities)
+        self._goal = [max(1, int(self.free * c)) for c in self._caps]
+        self._home = env.cfg.n_devices - 1
+        self._asked_at = 0
+        #: the smallest batch into each device (by its target): one that amortises a disk's
+        #: positioning time, but never more than an eighth of the device it cleans
+        seek = [seek_amortising_pages(p) for p in env.cfg.devices]
+        self._min_batch = [max(self.min_batch, min(seek[d + 1], self._caps[d] // 8)) for d in range(self._home)]
+        #: the chunks of a batch into each device's next: min_batch into an SSD, none into a disk
+        self._chunk = [0 if seek[d + 1] else self.min_batch for d in range(self._home)]
+
+    def __call__(self, step: int, wanted_at: list[int]) -> None:
+        """Ask for this step's cleaning (``wanted_at``: the placement agent's, per device)."""
+        core = self._core
+        for d in range(self._home):
+            if step - wanted_at[d] <= self.window:
+                used = core.used_pages
+                deficit = self._goal[d] - (self._caps[d] - used[d])
+                if deficit > 0:
+                    pages = min(max(deficit, self._min_batch[d]), used[d])
+                    t = d + 1
+                    while t < self._home and used[t] + pages > self._caps[t] - self._goal[t]:
+                        d, pages = t, min(max(used[t] + pages - (self._caps[t] - self._goal[t]),
+                                              self._min_batch[t]), used[t])  # room on t first
+                        t += 1
+                    if not core.clean_pending:
+                        core.clean(d, pages, False, self._chunk[d])
+                        self._asked_at = step
+                    elif step - self._asked_at >= self.patience:
+                        core.clean(d, pages, True, self._chunk[d])
+                        self._asked_at = step
+                    return
