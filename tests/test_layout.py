@@ -1,4 +1,4 @@
-"""The layers of the source tree (issue 29): the device models and the native HSS core in
+"""The layers of the source tree: the device models and the native HSS core in
 ``backends/`` sit below the environments and import nothing from the rest of ``hss_gym``, in
 Python or in C; every folder of the design card is where the README's layout says."""
 
