@@ -74,7 +74,7 @@ def write_burst_trace(folder: Path, n: int = 12000, interval_us: float = 8.0, si
 
 
 def scenarios() -> dict[str, Scenario]:
-    """The issue's scenarios."""
+    """The scenarios run through both simulators, by name (docs/flash-model.md has their table)."""
     rd = dict(read_pct=100, size_sectors=8, requests=20000)
     wr = dict(read_pct=0, size_sectors=8, requests=8000)
     off = {"CMD_Suspension_Support": "NONE"}
