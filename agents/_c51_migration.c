@@ -30,7 +30,7 @@
 
 #include <string.h>
 
-#define PAGE_SHIFT 12  /* 4 KiB pages: page = byte offset >> PAGE_SHIFT (agents/credit.py's PAGE_SHIFT) */
+#define PAGE_SHIFT 12  /* 4 KiB pages: page = byte offset >> PAGE_SHIFT (hss_gym.hss.PAGE_SHIFT) */
 
 /* NumPy's bit generator interface (numpy/random/bitgen.h), from BitGenerator.capsule. */
 typedef struct {

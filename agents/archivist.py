@@ -42,8 +42,7 @@ from torch import nn
 
 from hss_gym.agents.base import Infos, Obs, Policy
 from hss_gym.envs.parallel import HSSParallelEnv
-
-PAGE_SHIFT = 12
+from hss_gym.hss import PAGE_SHIFT
 
 
 @contextmanager

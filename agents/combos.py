@@ -29,7 +29,7 @@ def cde_rl_migr(seed: int = 0, **kwargs: Any) -> Combined:
     from hss_gym.agents.harmonia import MigrationAgent
     from hss_gym.agents.heuristics import CDE
     # The RL migration agent as the papers compare it: eq. 3's system-level reward as published,
-    # credited to the moves that earned it (the migration agent as it was before issue 13; Harmonia's
+    # credited to the moves that earned it (the migration agent before per-page credit; Harmonia's
     # own agent judges moves per page and needs its placement agent's eviction reports).
     published = {"v_min": -1.0, "v_max": 2.0, "reward_scale": None, "train_every": 64}
     return Combined(CDE(**kwargs), MigrationAgent(published, seed=seed, credit="system"), name="cde+rl_migr")

@@ -39,8 +39,8 @@ from __future__ import annotations
 from hss_gym.agents._c51 import MigrationCredit as _MigrationCredit
 from hss_gym.agents._c51 import PageCredit as _PageCredit
 from hss_gym.agents.c51 import C51Agent
+from hss_gym.hss import PAGE_SHIFT as PAGE_SHIFT  # re-exported: harmonia.py imports it from here
 
-PAGE_SHIFT = 12  # 4 KiB pages: page = byte offset >> PAGE_SHIFT
 EXPIRE_EVERY = 64
 
 

@@ -43,8 +43,7 @@ import numpy as np
 
 from hss_gym.agents.base import Infos, Obs, Policy, stay_action
 from hss_gym.envs.parallel import HSSParallelEnv
-
-PAGE_SHIFT = 12  # 4 KiB pages
+from hss_gym.hss import PAGE_SHIFT
 
 
 def resolve_device(env: HSSParallelEnv, device: int) -> int:

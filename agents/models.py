@@ -16,7 +16,7 @@ Why no unpickling: an SB3 ``.zip`` is read as its ``data`` JSON (spaces, ``polic
 ``policy.pth`` with ``torch.load(weights_only=True)``, so loading a model runs none of its code and
 ``hss-gym validate`` may re-run such runs freely. A TorchScript module is code: ``validate`` runs it
 only with ``--allow torch``. An RLlib checkpoint's pickles are read with no global imported but
-NumPy's array constructors (:class:`_ArraysOnly`, :class:`_NamesOnly`): neither Ray nor PyTorch.
+NumPy's array constructors (:mod:`hss_gym.agents.rllib_models`): neither Ray nor PyTorch.
 
 Which env: the *model card*, a JSON file beside the model (``PATH + ".json"``, written by
 :func:`save_model_card`), names the env id and the options that shape the observation; without
@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import pickle
 import re
 import zipfile
 from dataclasses import dataclass
@@ -46,6 +45,13 @@ from typing import Any, Callable
 import numpy as np
 
 from hss_gym.agents.base import MODEL_FORMATS, Policy, stay_action
+# the networks and RLlib's checkpoint reading live in their own modules; their public names stay
+# importable from here
+from hss_gym.agents.model_networks import ACTIVATIONS, Greedy, NumpyMLP, ScriptedModule, linear_layers
+from hss_gym.agents.rllib_models import RLLIB_DEFAULTS as RLLIB_DEFAULTS
+from hss_gym.agents.rllib_models import RLLIB_ENCODERS as RLLIB_ENCODERS
+from hss_gym.agents.rllib_models import RLLIB_HEADS as RLLIB_HEADS
+from hss_gym.agents.rllib_models import RLLIB_MODULES, load_rllib_module, module_dirs, state_file
 from hss_gym.envs.features import feature_bins
 
 CARD_FORMAT = "hss-gym-model-card/1"
@@ -63,15 +69,6 @@ ENV_IDS = ("hss/Placement-v0", "hss/Migration-v0", "hss_v0", *PROBLEM_ENVS)
 CARD_OPTIONS = ("features", "raw_bins", "room_feature", "migration")
 PLACEMENT_POLICIES = {"fast": 0, "slow": -1}
 
-ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "tanh": np.tanh,
-    "relu": lambda x: np.maximum(x, 0.0),
-    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
-    "leakyrelu": lambda x: np.where(x > 0, x, 0.01 * x),
-    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
-    "identity": lambda x: x,
-}
 #: CleanRL's layouts: the state_dict prefix of the policy network and its activation
 CLEANRL_PREFIXES = {"actor": "tanh", "network": "relu"}
 
@@ -95,77 +92,6 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-# ------------------------------------------------------------------------------------ the network
-class NumpyMLP:
-    """A feed-forward policy network in NumPy (float64): ``layers`` are (weight, bias) pairs as
-    PyTorch's ``Linear`` stores them, ``activation`` follows every layer but the last (a list: one
-    per layer but the last, for an RLlib encoder and head with activations of their own); ``nvec``:
-    the observation is MultiDiscrete and one-hot encoded per component first (SB3's preprocessing)."""
-
-    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], activation: str | list[str],
-                 nvec: np.ndarray | None = None) -> None:
-        names = [activation] * (len(layers) - 1) if isinstance(activation, str) else list(activation)
-        if len(names) != len(layers) - 1:
-            raise ValueError(f"{len(names)} activations for {len(layers)} layers (one between each two)")
-        for name in names or ([activation] if isinstance(activation, str) else []):
-            if name not in ACTIVATIONS:
-                raise ValueError(f"unsupported activation {name!r}; supported: {', '.join(ACTIVATIONS)}")
-        for (w, _), (w2, _) in zip(layers, layers[1:]):
-            if w2.shape[1] != w.shape[0]:
-                raise ValueError(f"layer shapes do not chain: {w.shape} then {w2.shape}")
-        self.layers = [(np.asarray(w, np.float64), np.asarray(b, np.float64)) for w, b in layers]
-        self.acts = [ACTIVATIONS[name] for name in names]
-        self.activation = activation
-        self.nvec = None if nvec is None else np.asarray(nvec, np.int64)
-        self.n_inputs = int(self.nvec.size if self.nvec is not None else self.layers[0][0].shape[1])
-        self.n_outputs = int(self.layers[-1][0].shape[0])
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        x = np.asarray(obs, np.float64).reshape(-1)
-        if self.nvec is not None:
-            offsets = np.concatenate(([0], np.cumsum(self.nvec)[:-1]))
-            hot = np.zeros(int(self.nvec.sum()))
-            hot[offsets + x.astype(np.int64)] = 1.0
-            x = hot
-        for i, (w, b) in enumerate(self.layers):
-            x = w @ x + b
-            if i < len(self.acts):
-                x = self.acts[i](x)
-        return x
-
-
-class ScriptedModule:
-    """A TorchScript module as a scoring function: a float32 batch of one observation in, one row of
-    action scores (logits or Q-values) out."""
-
-    def __init__(self, module: Any) -> None:
-        self.module = module.eval()
-        self.n_inputs: int | None = None
-        self.n_outputs: int | None = None
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        import torch
-        with torch.no_grad():
-            out = self.module(torch.as_tensor(np.asarray(obs, np.float32).reshape(1, -1)))
-        return out.detach().cpu().numpy().reshape(-1)
-
-
-class Greedy:
-    """The argmax of a scoring function, memoised per observation (the function is fixed, and the
-    binned observations repeat)."""
-
-    def __init__(self, scores: Callable[[np.ndarray], np.ndarray]) -> None:
-        self.scores = scores
-        self.cache: dict[bytes, int] = {}
-
-    def __call__(self, obs: np.ndarray) -> int:
-        key = obs.tobytes()
-        a = self.cache.get(key)
-        if a is None:
-            a = self.cache[key] = int(np.argmax(self.scores(obs)))
-        return a
 
 
 # ------------------------------------------------------------------------------------ the policy
@@ -384,22 +310,6 @@ def _space(entry: dict[str, Any], name: str, where: str) -> dict[str, Any]:
                      f"MultiDiscrete observations and Discrete actions")
 
 
-def _linear_layers(state: dict[str, Any], prefix: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The ``prefix.<i>.weight``/``.bias`` pairs of ``state`` in index order, as NumPy arrays."""
-    pat = re.compile(rf"^{re.escape(prefix)}\.(\d+)\.weight$")
-    idx = sorted(int(m.group(1)) for k in state if (m := pat.match(k)))
-    layers = []
-    for i in idx:
-        w = state[f"{prefix}.{i}.weight"]
-        b = state.get(f"{prefix}.{i}.bias")
-        w = w.detach().cpu().numpy() if hasattr(w, "detach") else np.asarray(w)
-        if w.ndim != 2:
-            raise ValueError(f"{prefix}.{i}.weight has shape {w.shape}: only Linear layers are supported")
-        b = np.zeros(w.shape[0]) if b is None else (b.detach().cpu().numpy() if hasattr(b, "detach") else np.asarray(b))
-        layers.append((w, b))
-    return layers
-
-
 def _activation_name(kwargs: Any, default: str) -> str:
     fn = kwargs.get("activation_fn") if isinstance(kwargs, dict) else None
     if fn is None:
@@ -439,12 +349,12 @@ def load_sb3(path: Path, discrete_obs: bool = False) -> tuple[NumpyMLP, dict[str
     kwargs = data.get("policy_kwargs") or {}
     if any(k.startswith("action_net.") for k in state):  # ActorCriticPolicy: PPO, A2C
         # SB3's MlpExtractor: the activation follows every layer of the policy net, then action_net
-        layers = _linear_layers(state, "mlp_extractor.shared_net") + _linear_layers(state, "mlp_extractor.policy_net")
+        layers = linear_layers(state, "mlp_extractor.shared_net") + linear_layers(state, "mlp_extractor.policy_net")
         w, b = state["action_net.weight"], state["action_net.bias"]
         layers.append((w.detach().cpu().numpy(), b.detach().cpu().numpy()))
         activation = _activation_name(kwargs, "tanh")
     elif any(k.startswith("q_net.q_net.") for k in state):  # DQNPolicy
-        layers = _linear_layers(state, "q_net.q_net")
+        layers = linear_layers(state, "q_net.q_net")
         activation = _activation_name(kwargs, "relu")
     else:
         raise ValueError(f"{where}: policy weights {sorted(state)[:4]}... are neither an actor-critic MLP "
@@ -511,7 +421,7 @@ def load_torch(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.nd
         specs = {agent: {"prefix": known[0], "activation": CLEANRL_PREFIXES[known[0]]}}
     nets: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
     for agent, net in specs.items():
-        layers = _linear_layers(state, net["prefix"])
+        layers = linear_layers(state, net["prefix"])
         if not layers:
             raise ValueError(f"{where}: no layers '{net['prefix']}.<i>.weight' for the {agent} agent; "
                              f"prefixes found: {prefixes}")
@@ -524,118 +434,6 @@ def load_torch(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.nd
 
 
 # ------------------------------------------------------------------------------------ RLlib
-#: where an RLlib Algorithm checkpoint (``algo.save_to_path(DIR)``) keeps its RLModules
-RLLIB_MODULES = Path("learner_group") / "learner" / "rl_module"
-#: RLlib's default modules (new API stack): the state-dict prefix of the MLP encoder the policy
-#: reads (PPO, APPO, IMPALA: the actor's, or the one shared with the value function; DQN: its
-#: encoder), and of the head that scores the actions (PPO...: ``pi``, logits; DQN: ``af``, the
-#: advantages, whose argmax is the Q-values' also with a dueling value head)
-RLLIB_ENCODERS = ("encoder.actor_encoder.net.mlp", "encoder.encoder.net.mlp", "encoder.net.mlp")
-RLLIB_HEADS = ("pi.net.mlp", "af.net.mlp")
-#: Ray's DefaultModelConfig values (Ray >= 2.40) for what a module's model_config leaves out
-RLLIB_DEFAULTS = {"fcnet_activation": "tanh", "head_fcnet_activation": "relu"}
-#: the globals a module's state file may name: NumPy arrays and their dtypes, nothing else
-#: (pickle protocols 2-4 rebuild an array with ``_reconstruct``, protocol 5 with ``_frombuffer``)
-_ARRAY_GLOBALS = {(f"numpy.{core}.{m}", n) for core in ("core", "_core")
-                  for m, n in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))} | {
-    ("numpy", "ndarray"), ("numpy", "dtype"), ("collections", "OrderedDict")}
-
-
-class _ArraysOnly(pickle.Unpickler):
-    """Unpickles a dict of NumPy arrays (an RLModule's ``module_state.pkl``: ``convert_to_numpy`` of its
-    state_dict) and refuses any other global, so reading weights runs no code of the file's."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _ARRAY_GLOBALS:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"it names {module}.{name}; a module state holds NumPy arrays only")
-
-
-class _Named:
-    """A global of a pickle, by name only: what :class:`_NamesOnly` builds instead of importing it.
-    Calls and state are recorded, never run."""
-
-    qualname = "?"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.args, self.state = args, {}
-
-    def __setstate__(self, state: Any) -> None:
-        self.state = state
-
-
-class _NamesOnly(pickle.Unpickler):
-    """Reads an RLModule's ``class_and_ctor_args.pkl`` (its class and its ``model_config``) without
-    importing anything: every global becomes a :class:`_Named` subclass named after it."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        return type(name, (_Named,), {"qualname": f"{module}.{name}"})
-
-
-def _model_config(ctor: Any) -> dict[str, Any]:
-    """The ``model_config`` of an RLModule's constructor arguments, as a dict (Ray's
-    DefaultModelConfig dataclass is read from its recorded state)."""
-    kwargs = ctor[1] if isinstance(ctor, tuple) and len(ctor) == 2 and isinstance(ctor[1], dict) else {}
-    config = kwargs.get("model_config")
-    if isinstance(config, _Named):
-        config = config.state if isinstance(config.state, dict) else {}
-    return dict(config) if isinstance(config, dict) else {}
-
-
-def _rllib_module_dirs(path: Path) -> dict[str, Path]:
-    """The RLModule folders of an RLlib checkpoint, by module id: an Algorithm checkpoint (its
-    learner's modules), a MultiRLModule's folder (one per module id) or one RLModule's folder."""
-    root = path / RLLIB_MODULES if (path / RLLIB_MODULES).is_dir() else path
-    inner = {d.name: d for d in sorted(root.iterdir()) if d.is_dir() and _rllib_state_file(d) is not None}
-    if inner:  # a MultiRLModule (also what an Algorithm keeps): a folder per module
-        return inner
-    return {root.name: root} if _rllib_state_file(root) is not None else {}
-
-
-def _rllib_state_file(folder: Path) -> Path | None:
-    """An RLModule folder's state file (``module_state.pkl``; ``.msgpack`` with ``use_msgpack``),
-    or None when ``folder`` is no RLModule's (it needs ``class_and_ctor_args.pkl`` too)."""
-    if not (folder / "class_and_ctor_args.pkl").is_file():
-        return None
-    return next((f for f in (folder / f"module_state.{ext}" for ext in ("pkl", "msgpack")) if f.is_file()), None)
-
-
-def load_rllib_module(folder: Path) -> NumpyMLP:
-    """The greedy policy network of one RLModule folder (``save_to_path``) of RLlib's default
-    module layouts, in NumPy: its MLP encoder, then its action head (see :data:`RLLIB_ENCODERS`).
-    Neither Ray nor PyTorch is imported: the weights are a pickle of NumPy arrays, read with only
-    NumPy's globals allowed, and the activations are read from the constructor arguments'
-    pickle by name, nothing imported (:class:`_NamesOnly`)."""
-    where = f"RLlib module {folder}"
-    state_file = _rllib_state_file(folder)
-    if state_file is None or state_file.suffix == ".msgpack":
-        raise ValueError(f"{where}: no module_state.pkl (a msgpack checkpoint, use_msgpack=True, is not read: save "
-                         f"it without msgpack, the default)")
-    try:
-        with open(state_file, "rb") as f:
-            state = _ArraysOnly(f).load()
-        with open(folder / "class_and_ctor_args.pkl", "rb") as f:
-            meta = _NamesOnly(f).load()
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError) as e:
-        raise ValueError(f"{where}: not an RLModule checkpoint hss-gym can read: {e}") from None
-    if not isinstance(state, dict) or not all(isinstance(v, np.ndarray) for v in state.values()):
-        raise ValueError(f"{where}: its state is not a dict of arrays (a torch RLModule's state)")
-    cls = getattr(meta.get("class") if isinstance(meta, dict) else None, "qualname", "?")
-    config = {**RLLIB_DEFAULTS, **_model_config(meta.get("ctor_args_and_kwargs") if isinstance(meta, dict) else None)}
-    encoder = next((p for p in RLLIB_ENCODERS if f"{p}.0.weight" in state), None)
-    head = next((p for p in RLLIB_HEADS if f"{p}.0.weight" in state), None)
-    if encoder is None or head is None:
-        raise ValueError(f"{where}: {cls} has no MLP encoder and action head of RLlib's default modules (PPO, APPO, "
-                         f"IMPALA, DQN); weights found: {sorted(state)[:6]}...")
-    if config.get("fcnet_use_layernorm") or config.get("head_fcnet_use_layernorm"):
-        raise ValueError(f"{where}: layer normalisation (fcnet_use_layernorm) is not supported")
-    if (config.get("num_atoms") or 1) > 1:
-        raise ValueError(f"{where}: a distributional Q-network (num_atoms={config['num_atoms']}) is not supported")
-    enc, hd = _linear_layers(state, encoder), _linear_layers(state, head)
-    acts = [str(config["fcnet_activation"]).lower()] * len(enc) + [str(config["head_fcnet_activation"]).lower()] * (len(hd) - 1)
-    return NumpyMLP(enc + hd, [{"swish": "silu", "linear": "identity"}.get(a, a) for a in acts])
-
-
 def load_rllib(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.ndarray], np.ndarray]], Card, list[Path]]:
     """The networks of an RLlib checkpoint folder (new API stack) by agent, its card, and the files
     read (for the sha256). A module acts for the agent the card names it for (``networks``:
@@ -643,7 +441,7 @@ def load_rllib(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.nd
     ``migration``: the two-agent env's, which needs a card), or, alone, for the agent of the env its
     observation implies (Sibyl's six features: ``hss/Placement-v0``)."""
     where = f"RLlib checkpoint {path}"
-    modules = _rllib_module_dirs(path)
+    modules = module_dirs(path)
     if not modules:
         raise ValueError(f"{where}: no RLModule in it (an Algorithm checkpoint holds them in {RLLIB_MODULES}; a "
                          f"module's folder holds class_and_ctor_args.pkl and module_state.pkl)")
@@ -669,7 +467,7 @@ def load_rllib(path: Path, card: Card | None) -> tuple[dict[str, Callable[[np.nd
         card = card_from_spaces({"kind": "box", "shape": (mlp.n_inputs,), "repr": f"{mlp.n_inputs} inputs"},  # type: ignore[attr-defined]
                                 mlp.n_outputs, where)  # type: ignore[attr-defined]
     files = [f for m in sorted(set(wanted.values())) for f in (modules[m] / "class_and_ctor_args.pkl",
-                                                                _rllib_state_file(modules[m]))]
+                                                                state_file(modules[m]))]
     return nets, card, files
 
 

@@ -1,10 +1,10 @@
-"""The real backend leaves nothing behind (issue 31, deliverable 3): a registry of the device files
+"""The real backend leaves nothing behind: a registry of the device files
 a run created, cleanup on SIGTERM/SIGHUP, and removal of the files of runs that were killed.
 
 Why: a real-backend run creates its device files (a tmpfs fast device, a slow-device file of up to
 several GiB). Ctrl-C closes the backend, which removes them; a SIGTERM, SIGHUP or SIGKILL used to
-leave them behind, and the example's file names carry the PID, so killed runs piled up. Since
-issue 43 :class:`RealBackend` unlinks the files it created as soon as they are open (it keeps
+leave them behind, and the example's file names carry the PID, so killed runs piled up. Now
+:class:`RealBackend` unlinks the files it created as soon as they are open (it keeps
 using them through their descriptors, and the kernel frees them with the process), so what this
 module handles is the moment between creation and unlink, and a file that could not be unlinked.
 

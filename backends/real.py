@@ -25,7 +25,7 @@ non-empty file is refused unless ``overwrite=True``; a read-only file, a directo
 permission or a read-only mount is refused, also as root (who could write it anyway); the C engine
 bounds-checks every I/O against the configured size.
 
-Nothing left behind (issues 31, 43): files we create are recorded, then unlinked as soon as they
+Nothing left behind: files we create are recorded, then unlinked as soon as they
 are open (unless ``keep_files=True``, which keeps them where they were created): the backend keeps
 using them through its file descriptors and the kernel frees their blocks when the process closes
 them or dies, so even a run killed by SIGKILL leaves nothing on disk. They are created sparse

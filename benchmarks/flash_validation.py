@@ -1,5 +1,5 @@
 """Validation of the flash model against MQSim: the same workloads through both, per-flow mean and
-p99 latency and GC write amplification side by side (issue #15; docs/flash-model.md has the table).
+p99 latency and GC write amplification side by side (docs/flash-model.md has the table).
 
 Both run MQSim's default ``ssdconfig.xml`` (loaded by our ssdconfig loader) with two settings
 changed in MQSim, for features the model does not simulate: ``Ideal_Mapping_Table=true`` (no
@@ -10,10 +10,10 @@ a short run.
 
 The existing scenarios set ``CMD_Suspension_Support=NONE`` (MQSim's ssdconfig.xml says ERASE, which
 shipped MQSim never acts on: see ``mqsim_anchor.SUSPENSION_FIXES``). The ``susp-*`` scenarios
-(issue #32) run program/erase suspension in both, against a copy of MQSim with its five suspension
+run program/erase suspension in both, against a copy of MQSim with its five suspension
 bugs fixed (``build_mqsim_suspension_fixed``), and compare the number of suspensions as well.
 
-The ``cache-*`` scenarios (issue #32, scenario (c)) turn the DRAM data cache on in both
+The ``cache-*`` scenarios turn the DRAM data cache on in both
 (MQSim's ``Device_Level_Data_Caching_Mode=WRITE_CACHE``, its default workload's setting; the model's
 ``cache_mode="write"``): tpcc-small on MQSim's ssdconfig.xml as shipped (256 MiB cache, a slow
 100 MT/s x 1-byte DRAM), and a write burst, a trace of 8 KiB random writes arriving faster than
@@ -74,7 +74,7 @@ def write_burst_trace(folder: Path, n: int = 12000, interval_us: float = 8.0, si
 
 
 def scenarios() -> dict[str, Scenario]:
-    """The issue's scenarios."""
+    """The scenarios run through both simulators, by name (docs/flash-model.md has their table)."""
     rd = dict(read_pct=100, size_sectors=8, requests=20000)
     wr = dict(read_pct=0, size_sectors=8, requests=8000)
     off = {"CMD_Suspension_Support": "NONE"}

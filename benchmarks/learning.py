@@ -1,4 +1,4 @@
-"""Checks that the learned placement agents learn (issue 13): known-answer scenarios and real traces.
+"""Checks that the learned placement agents learn: known-answer scenarios and real traces.
 
 * :func:`learning_suite`: on the ``learn-*`` scenarios (:mod:`hss_gym.workloads.learning`), the
   mean latency of each learner over the requests after ``warmup`` (6,000) against the best of the
@@ -49,7 +49,7 @@ RULES = {"fit_first": lambda: make_policy("fit_first")}
 
 
 def before_fix(name: str, seed: int) -> Policy:
-    """The learners as they were before issue 13's fix (for before/after tables): credit along the
+    """The learners in their earlier form (for before/after tables): credit along the
     request stream, epsilon 0.001 from the first decision, a gradient step every 64 experiences,
     Sibyl's lr 1e-4; Harmonia's migration agent on the system-level eq.-3 reward (moves and stays
     share it), target-device actions, support [-1, 2] and auto-scaled rewards."""

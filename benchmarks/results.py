@@ -291,6 +291,31 @@ def results_path(out: str | os.PathLike[str]) -> Path:
     return plain
 
 
+def gather_results(paths: Iterable[str]) -> tuple[list[dict[str, Any]], list[Path]]:
+    """The records of every results file ``paths`` name (a file, or a bench output directory:
+    :func:`results_path`), in order, and those files. A path naming no results file is an error
+    that says what to give."""
+    records: list[dict[str, Any]] = []
+    files = []
+    for p in paths:
+        f = Path(p) if Path(p).is_file() else results_path(p) if Path(p).is_dir() or not p.endswith(".jsonl") else Path(p)
+        if not f.exists():
+            raise FileNotFoundError(f"no results file {str(f)!r} (give a results.jsonl or the bench output directory)")
+        files.append(f)
+        records += read_results(f)
+    return records, files
+
+
+def check_out_dir(d: Path, option: str) -> None:
+    """An output directory must be a directory, or not exist yet below directories: else a
+    ``ValueError`` that names ``option`` (the command-line option that gave it) and the culprit."""
+    for p in (d, *d.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise ValueError(f"{option} {d}: {p} exists and is not a directory")
+            break
+
+
 # ------------------------------------------------------------------------------- one writer
 class ResultsLocked(RuntimeError):
     """Another process is writing the results file."""

@@ -28,11 +28,15 @@ import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from hss_gym._version import __version__
 
 from hss_gym.benchmarks.problems import get_problem
 from hss_gym.benchmarks.results import (append_record, base_provenance, check_compatible, completed_keys, job_key,
-                                        now_utc, open_for_append, SCHEMA, writing)
+                                        now_utc, open_for_append, read_results, SCHEMA, set_aside_other_versions,
+                                        writing)
 from hss_gym.benchmarks.suites import Suite
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -127,6 +131,47 @@ def pending_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str
     """The jobs without an ``ok`` record in ``results_file`` (what ``--resume`` runs)."""
     done = completed_keys(results_file)
     return [j for j in jobs if job_key(j) not in done]
+
+
+def declare_training(jobs: list[dict[str, Any]], trained_on: str, policies: list[str] | None) -> None:
+    """Record ``trained_on`` (what the policies trained on, shown by the report) with the jobs of
+    ``policies``, the ones the bench was asked for (not the references it adds)."""
+    if not policies:
+        raise ValueError("--trained-on declares the training set of the policies named by --policies; name them")
+    if not trained_on.strip():
+        raise ValueError("--trained-on must describe a training set: 'none', 'train' (the package's training "
+                         "split, docs/leaderboard.md) or what the policy trained on")
+    mine = set(policies)
+    for j in jobs:
+        if j["policy"] in mine:
+            j["trained_on"] = trained_on.strip()
+
+
+def jobs_to_run(jobs: list[dict[str, Any]], results_file: Path, *, resume: bool, fresh: bool, dry_run: bool,
+                say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The jobs a bench runs into ``results_file``, after preparing the file (not with
+    ``dry_run``, which only reads): ``resume`` sets aside a file of another hss-gym version (said
+    with ``say``) and keeps the runs done, refusing runs of another suite definition or request
+    count; ``fresh`` discards the file. A file that holds runs is refused with neither, so no
+    bench silently mixes into or overwrites earlier results. Called under the file's lock."""
+    if resume and not dry_run and (aside := set_aside_other_versions(results_file)) is not None:
+        say(f"{results_file} holds runs of another hss-gym version (this is {__version__}): moved to "
+            f"{aside.name}; starting over")
+    existing = read_results(results_file, warn=False) if results_file.exists() else []
+    if existing and not (resume or fresh or dry_run):
+        raise ValueError(f"{results_file} already holds {len(existing)} runs: pass --resume to run only the "
+                         f"missing ones, or --fresh to discard them and start over")
+    if fresh and results_file.exists() and not dry_run:
+        results_file.unlink()
+    if resume:
+        check_compatible(results_file, jobs)
+    return pending_jobs(jobs, results_file) if resume else jobs
+
+
+def wants_ray(ray: bool, local: bool) -> bool:
+    """Whether a bench runs on Ray: asked for (``ray``), or ``RAY_ADDRESS`` is set and local
+    processes were not asked for (``local``)."""
+    return ray or (bool(os.environ.get("RAY_ADDRESS")) and not local)
 
 
 def run_local(jobs: list[dict[str, Any]], workers: int, emit: Callable[[dict[str, Any]], None]) -> None:

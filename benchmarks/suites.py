@@ -345,6 +345,20 @@ def with_overrides(suite: Suite, *, policies: list[str] | None = None, tracks: l
                  suite.problem)
 
 
+def without_missing_extras(suite: Suite) -> tuple[Suite, dict[str, str]]:
+    """The suite without the policies whose optional extra is not installed here, and those
+    policies, each with what to install (:func:`hss_gym.agents.base.missing_extra`)."""
+    from dataclasses import replace
+
+    from hss_gym.agents.base import missing_extra
+    spec = suite.spec
+    missing = {p: why for p in suite.policies
+               if (why := missing_extra(p if spec.name == "hss" else f"{spec.name}/{p}"))}
+    if not missing:
+        return suite, missing
+    return replace(suite, policies=tuple(p for p in suite.policies if p not in missing)), missing
+
+
 def _key(w: str, problem: Problem | None = None) -> str:
     """The canonical registered name of an HSS workload, or the absolute path of a trace file."""
     if os.path.isfile(w):

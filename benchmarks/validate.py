@@ -287,6 +287,14 @@ def relocate(rec: dict[str, Any], traces_dir: str | os.PathLike[str] | None) -> 
     return {**rec, "workload": candidate} if os.path.isfile(candidate) else rec
 
 
+def sampling(all_runs: bool, sample: int | None) -> tuple[int | None, bool]:
+    """``(sample, per_cell)`` for :func:`choose`: every run (``all_runs``), ``sample`` random
+    runs, or, when neither is asked for, one run of every cell, so no cell goes unchecked."""
+    if all_runs:
+        return None, False
+    return sample, sample is None
+
+
 def choose(records: list[dict[str, Any]], sample: int | None = 5, seed: int = 0, per_cell: bool = False,
            tracks: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """The ``ok`` runs ``validate_results`` re-runs: ``sample`` drawn at random (all if ``None``),

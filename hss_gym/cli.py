@@ -38,11 +38,6 @@ def _csv(s: str | None) -> list[str] | None:
     return [x.strip() for x in s.split(",") if x.strip()] if s else None
 
 
-def _num(v: float | None, digits: int) -> str:
-    """A table cell: the number, or n/a (e.g. write amplification of a read-only run)."""
-    return "n/a" if v is None else f"{v:.{digits}f}"
-
-
 def _ints(s: str | list[int] | None) -> list[int] | None:
     if not s:
         return None
@@ -111,23 +106,30 @@ def _max_requests() -> int:
 
 # ------------------------------------------------------------------------------------ bench
 def cmd_bench(args: argparse.Namespace) -> int:
-    from hss_gym.benchmarks.results import results_path, writing
-    from hss_gym.benchmarks.runner import make_jobs
-    from hss_gym.benchmarks.suites import load_suite, with_overrides
+    from hss_gym.benchmarks.results import check_out_dir, results_path, writing
+    from hss_gym.benchmarks.runner import declare_training, make_jobs
+    from hss_gym.benchmarks.suites import load_suite, with_overrides, without_missing_extras
 
     suite = load_suite(args.suite, traces_dir=args.traces)
     suite = with_overrides(suite, policies=_csv(args.policies), tracks=_csv(args.tracks),
                            workloads=_csv(args.workloads), configs=_csv(args.configs),
                            seeds=_ints(args.seeds), n_requests=args.n, oracle=not args.no_oracle)
-    suite = _installed_policies(suite, explicit=bool(args.policies), quiet=args.quiet)
+    suite, missing = without_missing_extras(suite)
+    if missing:
+        lines = "; ".join(f"{p} {why}" for p, why in missing.items())
+        if args.policies:  # named ones are an error, up front; the suite's own are left out
+            raise ValueError(f"--policies: not installed here: {lines}")
+        if not args.quiet:
+            print(f"left out ({len(missing)} of {len(suite.policies) + len(missing)} policies; install the "
+                  f"extra to run them): {lines}", file=sys.stderr)
     out = Path(args.out or os.path.join("results", suite.name))
     rpath = results_path(out)
-    _check_out_dir(rpath.parent, "--out")
+    check_out_dir(rpath.parent, "--out")
     if rpath.is_dir():
         raise ValueError(f"--out {out}: {rpath} is a directory, not a results file")
     jobs = make_jobs(suite)
     if args.trained_on is not None:
-        _declare_training(jobs, args.trained_on, _csv(args.policies))
+        declare_training(jobs, args.trained_on, _csv(args.policies))
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     if args.dry_run:  # reads only: no lock
         return _bench(args, suite, out, rpath, jobs, say)
@@ -136,65 +138,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench(args, suite, out, rpath, jobs, say)
 
 
-def _declare_training(jobs: list[dict[str, Any]], trained_on: str, policies: list[str] | None) -> None:
-    """Record ``trained_on`` with the runs of the ``--policies`` (not the references the bench adds)."""
-    if not policies:
-        raise ValueError("--trained-on declares the training set of the policies named by --policies; name them")
-    if not trained_on.strip():
-        raise ValueError("--trained-on must describe a training set: 'none', 'train' (the package's training "
-                         "split, docs/leaderboard.md) or what the policy trained on")
-    mine = set(policies)
-    for j in jobs:
-        if j["policy"] in mine:
-            j["trained_on"] = trained_on.strip()
-
-
-def _installed_policies(suite: Any, explicit: bool, quiet: bool) -> Any:
-    """The suite without the policies whose extra is not installed (said on stderr), when the
-    policies are the suite's own; named with --policies, such a policy is an error, up front."""
-    from dataclasses import replace
-
-    from hss_gym.agents.base import missing_extra
-    spec = suite.spec
-    missing = {p: why for p in suite.policies
-               if (why := missing_extra(p if spec.name == "hss" else f"{spec.name}/{p}"))}
-    if not missing:
-        return suite
-    lines = "; ".join(f"{p} {why}" for p, why in missing.items())
-    if explicit:
-        raise ValueError(f"--policies: not installed here: {lines}")
-    if not quiet:
-        print(f"left out ({len(missing)} of {len(suite.policies)} policies; install the extra to run "
-              f"them): {lines}", file=sys.stderr)
-    return replace(suite, policies=tuple(p for p in suite.policies if p not in missing))
-
-
-def _check_out_dir(d: Path, option: str) -> None:
-    """An output directory must be a directory (or not exist yet, below directories)."""
-    for p in (d, *d.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise ValueError(f"{option} {d}: {p} exists and is not a directory")
-            break
-
-
 def _bench(args: argparse.Namespace, suite: Any, out: Path, rpath: Path, jobs: list[dict[str, Any]],
            say: Any) -> int:
     from hss_gym.benchmarks.report import print_table, write_reports
-    from hss_gym.benchmarks.results import check_compatible, read_results, set_aside_other_versions
-    from hss_gym.benchmarks.runner import describe_failures, pending_jobs, run_jobs
-    if args.resume and not args.dry_run and (aside := set_aside_other_versions(rpath)) is not None:
-        say(f"{rpath} holds runs of another hss-gym version (this is {__version__}): moved to {aside.name}; "
-            f"starting over")
-    existing = read_results(rpath, warn=False) if rpath.exists() else []
-    if existing and not (args.resume or args.fresh or args.dry_run):
-        raise ValueError(f"{rpath} already holds {len(existing)} runs: pass --resume to run only the "
-                         f"missing ones, or --fresh to discard them and start over")
-    if args.fresh and rpath.exists() and not args.dry_run:
-        rpath.unlink()
-    if args.resume:
-        check_compatible(rpath, jobs)  # runs of another --n or suite definition are not mixed in
-    todo = pending_jobs(jobs, rpath) if args.resume else jobs
+    from hss_gym.benchmarks.results import read_results
+    from hss_gym.benchmarks.runner import describe_failures, jobs_to_run, run_jobs, wants_ray
+    todo = jobs_to_run(jobs, rpath, resume=args.resume, fresh=args.fresh, dry_run=args.dry_run, say=say)
     n_tracks = len(suite.tracks)
     say(f"suite {suite.name}: {n_tracks} track(s), {len(suite.policies)} policies "
         f"({', '.join(suite.policies)}), {len(jobs)} runs; {len(todo)} to run -> {rpath}")
@@ -202,7 +151,7 @@ def _bench(args: argparse.Namespace, suite: Any, out: Path, rpath: Path, jobs: l
         for j in todo:
             print(f"{j['track']}\t{j['workload']}\t{j['config']}\t{j['policy']}\tseed {j['seed']}\tn {j['n_requests']}")
         return 0
-    use_ray = args.ray or (bool(os.environ.get("RAY_ADDRESS")) and not args.local)
+    use_ray = wants_ray(args.ray, args.local)
     if use_ray:
         say(f"distributing over Ray ({args.ray_address or os.environ.get('RAY_ADDRESS') or 'a local Ray instance'})")
     summary = run_jobs(jobs, rpath, resume=bool(args.resume), workers=args.jobs, use_ray=use_ray,
@@ -223,26 +172,14 @@ def _bench(args: argparse.Namespace, suite: Any, out: Path, rpath: Path, jobs: l
 
 
 # ------------------------------------------------------------------------------------ report
-def _gather(paths: list[str]) -> tuple[list[dict[str, Any]], list[Path]]:
-    from hss_gym.benchmarks.results import read_results, results_path
-    records: list[dict[str, Any]] = []
-    files = []
-    for p in paths:
-        f = Path(p) if Path(p).is_file() else results_path(p) if Path(p).is_dir() or not p.endswith(".jsonl") else Path(p)
-        if not f.exists():
-            raise FileNotFoundError(f"no results file {str(f)!r} (give a results.jsonl or the bench output directory)")
-        files.append(f)
-        records += read_results(f)
-    return records, files
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the reports. A record's ``module:attribute`` problem is imported only under validate's
     rules (``--allow PKG``, never from the current folder or the results files'): a report of an
     untrusted submission runs none of its code."""
     from hss_gym.benchmarks.report import print_table, write_reports
+    from hss_gym.benchmarks.results import gather_results
     from hss_gym.benchmarks.validate import code_uses, no_imports_from
-    records, files = _gather(args.results)
+    records, files = gather_results(args.results)
     if not records:
         raise ValueError(f"no result records in {', '.join(map(str, files))}")
     folders = sorted({f.parent for f in files})
@@ -290,10 +227,10 @@ def _validate(args: argparse.Namespace, folder: Path) -> int:
 
     from tqdm import tqdm
 
-    from hss_gym.benchmarks.validate import choose, code_uses, validate_results
-    records, _ = _gather([args.results])
-    sample = None if args.all else args.sample
-    per_cell = not args.all and args.sample is None
+    from hss_gym.benchmarks.results import gather_results
+    from hss_gym.benchmarks.validate import choose, code_uses, sampling, validate_results
+    records, _ = gather_results([args.results])
+    sample, per_cell = sampling(args.all, args.sample)
     tracks = _csv(args.tracks)
     allow = _allowed(args)
     seed = secrets.randbelow(MAX_SEED) if args.seed is None else args.seed
@@ -442,6 +379,7 @@ def _traces(args: argparse.Namespace, names: list[str]) -> int:
 
 # ----------------------------------------------------------------------------------- convert
 def cmd_convert(args: argparse.Namespace) -> int:
+    from hss_gym.benchmarks.results import check_out_dir
     from hss_gym.workloads.readers import convert
     src, dst = Path(args.src), Path(args.dst)
     if not src.exists():
@@ -451,7 +389,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if dst.is_dir():
         raise ValueError(f"convert: DST {args.dst} is an existing directory; give the path of the cache file "
                          f"to write (e.g. {dst / (src.name + '.npz')})")
-    _check_out_dir(dst.parent, "convert: DST's directory")
+    check_out_dir(dst.parent, "convert: DST's directory")
     convert(args.src, args.dst, format=args.format, force=args.force)
     print(f"wrote {args.dst}")
     return 0
@@ -482,74 +420,21 @@ def cmd_clean(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------ replay
 def cmd_replay(args: argparse.Namespace) -> int:
     """Reference replays entirely in C (no Python per request): quick device-model sanity checks."""
-    from tqdm import tqdm
-
-    from hss_gym.benchmarks.results import append_record, open_for_append, writing
-    from hss_gym.config import make_config
-    from hss_gym.replay import REFERENCE_POLICIES, replay
-    from hss_gym.workloads.registry import check_workload, get_trace
+    from hss_gym.benchmarks.results import check_out_dir
+    from hss_gym.replay import references_table, replay_references, write_references_report
 
     out = Path(args.out)
-    _check_out_dir(out, "--out")
+    check_out_dir(out, "--out")
     rpath = out / "results.jsonl"
-    configs = _csv(args.config) or []
-    # each configuration resolved once, before any work (a bad name fails fast), and passed down
-    resolved = {c: make_config(c) for c in configs}
-    workloads = _csv(args.workload) or []
-    for w in workloads:
-        check_workload(w)  # a misspelt name or a missing trace file fails before any work
-    jobs = [(w, c, p) for w in workloads for c in configs for p in REFERENCE_POLICIES]
+    configs, workloads = _csv(args.config) or [], _csv(args.workload) or []
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr))
     waiting = (lambda pid: say(f"{rpath} is being written by PID {pid or '?'}: waiting for it to finish"))
-    with writing(rpath, wait=args.wait, on_wait=waiting):  # one writer, from reading what is done to the end
-        if args.fresh and rpath.exists():
-            rpath.unlink()
-        done: dict[tuple[str, str, str, int], dict[str, Any]] = {}
-        if rpath.exists():
-            for line in rpath.read_text().splitlines():
-                try:
-                    r = json.loads(line)
-                    done[(r["workload"], r["config"], r["policy"], r["seed"])] = r
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # not a replay record
-        traces: dict[str, Any] = {}
-        fd = None  # the results file is opened with the first result: a failed run leaves none
-        try:
-            for w, c, p in tqdm(jobs, desc="replay", unit="run", disable=args.quiet):
-                key = (w, c, p, args.seed)
-                if key in done:
-                    continue
-                if w not in traces:
-                    traces[w] = get_trace(w, n=args.n, seed=args.seed)
-                tr = traces[w]
-                res = replay(tr, resolved[c], p, seed=args.seed)
-                rec = {"workload": w, "config": c, "policy": p, "seed": args.seed, "n": len(tr),
-                       "hss_gym_version": __version__, "config_hash": resolved[c].digest(),
-                       "trace_source": tr.source, "metrics": res.metrics.to_dict()}
-                if fd is None:
-                    fd = open_for_append(rpath)
-                append_record(fd, rec)
-                done[key] = rec
-        finally:
-            if fd is not None:
-                os.close(fd)
-    lines = ["| workload | config | policy | mean µs | p99 µs | p99.99 µs | kIOPS | WA | fast hit "
-             "| mean / Fast-Only |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for w in workloads:
-        for c in configs:
-            fo = done[(w, c, "fast_only", args.seed)]["metrics"]
-            for p in REFERENCE_POLICIES:
-                m = done[(w, c, p, args.seed)]["metrics"]
-                lines.append(f"| {w} | {c} | {p} | {m['mean_latency_us']:.1f} | {m['p99_latency_us']:.1f} | "
-                             f"{m['p9999_latency_us']:.1f} | {m['throughput_rps'] / 1e3:.1f} | "
-                             f"{_num(m['write_amplification'], 3)} | {m['fast_hit_ratio']:.3f} | "
-                             f"{m['mean_latency_us'] / fo['mean_latency_us']:.2f} |")
-    table = "\n".join(lines)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(f"# hss-gym reference replays\n\nhss-gym {__version__}; {args.n:,} "
-                                   f"requests per workload; seed {args.seed}.\n\n{table}\n")
+    done = replay_references(workloads, configs, args.n, args.seed, rpath, fresh=args.fresh, wait=args.wait,
+                             on_wait=waiting, progress=not args.quiet)
+    table = references_table(done, workloads, configs, args.seed)
+    report = write_references_report(out, table, args.n, args.seed)
     print(table)
-    print(f"\nreport: {out / 'report.md'}  results: {rpath}")
+    print(f"\nreport: {report}  results: {rpath}")
     return 0
 
 

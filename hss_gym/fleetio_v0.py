@@ -34,7 +34,7 @@ As ``fleetio_v1``; ``profile`` defaults to ``"fleetio-v0"``.
 
 ## Version History
 * v0 (hss-gym 0.4.0): the environment of :mod:`hss_gym.fleetio_v1` before its SSD suspended
-  programs and erases (hss-gym 0.5.2, issue 32); this module pins that SSD.
+  programs and erases (hss-gym 0.5.2); this module pins that SSD.
 """
 
 from __future__ import annotations

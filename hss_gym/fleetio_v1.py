@@ -88,7 +88,7 @@ a built-in name, a JSON / ssdconfig.xml path or a ``FlashProfile``), ``render_mo
 * ``raw_env(...)``: the AEC form unwrapped.
 
 ## Version History
-* v1 (hss-gym 0.5.2, issue 32): the SSD (profile ``fleetio``) suspends programs and erases for
+* v1 (hss-gym 0.5.2): the SSD (profile ``fleetio``) suspends programs and erases for
   reads (MQSim's PROGRAM_ERASE semantics and timings: an enterprise TLC open-channel SSD's NAND
   does); everything else as v0. The latency-sensitive vSSDs' P99 falls where reads waited behind
   programs on their chips (docs/fleetio.md: fleetio-v1 suite version 3). ``profile=`` chooses

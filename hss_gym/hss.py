@@ -26,6 +26,10 @@ from hss_gym.config import HSSConfig, make_config
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
+#: log2 of the traces' :data:`~hss_gym.workloads.trace.PAGE_SIZE`: a byte offset's page is
+#: ``offset >> PAGE_SHIFT``; the one definition the agents import
+PAGE_SHIFT: int = PAGE_SIZE.bit_length() - 1
+
 #: bytes of metadata per touched page in the core (device, slot, count, last access, last move)
 PAGE_META_BYTES: int = _core.PAGE_META_BYTES
 

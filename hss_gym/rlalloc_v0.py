@@ -88,8 +88,8 @@ STG_0 requests, whose count varies by ~25% from period to period), ``render_mode
 The I/O intensity is the demand (arrived requests), not the transactions completed: under
 overload a stream's completions are capped by its chips and hide what it needs; and it is a share
 of chip time, not a log count, so that "this stream has fewer chips than its share" is a linear
-function of the state (with log counts the DQN did not learn the Demand teacher's choices:
-issue #17). ``info`` also gives ``demand_read_tx``/``demand_write_tx`` (the window's transactions
+function of the state (with log counts the DQN did not learn the Demand teacher's choices;
+docs/rlalloc.md). ``info`` also gives ``demand_read_tx``/``demand_write_tx`` (the window's transactions
 per period).
 
 Baselines that are allocation rules rather than chip moves (Static, Dynamic) drive

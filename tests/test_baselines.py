@@ -1,4 +1,4 @@
-"""Heuristic and learned baselines (issue #5 item 4): Fast-Only, Slow-Only, Random, CDE, HPS,
+"""Heuristic and learned baselines: Fast-Only, Slow-Only, Random, CDE, HPS,
 Archivist, K-SVM, RNN-HSS — episodes, determinism, and behaviour checks that can fail."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The papers' claims: one data format for every problem, one evaluator (issue 29).
+"""The papers' claims: one data format for every problem, one evaluator.
 
 Every problem's claims are ``benchmarks/published/<problem>.json``, judged by
 :mod:`hss_gym.benchmarks.claims` into rows of one shape. Here: each rule kind at its edges, and

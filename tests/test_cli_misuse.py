@@ -1,4 +1,4 @@
-"""The CLI under misuse (issue 31, deliverable 1): every numeric option checked up front, no
+"""The CLI under misuse: every numeric option checked up front, no
 traceback for a user mistake in any subcommand, and one writer per results file (a lock naming
 its holder's PID; a resume that never redoes a run another process finished; no mixing of
 request counts or suite definitions in one file)."""

@@ -1,4 +1,4 @@
-"""A configuration is built once and passed down (issue 29, deliverable 3).
+"""A configuration is built once and passed down.
 
 The outermost entry point (a harness job, ``parallel_env``/``gym.make``, ``hss-gym replay``)
 resolves a configuration's name into an :class:`HSSConfig` once; the env, the HSS and its

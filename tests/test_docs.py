@@ -1,4 +1,5 @@
-"""The manual's shape: README.md stays short, docs/index.md lists every page, links resolve.
+"""The manual's shape: README.md stays short, docs/index.md lists every page, links resolve,
+and tests/README.md maps every module whose test file is not named after it to its tests.
 
 README.md is the first page (what, install, quickstart, environments, agents, summaries, layout);
 everything longer lives in docs/, and docs/index.md links every page there, so no page is lost.
@@ -6,6 +7,8 @@ everything longer lives in docs/, and docs/index.md links every page there, so n
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import re
 from pathlib import Path
 
@@ -14,6 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+TESTS = ROOT / "tests"
+#: the folders installed as the package (setup.cfg's package_dir); benchmarks/perf is not installed
+PACKAGE_ROOTS = ("hss_gym", "agents", "backends", "benchmarks")
+NOT_INSTALLED = ("benchmarks/perf/",)
 MAX_README_LINES = 250
 #: a Markdown link's target: ](target) or ](target#anchor), not an absolute URL
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
@@ -90,3 +97,74 @@ def test_hss_options_and_infos_tables_are_complete() -> None:
     for agent, key in seen:
         assert key in rows and rows[key] in ("both", agent), (agent, key)
     assert all(m.all() for m in (last["placement"]["action_mask"], last["migration"]["action_mask"]))
+
+
+def package_modules() -> list[str]:
+    """Every module of the package, as a repository path: its .py files, except the
+    ``__init__.py`` files that define no function or class (docstrings and re-exports)."""
+    out = []
+    for folder in PACKAGE_ROOTS:
+        for p in sorted((ROOT / folder).rglob("*.py")):
+            rel = p.relative_to(ROOT).as_posix()
+            if rel.startswith(NOT_INSTALLED):
+                continue
+            if p.name == "__init__.py" and not any(
+                    isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.parse(p.read_text()).body):
+                continue
+            out.append(rel)
+    return out
+
+
+def found_by_name(module: str, test_names: list[str]) -> bool:
+    """Whether ``tests/test_<name>.py`` or ``tests/test_<name>_*.py`` is among ``test_names`` (file
+    stems without ``test_``), ``name`` the module's (a package's for ``__init__.py``) without a
+    leading ``_`` or a ``_vN`` version suffix."""
+    parts = module.split("/")
+    name = parts[-2] if parts[-1] == "__init__.py" else parts[-1][:-3]
+    name = re.sub(r"_v\d+$", "", name.lstrip("_"))
+    return any(t == name or t.startswith(name + "_") for t in test_names)
+
+
+def map_rows() -> list[tuple[list[str], list[str]]]:
+    """tests/README.md's table: (module paths or patterns, test files) per row. A cell's name
+    without a ``/`` is in the folder of the path before it."""
+    rows = []
+    for line in (TESTS / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = line.split("|")
+        if len(cells) != 4 or not cells[1].strip().startswith("`"):
+            continue
+        paths: list[str] = []
+        for item in re.findall(r"`([^`]+)`", cells[1]):
+            paths.append(item if "/" in item else paths[-1].rsplit("/", 1)[0] + "/" + item)
+        rows.append((paths, re.findall(r"test_\w+\.py", cells[2])))
+    return rows
+
+
+def test_every_module_has_tests_found_by_name_or_in_the_map() -> None:
+    names = [p.stem[len("test_"):] for p in TESTS.glob("test_*.py")]
+    patterns = [p for paths, _ in map_rows() for p in paths]
+    lost = [m for m in package_modules()
+            if not found_by_name(m, names) and not any(fnmatch.fnmatch(m, p) for p in patterns)]
+    assert not lost, f"tests/README.md does not say where the tests of these modules are: {lost}"
+
+
+def test_the_map_names_existing_modules_and_tests() -> None:
+    modules = package_modules()
+    rows = map_rows()
+    assert len(rows) > 10
+    for paths, tests in rows:
+        for p in paths:
+            assert any(fnmatch.fnmatch(m, p) for m in modules), f"tests/README.md: no module {p}"
+        assert tests, f"tests/README.md: no test file for {paths}"
+        for t in tests:
+            assert (TESTS / t).is_file(), f"tests/README.md: no tests/{t} (for {paths})"
+
+
+def test_found_by_name_sees_a_module_without_its_test_file() -> None:
+    """The completeness check above is not vacuous: the naming rule tells the cases apart."""
+    names = ["cli", "cli_misuse", "fleetio", "envs"]
+    assert found_by_name("hss_gym/cli.py", names) and found_by_name("hss_gym/fleetio_v1.py", names)
+    assert found_by_name("hss_gym/envs/_contract.py", ["contract"])
+    assert found_by_name("hss_gym/workloads/readers/__init__.py", ["readers_property"])
+    assert not found_by_name("hss_gym/envs/parallel.py", names)
+    assert not found_by_name("hss_gym/client.py", names)

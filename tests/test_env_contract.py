@@ -1,4 +1,4 @@
-"""The contract every environment keeps under misuse (issue 31, deliverable 4): step before reset
+"""The contract every environment keeps under misuse: step before reset
 and after the end raise; actions checked against the action space with no silent casts; agent
 keys named; every numeric option finite and in range, named in the error; deepcopy and pickle
 give an independent env that continues exactly as the original."""

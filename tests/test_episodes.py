@@ -1,4 +1,4 @@
-"""Fresh episodes (issue 42, item 1): Gymnasium's seeding convention in every env of the package.
+"""Fresh episodes: Gymnasium's seeding convention in every env of the package.
 
 ``reset(seed=s)`` gives the same episode every time; an unseeded ``reset()`` continues the env's
 random generator, so successive unseeded resets give new episodes, and the sequence after
@@ -191,7 +191,7 @@ def test_trace_window_refuses_generated_workloads_and_overlong_windows() -> None
         hss_gym.parallel_env("perf_opt", LONG, trace_window=6_000).reset(seed=0)
 
 
-# ------------------------------------------------------------------ reward="latency" (issue 42, item 6)
+# ---------------------------------------------------------------------------------- reward="latency"
 
 def test_latency_reward_is_minus_the_scaled_latency_of_every_step() -> None:
     env = hss_gym.parallel_env("cost_opt", "ycsb-b", n_requests=400, reward="latency")

@@ -1,4 +1,4 @@
-"""The DRAM data cache of the flash model (issue #32): MQSim's Data_Cache_Manager_Flash_Advanced
+"""The DRAM data cache of the flash model: MQSim's Data_Cache_Manager_Flash_Advanced
 semantics on a one-chip device whose timing can be worked out by hand (absorbed writes, read hits
 and misses, back pressure, LRU eviction, partitioning), the profile fields and the ssdconfig.xml
 loader. The comparison with MQSim is in test_flash_mqsim.py (test_mqsim_cache_*)."""

@@ -1,4 +1,4 @@
-"""The flash model against MQSim (issue #15): the same workloads through both simulators, per-flow
+"""The flash model against MQSim: the same workloads through both simulators, per-flow
 mean latency within 15% and p99 within 25% of MQSim's, GC write amplification within 20%.
 
 MQSim is built once (a copy outside the repository, see hss_gym.backends.flash.mqsim_anchor) from
@@ -47,7 +47,7 @@ def test_mqsim_gc(name, tmp_path):
 @needs_mqsim
 @pytest.mark.parametrize("name", ["susp-prog-off", "susp-prog-on"])
 def test_mqsim_suspension_reads_beside_writes(name, tmp_path):
-    """(a) a QD 4 reader beside a QD 32 writer, program suspension off and on (issue #32), against
+    """(a) a QD 4 reader beside a QD 32 writer, program suspension off and on, against
     MQSim with its suspension bugs fixed (mqsim_anchor.SUSPENSION_FIXES)."""
     _check(name, tmp_path)
 
@@ -64,14 +64,14 @@ def test_mqsim_suspension_erase_during_gc(tmp_path):
 @needs_mqsim
 def test_mqsim_cache_tpcc_small(tmp_path):
     """(c) tpcc-small with the DRAM data cache on (write caching), on MQSim's ssdconfig.xml as
-    shipped (256 MiB, a slow 100 MT/s x 1-byte DRAM) (issue #32)."""
+    shipped (256 MiB, a slow 100 MT/s x 1-byte DRAM)."""
     _check("cache-tpcc-small", tmp_path)
 
 
 @needs_mqsim
 def test_mqsim_cache_write_burst(tmp_path):
     """(c) a burst of 8 KiB writes faster than flash programs them, with the cache on: paced by the
-    write-backs and their back pressure (one page per plane in flight) (issue #32)."""
+    write-backs and their back pressure (one page per plane in flight)."""
     _check("cache-write-burst", tmp_path)
 
 

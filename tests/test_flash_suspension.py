@@ -1,4 +1,4 @@
-"""Program/erase suspension in the flash model (issue #32): MQSim's semantics on a one-chip device
+"""Program/erase suspension in the flash model: MQSim's semantics on a one-chip device
 whose timing can be worked out by hand, the thresholds, the profile fields and the ssdconfig.xml
 loader. The comparison with MQSim is in test_flash_mqsim.py (test_mqsim_suspension_*)."""
 

@@ -359,7 +359,7 @@ def test_flash_profile_digest_sees_every_simulated_field():
 
     from hss_gym.backends.flash import load_profile
     p = load_profile("fleetio")
-    assert p.suspension == "program_erase" and p.cache_mode == "off"  # issue 32: its device class
+    assert p.suspension == "program_erase" and p.cache_mode == "off"  # fleetio_v1's SSD suspends, without a cache
     assert load_profile("rlalloc").suspension == "none"
     assert dataclasses.replace(p, source="another note").digest() == p.digest()
     for field, value in (("suspension", "none"), ("read_us", 61.0), ("cache_mode", "write")):

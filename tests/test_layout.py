@@ -1,4 +1,4 @@
-"""The layers of the source tree (issue 29): the device models and the native HSS core in
+"""The layers of the source tree: the device models and the native HSS core in
 ``backends/`` sit below the environments and import nothing from the rest of ``hss_gym``, in
 Python or in C; every folder of the design card is where the README's layout says."""
 
@@ -82,3 +82,20 @@ def test_make_run_installs_what_the_quick_suite_needs_without_pytorch():
                           check=True).stdout
     assert "pip install -qq --progress-bar off -e '.[lite]'" in plan
     assert plan.count('echo "[make $(date +%H:%M:%S)]') >= 4, plan  # set-up, ready, C build, suite, done
+
+
+def test_the_page_shift_is_defined_once_and_agrees_with_the_page_size():
+    """``PAGE_SHIFT`` is assigned only in hss_gym/hss.py (everything else imports it), and the
+    page it gives is the traces' PAGE_SIZE and the HSS core's page."""
+    from hss_gym.backends import _core
+    from hss_gym.hss import PAGE_SHIFT
+    from hss_gym.workloads.trace import PAGE_SIZE
+    assert 1 << PAGE_SHIFT == PAGE_SIZE == _core.PAGE_BYTES
+    defined = [f"{p.relative_to(ROOT)}:{node.lineno}"
+               for folder in ("hss_gym", "agents", "backends", "benchmarks")
+               for p in sorted((ROOT / folder).rglob("*.py"))
+               for node in ast.walk(ast.parse(p.read_text(), str(p)))
+               if isinstance(node, (ast.Assign, ast.AnnAssign))
+               and any(isinstance(t, ast.Name) and t.id == "PAGE_SHIFT"
+                       for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
+    assert [d.split(":")[0] for d in defined] == ["hss_gym/hss.py"], f"PAGE_SHIFT assigned at {defined}"

@@ -1,7 +1,8 @@
-"""The learned agents learn (issue 13): known-answer scenarios and real traces with reuse.
+"""The learned agents learn: known-answer scenarios and real traces with reuse.
 
 Fast tests check the scenarios' construction and the per-page credit's bookkeeping; the slow
-tests run ``hss_gym.benchmarks.learning`` and assert the issue's requirements.
+tests run ``hss_gym.benchmarks.learning`` and assert their targets: within 10% of the best fixed policy on the
+scenarios, no worse than the references on real traces with reuse.
 """
 
 from __future__ import annotations
@@ -424,7 +425,7 @@ def suite_rows() -> list:
 @pytest.mark.parametrize("scenario,config,policy", [
     (s, c, p) for s in learning.SCENARIOS for c in ("perf_opt", "cost_opt") for p in learning.LEARNERS])
 def test_learner_within_10pct_of_the_best_fixed_policy(suite_rows, scenario: str, config: str, policy: str) -> None:
-    """Issue 13: 5 seeds, mean latency after 6,000 requests within 10% of the best fixed/heuristic."""
+    """5 seeds, mean latency after 6,000 requests within 10% of the best fixed/heuristic."""
     rs = [r for r in suite_rows if (r["scenario"], r["config"]) == (scenario, config)]
     best = np.mean([r[r["best_fixed"]] for r in rs])
     assert np.mean([r[policy] for r in rs]) <= 1.10 * best

@@ -1,4 +1,4 @@
-"""The simulated HSS behaves like hardware (issue: foundation, item 6) and its API holds its contract."""
+"""The simulated HSS behaves like hardware and its API holds its contract."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""One front door for the policies of every problem (issue 29): ``make_policy("<problem>/<name>")``
+"""One front door for the policies of every problem: ``make_policy("<problem>/<name>")``
 and ``run_episode(policy, env, seed)`` from ``hss_gym.agents``, with the results of each problem's
 own loop; one protocol (``BasePolicy``: ``reset``, ``act``, ``observe``) that every policy follows
 and every problem's loop drives the same way."""

@@ -1,4 +1,4 @@
-"""The train/test protocol (issue 42, item 2): the training split is disjoint from every suite's
+"""The train/test protocol: the training split is disjoint from every suite's
 evaluation cells, and results carry a policy's declared training set (``trained_on``), which the
 report shows."""
 

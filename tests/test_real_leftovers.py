@@ -1,4 +1,4 @@
-"""The real backend leaves nothing behind (issue 31, deliverable 3; issue 43): created device files
+"""The real backend leaves nothing behind: created device files
 unlinked while open (a SIGTERM, SIGHUP or SIGKILL leaves nothing on disk) and sparse, leftovers of
 runs killed before the unlink removed by the next run or by ``hss-gym clean``, and a read-only
 target refused even as root."""

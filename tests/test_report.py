@@ -1,4 +1,4 @@
-"""A report that cannot mislead (issue 30, deliverable 5): claims judged on their published
+"""A report that cannot mislead: claims judged on their published
 magnitude, ``≈`` a prefix of the ranking, every mark explained on the page, intervals that say
 what they pool, references without "% of Oracle", figure axes with units.
 

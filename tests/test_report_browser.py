@@ -1,4 +1,4 @@
-"""The HTML report in a real browser (issue 30, deliverable 5): headless Chromium opens the page
+"""The HTML report in a real browser: headless Chromium opens the page
 and the test fails on a console error, an uncaught error, or a figure that does not load.
 
 Needs Chromium (Debian: ``apt-get install chromium``; ``.ci/run`` installs it when it can); the test

@@ -1,4 +1,4 @@
-"""The real-device backend (issue #6): ring unit tests on temp files, verify mode with many
+"""The real-device backend: ring unit tests on temp files, verify mode with many
 migrations on a tmpfs file + a disk file, safety refusals, clear errors, no fd/memory growth,
 the environment with ``backend="uring"``, and the behaviour when io_uring is unavailable."""
 

@@ -59,7 +59,7 @@ def test_old_names_still_work() -> None:
 
 
 def test_a_change_that_alters_episodes_is_a_new_version() -> None:
-    """fleetio_v1's SSD suspends programs and erases for reads (issue 32); fleetio_v0 keeps the SSD
+    """fleetio_v1's SSD suspends programs and erases for reads; fleetio_v0 keeps the SSD
     it had, so its episodes are those it gave before (the profile's hash is that of hss-gym 0.5.2's
     ``fleetio`` profile), and the two differ."""
     from hss_gym import fleetio_v0, fleetio_v1

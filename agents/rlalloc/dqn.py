@@ -18,7 +18,7 @@ al. 2018). The teacher's transitions keep that loss during online learning. Onli
 epsilon-greedy DQN loop, epsilon decaying linearly from ``eps_start`` to ``eps_end`` over
 ``eps_decay_steps``.
 
-Deviations from the paper, each measured (issue #17, docs/rlalloc.md):
+Deviations from the paper, each measured (docs/rlalloc.md):
 
 * **Adam, lr 1e-3** instead of SGD lr 1e-2 (``--optimizer sgd --lr 1e-2`` restores the paper's):
   on the same 15k labelled periods, SGD (also with momentum 0.9) left the supervised loss at

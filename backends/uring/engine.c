@@ -998,7 +998,7 @@ static int dev_open(ur_engine *e, ur_dev *d, const char *path, uint64_t size, in
         d->created = 1;
     } else
         return set_err(e, errno, d, 0, "cannot stat");
-    /* Regular files are sized sparse (issue 31): blocks are allocated as the run writes them, so a
+    /* Regular files are sized sparse: blocks are allocated as the run writes them, so a
      * killed run leaves only what it wrote (a 4 GiB slow device was fully allocated up front). A
      * file is never shrunk. */
     if (!d->is_blk && fstat(d->fd, &st) == 0 && (uint64_t)st.st_size < size

@@ -1,6 +1,6 @@
 """Benchmark: Harmonia and Sibyl acting and learning online, end to end, on the simulated backend.
 
-Requirements (issues 5 and 13): >= 50,000 requests/s end to end (env + both agents, training on);
+Requirements: >= 50,000 requests/s end to end (env + both agents, training on);
 inference <= 2 µs per decision; both agents' memory <= 1 MiB (paper: 206 KiB).
 
 Measured in one run, on the same episode (ycsb-b, perf_opt): the env alone (placement on device 0,

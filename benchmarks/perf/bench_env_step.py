@@ -1,6 +1,6 @@
 """Cost of one environment step, against a no-op PettingZoo ParallelEnv with the same spaces.
 
-Requirement (environments issue): one ``step()`` of ``hss/Harmonia-v0`` on the sim backend, both
+Requirement: one ``step()`` of ``hss/Harmonia-v0`` on the sim backend, both
 agents acting with Table-1 observations, costs <= 3x a no-op ParallelEnv step that returns the
 same dicts (fresh observation arrays, rewards, terminations, truncations, infos with an action
 mask), measured in the same run. Also reported: steps/s of the Gymnasium envs and of Gymnasium's

@@ -1,4 +1,4 @@
-"""Speed and memory of the flash SSD model (issue #15), against MQSim on the same machine, same run.
+"""Speed and memory of the flash SSD model, against MQSim on the same machine, same run.
 
 * Speed: MQSim's ``traces/tpcc-small.trace`` relayed 30 times (209,970 requests) on MQSim's
   default ssdconfig.xml, through MQSim (a copy built outside the repository, see
@@ -6,7 +6,7 @@
   Both with an ideal mapping table, the DRAM data cache off (``--cache WRITE_CACHE``: on in both,
   MQSim's workload setting and the model's ``cache_mode="write"``); program and erase suspension on
   in both (``--suspension``, default PROGRAM_ERASE; MQSim: the copy with its suspension bugs fixed,
-  ``build_mqsim_suspension_fixed``; NONE: stock MQSim, the measurement before issue #32). Requests
+  ``build_mqsim_suspension_fixed``; NONE: stock MQSim, neither suspends). Requests
   per second of CPU time (user + system, each simulator's set-up included: on a shared machine CPU
   time is what wall time would be unloaded), printed as "N.Nx MQSim" (goal >= 10x); the wall-time
   ratio is printed too.

@@ -1,5 +1,5 @@
 """Speed of ``hss/FleetIO-v1`` on the flash SSD model: decision windows per second, per mix and
-baseline, against the >= 20 windows/s requirement for mix4 at the default scale (FleetIO issue),
+baseline, against the >= 20 windows/s requirement for mix4 at the default scale,
 measured with random actions (all agents act every window).
 
 Usage: python benchmarks/perf/bench_fleetio.py [--windows 60]; exits 1 if mix4 < 20 windows/s.

@@ -1,6 +1,6 @@
 """Speed of ``hss/LQoCo-v0`` (control periods per second) and of its controllers' decisions.
 
-Requirement (issue 18): >= 10,000 control periods/s on 2 cores. Measured: the raw env
+Requirement: >= 10,000 control periods/s on 2 cores. Measured: the raw env
 (``LQoCoEnv.step``, Keep), the registered env through ``gymnasium.make`` (order enforcing + the
 passive checker), a no-op Gymnasium env with the same spaces (the wrapper floor, for the ratio),
 and full episodes with each policy of :mod:`hss_gym.agents.lqoco` (env + decision + learning),

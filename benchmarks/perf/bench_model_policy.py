@@ -1,6 +1,6 @@
 """Benchmark: a trained SB3 model on the leaderboard, ``make_policy("sb3:PATH.zip")``, over 100,000 requests.
 
-Requirement (issue 42): a 100,000-request run takes under 30 s on one core. Measured here, on one
+Requirement: a 100,000-request run takes under 30 s on one core. Measured here, on one
 thread: an SB3 PPO and a DQN ``MlpPolicy`` (64-64, SB3's defaults) saved from ``hss/Placement-v0``
 with wide random weights (so their actions vary, as a trained model's do), played by
 :func:`hss_gym.agents.run_episode` on ``--workload`` / ``--config`` (what a bench job does; the

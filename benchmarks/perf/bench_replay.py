@@ -1,6 +1,6 @@
 """Native replay speed vs libCacheSim's LRU on the same real trace, measured in one run.
 
-Requirement (foundation issue): replaying ``cloudPhysicsIO.csv`` (113,872 requests) with the
+Requirement: replaying ``cloudPhysicsIO.csv`` (113,872 requests) with the
 "fast until full, then LRU eviction" policy on perf_opt runs at >= 2x the requests/s of
 libCacheSim's LRU (``TraceReader`` + ``LRU.process_trace``). Our replay does strictly more work per
 request (multi-page requests, device timing model, queueing, eviction I/O) than a cache

@@ -1,4 +1,4 @@
-"""Benchmark: hss/RLAlloc-v0 allocation periods per second (issue 17: >= 200 on 2 cores at the
+"""Benchmark: hss/RLAlloc-v0 allocation periods per second (required: >= 200 on 2 cores at the
 default scale: Table I mix, 8 streams, profile rlalloc at scale 1/16, 10 ms periods).
 
 Measured in one run: the env alone with the no-op (Static), with random chip moves, with Dynamic

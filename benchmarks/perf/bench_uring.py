@@ -1,6 +1,6 @@
 """Raw 4 KiB random read/write IOPS of the real-device engine against fio's io_uring engine.
 
-Requirement (issue #6): at QD1 and QD32, for a tmpfs file and a disk file, the extension
+Requirement: at QD1 and QD32, for a tmpfs file and a disk file, the extension
 (``hss_gym.backends._uring``, io_uring engine) reaches >= 0.9x fio ``--ioengine=io_uring`` on the
 same file with the same O_DIRECT setting, measured in the same run (each case alternates fio and
 the extension ``--reps`` times; the best of each is compared). Also reported: the cost of

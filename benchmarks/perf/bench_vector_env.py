@@ -1,6 +1,6 @@
 """Throughput of the native vector envs (hss_gym/envs/vector.py) against Gymnasium's SyncVectorEnv.
 
-Requirements (issue 45), measured in one run:
+Requirements (docs/performance.md), measured in one run:
 
 * ``hss/Placement-v0`` at 64 envs: the native vector env >= 10x SyncVectorEnv's env-steps/s
   (the same envs, workload, seeds and fixed actions);

@@ -3,7 +3,7 @@
 Records, for Harmonia and Sibyl (seeds 0 and 1) on ycsb-b perf_opt (20,000 requests) and
 learn-hot-scan cost_opt (12,000 requests): ``env.latencies()``, each agent's loss curve and its
 final training weights. Run ``record`` before the change (e.g. on main) and ``check`` after;
-``check`` names every array that differs (issue 13: results stay bit for bit identical).
+``check`` names every array that differs (a refactoring keeps results bit for bit identical).
 
     python benchmarks/perf/identical_agents.py record before.npz [--sync]
     python benchmarks/perf/identical_agents.py check before.npz [--sync]
