@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hss_gym.agents.credit import PAGE_SHIFT
 from hss_gym.envs.parallel import HSSParallelEnv
-
-PAGE_SIZE = 1 << PAGE_SHIFT
+from hss_gym.workloads.trace import PAGE_SIZE
 
 
 def seek_amortising_pages(profile: Any) -> int:

@@ -454,7 +454,7 @@ class MigrationAgent(_C51Policy):
     ``credit="system"``: the environment's eq.-3 reward as published, credited to the moves in
     ``infos["migration"]["credit"]`` and shared by the latest ``x`` stays before it (transition
     ``(s_t, a_t, r_delayed, s_{t+1})``, ``s_{t+1}`` the next candidate's observation; actions are
-    target devices; use the support [-1, 2] and ``reward_scale=None`` as before issue 13).
+    target devices; use the support [-1, 2] and ``reward_scale=None``, as the published agent).
     """
 
     name = "harmonia_migration"
