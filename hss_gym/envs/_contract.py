@@ -1,4 +1,4 @@
-"""The contract every hss-gym environment keeps under misuse (issue 31, deliverable 4).
+"""The contract every hss-gym environment keeps under misuse.
 
 * ``step()`` before ``reset()`` and after the episode ended (terminated or truncated) raises
   :class:`EpisodeStateError` (a ``RuntimeError``) saying which, and that ``reset()`` is needed.

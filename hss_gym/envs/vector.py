@@ -8,7 +8,7 @@
   arrays, for multi-agent trainers.
 
 Why: Gymnasium's SyncVectorEnv calls each env's Python ``step`` in turn, and that Python path, not
-the simulator, set the pace of training (issue 45). Here one call (``backends/core/vec.c``) steps
+the simulator, set the pace of training. Here one call (``backends/core/vec.c``) steps
 every env, computes the rewards and writes observations, rewards and episode ends into arrays
 shared with C, optionally over several threads with the GIL released (``threads=``).
 

@@ -1,5 +1,5 @@
 """The training split: workloads, seeds and trace windows a policy may train on, disjoint from
-what the leaderboards evaluate (issue 42).
+what the leaderboards evaluate.
 
 The leaderboards evaluate seeds 0-2 (``learning-v1``: 0-4) of the registered generators and every
 request of the catalogue's real traces. A policy that trained on those cells would be graded on
