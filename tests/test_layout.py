@@ -99,3 +99,16 @@ def test_the_page_shift_is_defined_once_and_agrees_with_the_page_size():
                and any(isinstance(t, ast.Name) and t.id == "PAGE_SHIFT"
                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))]
     assert [d.split(":")[0] for d in defined] == ["hss_gym/hss.py"], f"PAGE_SHIFT assigned at {defined}"
+
+
+_ISSUE_REF = re.compile(r"\b[Ii]ssues? ?#?\d+")
+
+
+def test_the_source_names_no_issue_numbers():
+    """Comments and docstrings state the rule or the reason and point to docs/ for numbers; an
+    issue number says nothing to a reader of the code."""
+    found = [f"{p.relative_to(ROOT)}:{i}" for folder in ("hss_gym", "agents", "backends", "benchmarks", "examples")
+             for p in sorted((ROOT / folder).rglob("*")) if p.suffix in (".py", ".c", ".h")
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if _ISSUE_REF.search(line)]
+    assert not found, found
+    assert _ISSUE_REF.search("# see issue 13") and not _ISSUE_REF.search("# see the issue tracker")
