@@ -110,7 +110,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         if room_feature not in ROOM_FEATURES:
             raise ValueError(f"room_feature must be one of {', '.join(map(repr, ROOM_FEATURES))}, got {room_feature!r}")
         self.room_feature = room_feature
-        self._sibyl = feature_flags(features, room_feature)  # the C core's feature flags
+        self._feature_flags = feature_flags(features, room_feature)  # the C core's feature flags
         self.reward_n, self.reward_x, self.penalty = int(reward_n), int(reward_x), float(penalty)
         self.render_mode = render_mode
         n = self.cfg.n_devices
@@ -136,8 +136,8 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self.episode_window: tuple[int, int] | None = None  # the episode's (start, stop) in the trace read
         self._started = False  # reset() has run (step() before it raises)
         self._closed = False  # close() has run, and no reset() since
-        self._act_log = array("q")  # fast_step's (place, move) pairs since reset(): replayed by deepcopy/pickle
-        self._log_act = self._act_log.append
+        self._action_log = array("q")  # fast_step's (place, move) pairs since reset(): replayed by deepcopy/pickle
+        self._append_action = self._action_log.append
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -245,10 +245,10 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self.agents = list(AGENTS)
         self._started = True
         self._closed = False
-        self._act_log = array("q")
-        self._log_act = self._act_log.append
+        self._action_log = array("q")
+        self._append_action = self._action_log.append
         self._obs = self._new_obs()
-        self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self._sibyl,
+        self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self._feature_flags,
                                                      self.migration_enabled, self._latencies)
         self._cand = None if cand < 0 else cand
         infos = self._infos(0.0, [], 0, bool(self._needs), cand, -1 if cand < 0 else self._candidate_device())
@@ -321,7 +321,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         migration candidate (``page``) and its ``device`` (-1, -1: none); the step index is
         :attr:`step_index`. The lists are fresh; the observations too, as :meth:`step`'s."""
         i = self._i
-        log = self._log_act  # what a copy replays (ReplayCopy)
+        log = self._append_action  # what a copy replays (ReplayCopy)
         log(place)
         log(move)
         needs_before = self._needs
@@ -333,7 +333,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         # The core finishes the request, queues the move, begins the next request, writes the
         # observations and the latency, and keeps the FIFO of queued moves (backends/core/env.c).
         latency, evicted, ran, self._ran, self._move_delay, needs, cand, dev = core.env_step(
-            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._sibyl, self.migration_enabled, i)
+            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._feature_flags, self.migration_enabled, i)
         if self._real is not None:  # measured on the real devices
             latency = self._latencies[i] = self._real.complete(core, self._reqs[i][0])
         if ran or self._window_left or len(self._executed) >= self.reward_x:
@@ -519,7 +519,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
                 "_rng": copy.deepcopy(self._rng)}
 
     def _replay_tail(self) -> list[tuple[str, tuple, dict[str, Any]]]:
-        return [("_replay_fast_steps", (self._act_log.tobytes(),), {})] if self._started and self._act_log else []
+        return [("_replay_fast_steps", (self._action_log.tobytes(),), {})] if self._started and self._action_log else []
 
     def _replay_fast_steps(self, packed: bytes) -> None:
         """Replay :meth:`fast_step` calls recorded as (place, move) int64 pairs."""

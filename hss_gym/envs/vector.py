@@ -144,7 +144,7 @@ class _Batch:
         if p._window_left or p._executed:  # a reset has run no move: nothing to carry over
             raise RuntimeError(f"env {k}: a migration reward window is open after reset()")
         tr = p._trace
-        self.core.load(k, p._hss.core, tr.time_us, tr.op, tr.offset, tr.size, p._i, p._end, p._needs, p._sibyl,
+        self.core.load(k, p._hss.core, tr.time_us, tr.op, tr.offset, tr.size, p._i, p._end, p._needs, p._feature_flags,
                        p.migration_enabled, self.place_dev, p.reward_ref_us, p.penalty, p.reward_n, p.reward_x)
 
     def ended(self, k: int, infos: dict[str, Any], add_info: Callable[..., dict[str, Any]]) -> dict[str, Any]:
