@@ -83,7 +83,19 @@ static int32_t rq_alloc(fl_sim *s)
 /* Keys (t, seq) are unique, so any correct priority queue pops events in the same order. The
  * event being handled stays at the root (top_taken) until the handler pushes its first event,
  * which replaces it with one sift-down (instead of a pop's sift-down and a push's sift-up). */
+#if defined(__SIZEOF_INT128__)
+/* one 128-bit comparison (times are never negative): no branch on equal times */
+static inline int ev_less(const ev_t *a, const ev_t *b)
+{
+    return ((unsigned __int128)(uint64_t)a->t << 64 | a->seq) < ((unsigned __int128)(uint64_t)b->t << 64 | b->seq);
+}
+#else
 static inline int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
+#endif
+
+/* The slot after the heap's last event holds EV_END, later than any event, so that a sift-down
+ * picks the smaller child without testing whether the right one exists. */
+static const ev_t EV_END = {INT64_MAX, UINT64_MAX, 0, 0};
 
 /* e into the hole at i of a heap of n events (a sift-down) */
 static inline void ev_sift_down(ev_t *h, size_t n, size_t i, ev_t e)
@@ -91,7 +103,7 @@ static inline void ev_sift_down(ev_t *h, size_t n, size_t i, ev_t e)
     for (;;) {
         size_t l = 2 * i + 1, m;
         if (l >= n) break;
-        m = l + 1 < n && ev_less(&h[l + 1], &h[l]) ? l + 1 : l;
+        m = l + (size_t)ev_less(&h[l + 1], &h[l]);
         if (!ev_less(&h[m], &e)) break;
         h[i] = h[m];
         i = m;
@@ -107,12 +119,13 @@ void ev_push(fl_sim *s, int64_t t, int type, int arg)
         ev_sift_down(s->heap, s->heap_n, 0, e);
         return;
     }
-    if (s->heap_n == s->heap_cap) {
+    if (s->heap_n + 1 >= s->heap_cap) {
         s->heap_cap = s->heap_cap ? 2 * s->heap_cap : 1024;
         s->heap = realloc(s->heap, s->heap_cap * sizeof(ev_t));
         if (!s->heap) { fprintf(stderr, "flash: out of memory\n"); abort(); }
     }
     size_t i = s->heap_n++;
+    s->heap[s->heap_n] = EV_END;
     while (i > 0) {
         size_t p = (i - 1) / 2;
         if (!ev_less(&e, &s->heap[p])) break;
@@ -128,7 +141,10 @@ static inline void ev_settle(fl_sim *s)
     if (!s->top_taken) return;
     s->top_taken = 0;
     size_t n = --s->heap_n;
-    if (n) ev_sift_down(s->heap, n, 0, s->heap[n]);
+    if (!n) return;
+    ev_t e = s->heap[n];
+    s->heap[n] = EV_END;
+    ev_sift_down(s->heap, n, 0, e);
 }
 
 /* ------------------------------------------------------------------ construction */
@@ -429,6 +445,7 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     }
     fifo_push(s, &un->q[q], t);
     un->qmask |= 1u << q;
+    un->stuck = 0;
     mark_dirty(s, channel_of_unit(s, u));
     if (!s->batching) flush_dirty(s);
 }
@@ -521,6 +538,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     if (s->now + dur + op > un->exp_finish) un->exp_finish = s->now + dur + op;
     if (!un->busy) un->start = s->now;
     un->busy = 1;
+    un->stuck = 0;
     un->fg_active = 1;
     un->pending_out = 0;
     un->active_stream = s->tx[un->active[0]].stream;
@@ -570,7 +588,11 @@ static int service_busy_chip(fl_sim *s, uint32_t u)
 static int service_chip(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
-    if (un->busy) return (s->c.susp_program || s->c.susp_erase) ? service_busy_chip(s, u) : 0;
+    if (un->busy) {
+        if ((s->c.susp_program || s->c.susp_erase) && service_busy_chip(s, u)) return 1;
+        un->stuck = 1;
+        return 0;
+    }
     int ur = user_queue(un, Q_UR), uw = user_queue(un, Q_UW);
     /* reads */
     if (un->q[Q_GCR].head >= 0) { issue(s, u, Q_GCR, ur); return 1; }
@@ -592,13 +614,13 @@ static void channel_kick(fl_sim *s, int c)
     int32_t t = fifo_pop(s, &ch->wait_user);
     if (t < 0) t = fifo_pop(s, &ch->wait_gc);
     if (t >= 0) { start_dataout(s, c, t); return; }
-    /* chips in round-robin order from ch->rr; one with empty queues cannot issue (service_chip
-     * would do nothing), so only its turn passes */
+    /* chips in round-robin order from ch->rr; one with empty queues or stuck cannot issue
+     * (service_chip would do nothing), so only its turn passes */
     int W = s->c.chips_per_channel;
     unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {
         int k = ch->rr;
-        if (un0[k].qmask) service_chip(s, (uint32_t)(c * W + k));
+        if (un0[k].qmask && !un0[k].stuck) service_chip(s, (uint32_t)(c * W + k));
         ch->rr = k + 1 == W ? 0 : k + 1;
         if (ch->busy) break;
     }
@@ -929,6 +951,7 @@ static void fg_finish(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
     un->fg_active = 0;
+    un->stuck = 0;
     if (un->s_state == SUSP_HELD) {
         un->s_state = SUSP_NONE;
         un->kind = un->s_kind;
@@ -955,6 +978,7 @@ static void on_bus_done(fl_sim *s, int c)
     if (ch->phase == PH_CMD) {
         int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
         un->in_array = 1;
+        un->stuck = 0;
         un->array_done_at = s->now + op;
         ev_push(s, s->now + op, EV_ARRAY, (int)u);
         channel_kick(s, c);
@@ -980,6 +1004,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         int nb = un->s_n;
         memcpy(bg, un->s_active, (size_t)nb * sizeof(int32_t));
         un->s_state = SUSP_NONE;
+        un->stuck = 0;
         if (!un->fg_active) { un->busy = 0; un->busy_done += s->now - un->start; }
         s->batching++;
         for (int i = 0; i < nb; i++) complete_tx(s, bg[i]);
@@ -988,6 +1013,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         return;
     }
     un->in_array = 0;
+    un->stuck = 0;
     int n = un->n_active;
     un->n_active = 0;
     if (un->kind == TX_READ) {
