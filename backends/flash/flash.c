@@ -84,10 +84,11 @@ static int32_t rq_alloc(fl_sim *s)
  * event being handled stays at the root (top_taken) until the handler pushes its first event,
  * which replaces it with one sift-down (instead of a pop's sift-down and a push's sift-up). */
 #if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 ev_key;
 /* one 128-bit comparison (times are never negative): no branch on equal times */
 static inline int ev_less(const ev_t *a, const ev_t *b)
 {
-    return ((unsigned __int128)(uint64_t)a->t << 64 | a->seq) < ((unsigned __int128)(uint64_t)b->t << 64 | b->seq);
+    return ((ev_key)(uint64_t)a->t << 64 | a->seq) < ((ev_key)(uint64_t)b->t << 64 | b->seq);
 }
 #else
 static inline int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
