@@ -112,9 +112,10 @@ static inline void ev_sift_down(ev_t *h, size_t n, size_t i, ev_t e)
     h[i] = e;
 }
 
-void ev_push(fl_sim *s, int64_t t, int type, int arg)
+/* Event e, numbered by ev_make, into the heap. The order events leave the heap depends on their
+ * keys only, so an event may be numbered at one point and inserted at a later one. */
+static void ev_insert(fl_sim *s, ev_t e)
 {
-    ev_t e = {t, s->seq++, type, arg};
     if (s->top_taken) {
         s->top_taken = 0;
         ev_sift_down(s->heap, s->heap_n, 0, e);
@@ -135,6 +136,14 @@ void ev_push(fl_sim *s, int64_t t, int type, int arg)
     }
     s->heap[i] = e;
 }
+
+static inline ev_t ev_make(fl_sim *s, int64_t t, int type, int arg)
+{
+    ev_t e = {t, s->seq++, type, arg};
+    return e;
+}
+
+void ev_push(fl_sim *s, int64_t t, int type, int arg) { ev_insert(s, ev_make(s, t, type, arg)); }
 
 /* Remove the root if it was taken and nothing replaced it. */
 static inline void ev_settle(fl_sim *s)
@@ -432,6 +441,23 @@ void flush_dirty(fl_sim *s)
     }
 }
 
+/* Whether busy chip un could be suspended (or run a command beside its own) for some content of
+ * its queues: service_busy_chip's tests that do not look at them. False stays false while the
+ * chip's state is unchanged (the time left of its operation only shrinks). */
+static inline int may_suspend(const fl_sim *s, const unit_t *un)
+{
+    if (!un->in_array || un->s_state != SUSP_NONE || un->kind == TX_READ) return 0;
+    int64_t left = un->exp_finish - s->now;
+    if (un->kind == TX_WRITE) return s->c.susp_program && left >= s->c.susp_program_read_min_ns;
+    return s->c.susp_erase && (left >= s->c.susp_erase_read_min_ns || left >= s->c.susp_erase_write_min_ns);
+}
+
+/* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */
+static inline void chip_changed(const fl_sim *s, unit_t *un)
+{
+    un->stuck = un->busy && !may_suspend(s, un);
+}
+
 void enqueue_tx(fl_sim *s, int32_t t, int q)
 {
     tx_t *x = &s->tx[t];
@@ -446,8 +472,11 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     }
     fifo_push(s, &un->q[q], t);
     un->qmask |= 1u << q;
-    un->stuck = 0;
-    mark_dirty(s, channel_of_unit(s, u));
+    if (un->stuck && may_suspend(s, un)) un->stuck = 0; /* else no queue content can unstick it */
+    /* a busy bus stays busy until its own event: a kick before then would do nothing */
+    int c = channel_of_unit(s, u);
+    if (s->ch[c].busy) return;
+    mark_dirty(s, c);
     if (!s->batching) flush_dirty(s);
 }
 
@@ -539,7 +568,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     if (s->now + dur + op > un->exp_finish) un->exp_finish = s->now + dur + op;
     if (!un->busy) un->start = s->now;
     un->busy = 1;
-    un->stuck = 0;
+    chip_changed(s, un);
     un->fg_active = 1;
     un->pending_out = 0;
     un->active_stream = s->tx[un->active[0]].stream;
@@ -952,7 +981,6 @@ static void fg_finish(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
     un->fg_active = 0;
-    un->stuck = 0;
     if (un->s_state == SUSP_HELD) {
         un->s_state = SUSP_NONE;
         un->kind = un->s_kind;
@@ -967,6 +995,7 @@ static void fg_finish(fl_sim *s, uint32_t u)
         un->busy = 0;
         un->busy_done += s->now - un->start;
     }
+    chip_changed(s, un);
 }
 
 static void on_bus_done(fl_sim *s, int c)
@@ -979,10 +1008,14 @@ static void on_bus_done(fl_sim *s, int c)
     if (ch->phase == PH_CMD) {
         int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
         un->in_array = 1;
-        un->stuck = 0;
+        chip_changed(s, un);
         un->array_done_at = s->now + op;
-        ev_push(s, s->now + op, EV_ARRAY, (int)u);
+        /* numbered now, inserted after the kick: the next bus phase, due soon, then takes the
+         * handled event's place at the root (a short sift-down) and the array operation's end, due
+         * late, a leaf's (a short sift-up) */
+        ev_t e = ev_make(s, s->now + op, EV_ARRAY, (int)u);
         channel_kick(s, c);
+        ev_insert(s, e);
         return;
     }
     s->batching++;
@@ -1005,8 +1038,8 @@ static void on_array_done(fl_sim *s, uint32_t u)
         int nb = un->s_n;
         memcpy(bg, un->s_active, (size_t)nb * sizeof(int32_t));
         un->s_state = SUSP_NONE;
-        un->stuck = 0;
         if (!un->fg_active) { un->busy = 0; un->busy_done += s->now - un->start; }
+        chip_changed(s, un);
         s->batching++;
         for (int i = 0; i < nb; i++) complete_tx(s, bg[i]);
         if (--s->batching == 0) flush_dirty(s);
@@ -1014,7 +1047,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         return;
     }
     un->in_array = 0;
-    un->stuck = 0;
+    chip_changed(s, un);
     int n = un->n_active;
     un->n_active = 0;
     if (un->kind == TX_READ) {
