@@ -1,6 +1,7 @@
-/* The flash SSD model's core (backends/flash/flash.c) under AddressSanitizer + UBSan: configuration
- * errors, preconditioning, mixed multi-stream traffic through GC with unit changes and priorities,
- * suspension and the DRAM data cache, the FTL's consistency after every window, and bad requests. Run by `make test-asan`. */
+/* The flash SSD model (backends/flash/: the core, the data cache, the preconditioning) under
+ * AddressSanitizer + UBSan: configuration errors, preconditioning, mixed multi-stream traffic
+ * through GC with unit changes and priorities, suspension and the DRAM data cache, the FTL's
+ * consistency after every window, and bad requests. Run by `make test-asan`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,323 @@
+/* The flash SSD model's state and the helpers its units share: the core (flash.c: construction,
+ * FTL, scheduling, events, counters), the DRAM data cache (cache.c) and the preconditioning
+ * (precondition.c). Not part of the model's interface (flash.h). */
+#ifndef HSS_FLASH_INTERNAL_H
+#define HSS_FLASH_INTERNAL_H
+
+#include "flash.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE 0xFFFFFFFFu
+/* helpers shared by the uncached and the data-cache paths (a request's admission and completion,
+ * update reads) stay inlined in the uncached one, the hot path with the cache off */
+#if defined(__GNUC__)
+#define FL_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define FL_ALWAYS_INLINE inline
+#endif
+/* the functions one unit of the model defines for another: not exported from the extension */
+#if defined(__GNUC__)
+#define FL_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define FL_INTERNAL
+#endif
+
+/* TX_UPDREAD: the read of a page's other data before a partial-page write (read-modify-write);
+ * TX_CWRITE: a data-cache write-back of a page (no request waits for it). Host-data kinds first:
+ * kind <= TX_CWRITE is user traffic (conflicts are counted for it), the rest is GC. */
+enum { TX_READ, TX_WRITE, TX_UPDREAD, TX_CWRITE, TX_GCREAD, TX_GCWRITE, TX_ERASE };
+enum { EV_ARRIVE, EV_BUS, EV_ARRAY, EV_DRAM };
+enum { PH_CMD, PH_DATAOUT };
+enum { BLK_FREE, BLK_ACTIVE, BLK_FULL, BLK_VICTIM };
+/* a chip's second command: a suspended one (held) or one running on another die (background) */
+enum { SUSP_NONE, SUSP_HELD, SUSP_BG };
+/* chip queues: user reads by priority, user writes by priority, GC reads, GC writes, erases */
+enum { Q_UR = 0, Q_UW = FL_PRIO, Q_GCR = 2 * FL_PRIO, Q_GCW, Q_ER, N_Q };
+
+typedef struct {
+    int32_t next;      /* queue link */
+    int32_t req;       /* request (user transactions) */
+    uint32_t ppn;      /* physical page, NONE for a read of a never-written page */
+    uint32_t lpn;
+    uint32_t pl;       /* global plane index */
+    uint32_t page;     /* page offset in its block (multi-plane commands need equal offsets) */
+    uint32_t bytes;
+    int32_t link;      /* TX_UPDREAD: the write waiting for it */
+    /* TX_CWRITE keeps its data's timestamp (MQSim's DataTimeStamp) in req (high half) and link
+     * (low half), and until it is dispatched its 4 KiB chunk masks in page (see cache_write_tx) */
+    uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
+    uint8_t kind, stream, pid;
+    uint8_t held;      /* a write waiting for its update read */
+    uint8_t placed;    /* a write that has its physical page */
+    uint8_t wq;        /* TX_CWRITE: its chip queue */
+} tx_t;
+
+typedef struct {
+    int64_t arr_ns, off, size, admit_ns;
+    int32_t next;
+    int32_t remaining; /* its flash transactions and data-cache DRAM transfers under way, plus, for a
+                          write into the cache, 1 until all its pages are absorbed */
+    int32_t cur;       /* a cached write: its next page to absorb into the cache */
+    uint16_t stream;
+    uint8_t write;
+} req_t;
+
+typedef struct {
+    int64_t t;
+    uint64_t seq;
+    int32_t type, arg;
+} ev_t;
+
+typedef struct { int32_t head, tail; } fifo_t;
+
+typedef struct {
+    int busy, phase;
+    int32_t unit, tx;
+    int64_t start, busy_done;
+    int rr;
+    fifo_t wait_user, wait_gc;
+} channel_t;
+
+typedef struct {
+    int busy;                      /* not idle: a command in flight (bus phase, array op or data-out),
+                                      or a suspended / background one */
+    int kind;                      /* TX_READ/TX_WRITE/TX_ERASE class of the active command */
+    int n_active, pending_out, active_stream;
+    int fg_active;                 /* the foreground command is in flight */
+    int in_array;                  /* ... and in its array operation, which ends at array_done_at */
+    int32_t active[FL_MAX_PLANES];
+    int64_t start, busy_done;
+    int64_t array_done_at;
+    int64_t exp_finish;            /* MQSim's Expected_command_exec_finish_time: the latest expected end
+                                      of an issued command's array operation (a resume does not move it) */
+    int s_state, s_kind, s_n;      /* the suspended (SUSP_HELD) or background (SUSP_BG) command */
+    int32_t s_active[FL_MAX_PLANES];
+    int64_t s_remaining, s_done_at;
+    fifo_t q[N_Q];
+    uint32_t qmask;                /* bit q set when q[q] is not empty (channel_kick skips idle chips) */
+    int stuck;                     /* busy and unable to take a command, whatever its queues hold or as
+                                      service_busy_chip found for what they hold: it stays so while its
+                                      queues and state are unchanged (the time left of its operation only
+                                      shrinks), so channel_kick passes over it */
+    int64_t gc_ops, valid_pages, free_blocks;
+} unit_t;
+
+typedef struct {
+    int32_t victim;                /* local block under GC, -1 none */
+    int32_t pending;               /* GC reads/writes of the victim still outstanding */
+    int32_t n_free;
+    fifo_t stalled;                /* writes waiting for a free block */
+} plane_t;
+
+typedef struct { int32_t blk; uint32_t wp; } frontier_t;
+
+/* ---- DRAM data cache (MQSim's Data_Cache_Manager_Flash_Advanced / Data_Cache_Flash) */
+enum { CS_CLEAN, CS_DIRTY, CS_WB };   /* clean; dirty, not written back; write-back in flight */
+enum { DX_USER, DX_EVICT, DX_FILL };  /* DRAM transfer of a request; eviction read; read-cache fill */
+
+typedef struct {
+    int64_t ts;                /* MQSim's slot Timestamp: admission time of the newest data */
+    uint64_t sectors;          /* the page's 512-byte sectors held */
+    uint32_t lpn;
+    int32_t prev, next;        /* LRU list of its partition (head = most recently used) */
+    int32_t hnext;             /* hash chain; free-list link */
+    uint16_t stream;
+    uint8_t status;
+} cslot_t;
+
+typedef struct {
+    int32_t lru_head, lru_tail, n;
+    int64_t bp;                /* sectors of write-backs in flight (MQSim's back_pressure_buffer_depth) */
+    int32_t wait_head, wait_tail;  /* write requests waiting for write-back room, in arrival order */
+    int32_t dq_head, dq_tail;      /* DRAM transfers waiting for the memory channel */
+} cpart_t;
+
+typedef struct { uint32_t *k; uint32_t cap, n; } lset_t;  /* open-addressing set of lpn + 1 */
+
+typedef struct { int64_t bytes; int32_t next, arg; uint16_t stream; uint8_t type; } dram_t;
+
+typedef struct {
+    int qd, prio;
+    double slo_us;
+    int inflight;
+    fifo_t pending;                /* submitted, not yet admitted */
+    int64_t last_t_ns;
+    int64_t ev_pending_t;          /* time of a scheduled EV_ARRIVE, -1 none */
+    int n_units;
+    int32_t units[1024];
+    fl_stream_stats st;
+} stream_t;
+
+struct fl_sim {
+    fl_config c;
+    int n_units, n_planes, D, P, B, G;
+    uint32_t n_blocks;
+    uint64_t phys_pages, logical_pages;
+    int64_t logical_bytes;
+    int32_t gc_thr_blocks;
+    /* timing */
+    int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
+    double xfer_ns_per_byte;
+    int64_t *xfer_sect;            /* xfer time of k 512-byte sectors, k = 0..page_size / 512 */
+    /* FTL state */
+    uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
+    uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
+    int p2l_bits;
+    uint8_t *cstat;                /* per logical page: which 4 KiB chunks hold data (pages > 4 KiB) */
+    int cbits;                     /* chunks per page when > 1, else 0 (no table) */
+    uint16_t *blk_valid;
+    uint8_t *blk_state, *blk_owner;
+    uint32_t *free_stack;          /* per plane, B entries */
+    frontier_t *data_wf, *gc_wf;   /* [plane * n_streams + stream] */
+    plane_t *planes;
+    unit_t *units;
+    channel_t *ch;
+    stream_t *streams;
+    /* pools */
+    tx_t *tx;
+    int32_t tx_cap, tx_free;
+    req_t *rq;
+    int32_t rq_cap, rq_free;
+    ev_t *heap;
+    size_t heap_n, heap_cap;
+    int top_taken;                 /* heap[0] is the event being handled (see ev_push) */
+    uint64_t seq;
+    int64_t now;
+    /* channels touched while admitting a request: kicked once all its transactions are queued */
+    uint8_t *dirty;
+    int32_t *dirty_list;
+    int n_dirty, batching;
+    /* latency log */
+    double *lat, *dev_lat;     /* end-to-end (from arrival) and device (from admission) latency */
+    uint16_t *lat_stream;
+    size_t lat_n, lat_cap;
+    /* global counters */
+    int64_t host_page_writes, flash_programs, gc_runs, erases;
+    int64_t program_suspends, erase_suspends;
+    int64_t susp_cmd_ns;           /* ONFI suspend command: tCS + 3 tWC (MQSim's *SuspendCommandTime) */
+    uint64_t rng;
+    /* DRAM data cache (NULL / 0 when off) */
+    int cache_wr, cache_rd, n_parts, spp;
+    int64_t part_cap;              /* slots per partition */
+    int64_t bp_max;                /* MQSim: one page per plane, in sectors */
+    cslot_t *slots;
+    int32_t slot_cap, slot_free, slot_used;
+    int32_t *bucket;
+    uint32_t n_buckets;
+    cpart_t *parts;
+    lset_t *seen;                  /* per stream: pages written since the last reset (MQSim's bloom_filter) */
+    int64_t seen_reset_at;
+    dram_t *dx;
+    int32_t dx_cap, dx_free;
+    int dram_busy, dram_turn;
+    double dram_burst_ns;
+    fl_cache_stats cst;
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+/* 8 bytes at b as a little-endian integer (one load on little-endian machines) */
+static inline uint64_t load_le64(const uint8_t *b)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, b, 8);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    return v;
+#endif
+}
+
+static inline void store_le64(uint8_t *b, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(b, &v, 8);
+#else
+    for (int i = 0; i < 8; i++) { b[i] = (uint8_t)v; v >>= 8; }
+#endif
+}
+
+static inline uint32_t p2l_get(const fl_sim *s, uint64_t p)
+{
+    uint64_t bit = p * (uint64_t)s->p2l_bits;
+    return (uint32_t)((load_le64(s->p2l + (bit >> 3)) >> (bit & 7)) & ((1ull << s->p2l_bits) - 1));
+}
+
+static inline void p2l_set(fl_sim *s, uint64_t p, uint32_t lpn)
+{
+    uint64_t bit = p * (uint64_t)s->p2l_bits;
+    uint8_t *b = s->p2l + (bit >> 3);
+    uint64_t mask = ((1ull << s->p2l_bits) - 1) << (bit & 7);
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)lpn << (bit & 7)) & mask));
+}
+
+static inline uint32_t bits_get(const uint8_t *a, int w, uint64_t i)
+{
+    uint64_t bit = i * (uint64_t)w;
+    return (uint32_t)((load_le64(a + (bit >> 3)) >> (bit & 7)) & ((1ull << w) - 1));
+}
+
+static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
+{
+    uint64_t bit = i * (uint64_t)w;
+    uint8_t *b = a + (bit >> 3);
+    uint64_t mask = ((1ull << w) - 1) << (bit & 7);
+    store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
+}
+
+/* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
+ * untouched parts of a large device cost neither time nor resident memory. */
+static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
+
+static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
+
+static inline void *grow(void *p, size_t elem, int32_t *cap, int32_t need)
+{
+    int32_t n = *cap ? *cap : 256;
+    while (n < need) n *= 2;
+    void *q = realloc(p, (size_t)n * elem);
+    if (!q) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    *cap = n;
+    return q;
+}
+
+static inline int32_t tx_alloc(fl_sim *s)
+{
+    if (s->tx_free < 0) {
+        int32_t old = s->tx_cap;
+        s->tx = grow(s->tx, sizeof(tx_t), &s->tx_cap, old + 1);
+        for (int32_t i = s->tx_cap - 1; i >= old; i--) { s->tx[i].next = s->tx_free; s->tx_free = i; }
+    }
+    int32_t i = s->tx_free;
+    s->tx_free = s->tx[i].next;
+    memset(&s->tx[i], 0, sizeof(tx_t));
+    s->tx[i].next = -1;
+    return i;
+}
+
+static inline void tx_release(fl_sim *s, int32_t i) { s->tx[i].next = s->tx_free; s->tx_free = i; }
+
+
+/* ------------------------------------------------------------------ the core's functions for the other units */
+
+FL_INTERNAL void ev_push(fl_sim *s, int64_t t, int type, int arg);
+/* FTL: a write's physical page; a plane's GC check; the plane of a host write of lpn */
+FL_INTERNAL int place_write(fl_sim *s, int32_t t);
+FL_INTERNAL void gc_check(fl_sim *s, uint32_t pl);
+FL_INTERNAL uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn);
+/* scheduling: a transaction into chip queue q; the kick of the channels that admission touched */
+FL_INTERNAL void enqueue_tx(fl_sim *s, int32_t t, int q);
+FL_INTERNAL void flush_dirty(fl_sim *s);
+/* host side (defined inline in the core's uncached path, its hot path) */
+FL_INTERNAL void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any, int64_t data_bytes, int prio);
+FL_INTERNAL void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio);
+FL_INTERNAL void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, uint32_t bytes,
+                         int prio);
+FL_INTERNAL void finish_request(fl_sim *s, int32_t r);
+
+#endif
