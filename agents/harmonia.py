@@ -42,7 +42,7 @@ import numpy as np
 from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
 from hss_gym.agents.c51 import C51Agent, C51Config, load_state, save_state
 from hss_gym.agents.cleaner import Cleaner
-from hss_gym.agents.credit import MigrationCredit, PageCredit
+from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
 from hss_gym.backends.base import READ
 from hss_gym.envs.features import feature_names
 from hss_gym.envs.parallel import HSSParallelEnv
