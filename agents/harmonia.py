@@ -190,8 +190,10 @@ class PlacementAgent(_C51Policy):
     short write-only trace, a hundred writes sent to a disk at milliseconds each, against a rule
     serving writes in tens of microseconds, made the agents tens of percent slower than the rule.
     ``min_tries`` (0; the reference agents: 64): after the warm-up, the network's device is taken
-    only when the agent has placed at least that many requests there; its values for devices it
-    hardly tried are guesses (docs/learning-diagnostics.md).
+    only when the agent has chosen it, and placed there, at least that many requests; its values
+    for devices it hardly tried are guesses (docs/learning-diagnostics.md). Requests the room check
+    sent there (their choice did not fit) do not count: they were placed in other states (a
+    full faster device), so they say nothing of the device where the choice was free.
 
     ``idle_horizon`` (50 requests; None: off): a placement whose page is not accessed at all within
     that many requests ends there too (terminal, its own reward). Without it a page never used
@@ -266,7 +268,7 @@ class PlacementAgent(_C51Policy):
         n = env.cfg.n_devices
         self.wanted_at = [-(1 << 30)] * n  # per device, the step of the last write sent past it (full)
         self._run_end, self._run_choice = -1, 0  # the sequential run of the last decision, its choice
-        self._tries = [0] * n  # per device, the placements that ended there
+        self._tries = [0] * n  # per device, the placements the agent chose there (and that fit)
         self._deviated = False  # whether the last decision left the rule's device
         self._lat_sum = self._dev_cost = 0.0  # all requests' latency; what deviations cost above the rule's
         self._rule_lat = 0.0  # running mean latency of the placements that followed the rule
@@ -306,13 +308,15 @@ class PlacementAgent(_C51Policy):
             if request[2] == self._run_end:  # continues the last request: one choice for the run
                 a = self._run_choice
             self._run_end, self._run_choice = request[2] + request[3], a
+        chosen = a
         if not self.evict:  # a device the request does not fit: the next slower one
-            first, a = a, self._fit(obs, a)
-            if a != first and not self._exploring:  # a greedy choice wanted it
-                self.wanted_at[first] = self.env.step_index
+            a = self._fit(obs, a)
+            if a != chosen and not self._exploring:  # a greedy choice wanted it
+                self.wanted_at[chosen] = self.env.step_index
             if self.prior is not None:
                 self._deviated = a != self._fit(obs, 0)
-        self._tries[a] += 1
+        if a == chosen:  # the agent's choice, not the room check's
+            self._tries[a] += 1
         if self.cleaner is not None:
             self.cleaner(self.env.step_index, self.wanted_at)
         self._last = (obs, a)

@@ -726,6 +726,22 @@ def test_network_decides_only_on_devices_it_has_tried():
     assert left[0] > 0 and left[64] == 0, left
 
 
+def test_tries_count_the_agents_choices_not_the_room_checks():
+    """min_tries counts only the requests the agent chose a device for (and that fit there): a
+    write sent to the slow device because the fast one was full is the room check's placement, in
+    a state where the fast device had no room. With a fast device far too small for a write-only
+    trace, hundreds of writes end on the slow device, yet with no deviation (deviate=0) the slow
+    device has no try, so the network is not trusted there."""
+    n = 3000
+    rng = np.random.default_rng(2)
+    trace = Trace.from_arrays(np.arange(n) * 20.0, np.ones(n, np.uint8), rng.integers(0, 1 << 16, n) * 4096,
+                              np.full(n, 4096))
+    p = make_policy("sibyl", seed=0, deviate=0.0, margin=0.0, min_tries=64)
+    chosen, rule, _ = _placements(p, "cost_opt", trace, fast_fraction=0.02)
+    assert sum(r == 1 for r in rule) > 200  # the room check sent hundreds there
+    assert p._tries[1] == 0 and p._tries[0] > 1000, p._tries
+
+
 @pytest.mark.parametrize("name", ["harmonia", "sibyl"])
 def test_reference_agents_leave_first_reads_on_the_home_device(name):
     """first_reads="home" (the reference agents): a page first touched by a read stays on the
