@@ -444,11 +444,13 @@ static int reuse_access(hss *h, uint64_t p, hss_page *pg, int op, int d)
 
 /* Whether a cleaning takes the predicted-dead pages first: until 64 of them were cleaned, and then
  * while they are read again (from the slower device) less often than the other cleaned pages
- * (priors as once_first's). */
+ * (priors as once_first's), which are read again at all: where no cleaned page is read back there is
+ * no read to save, and the pages predicted dead are the ones rewritten most (a write-only stream's
+ * every region), which LRU keeps on the fast device. */
 static int dead_first(const hss *h)
 {
     const double *q = h->dead_ghost;
-    return q[0] < 64.0 || (q[1] + 1.0) / (q[0] + 16.0) < (q[3] + 1.0) / (q[2] + 16.0);
+    return q[0] < 64.0 || (q[3] >= 1.0 && (q[1] + 1.0) / (q[0] + 16.0) < (q[3] + 1.0) / (q[2] + 16.0));
 }
 
 int hss_set_reuse_victims(hss *h, int on)
