@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 EXTRAS ?= test,agents
-# `make run` needs no PyTorch: only 3 of the quick suite's 18 policies do (Archivist, RNN-HSS,
+# `make run` needs no PyTorch: only 3 of the quick suite's 19 policies do (Archivist, RNN-HSS,
 # Sibyl+RNN-HSS), left out with a line saying so. `lite` is scikit-learn (K-SVM) and matplotlib
 # (the report's figures); RUN_EXTRAS=agents adds PyTorch (docs/install.md: sizes and times).
 RUN_EXTRAS ?= lite

@@ -303,6 +303,7 @@ POLICIES: dict[str, str] = {
     "cde": "hss_gym.agents.heuristics:CDE",
     "hps": "hss_gym.agents.heuristics:HPS",
     "fit_first": "hss_gym.agents.rules:FitFirst",
+    "fit_first_reuse": "hss_gym.agents.rules:fit_first_reuse",
     "archivist": "hss_gym.agents.archivist:Archivist",
     "k_svm": "hss_gym.agents.ksvm:KSVM",
     "rnn_hss": "hss_gym.agents.rnn_hss:RNNHSS",

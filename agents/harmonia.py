@@ -21,7 +21,7 @@
   :mod:`hss_gym.agents.pretrain`.
 
 Policies: ``harmonia_paper`` is :class:`Harmonia` as published (placements evict on the critical
-path). ``harmonia``, the reference, is :func:`harmonia` (:data:`REFERENCE_HARMONIA`): placements
+path). ``harmonia``, the reference, is :func:`harmonia` (:data:`REFERENCE`): placements
 that never evict on the critical path, a :class:`~hss_gym.agents.cleaner.Cleaner` making room in
 idle time in a learned victim order, writes placed from the ``fit_first`` rule as a prior, and a
 wider placement network; each deviation and its measured effect: docs/learning-diagnostics.md.
@@ -779,22 +779,19 @@ class Harmonia(Combined):
 #: as published (critical-path evictions, 7-10-102, minibatches of 128). ``first_reads="home"``: the
 #: placement agent places writes, as the paper's does; reads of unseen pages stay on the home device.
 #: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent);
-#: ``explore_budget=0.02``, ``min_tries=64``: its exploration costs at most 2% of the latency seen,
-#: and it trusts the network only on devices it has tried a minibatch's worth of times.
+#: ``explore_budget=0.02``, ``min_tries=64``: exploration costs at most 2% of the latency seen, and
+#: the network is trusted only on devices tried a minibatch's worth of times. ``victims="reuse"``:
+#: cleanings take first the pages learned to be dead (``Cleaner``; so does ``fit_first_reuse``).
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
-                 explore_budget=0.02, min_tries=64)
+                 explore_budget=0.02, min_tries=64, victims="reuse")
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
-#: What the reference Harmonia adds to :data:`REFERENCE` (which the reference Sibyl shares): its
-#: cleanings' demotions in the order the reuse predictor learns, predicted-dead pages first
-#: (``victims="reuse"``: :class:`Cleaner`), the migration side's part.
-REFERENCE_HARMONIA = {**REFERENCE, "victims": "reuse"}
 
 
 def harmonia(seed: int = 0, placement: "C51Config | dict[str, Any] | None" = None, **kwargs: Any) -> Harmonia:
-    """The reference Harmonia (:data:`REFERENCE_HARMONIA`); ``placement`` overrides its hyper-parameters."""
+    """The reference Harmonia (:data:`REFERENCE`); ``placement`` overrides its hyper-parameters."""
     if not isinstance(placement, C51Config):
         placement = {**REFERENCE_PLACEMENT, **(placement or {})}
-    return Harmonia(placement, seed=seed, **{**REFERENCE_HARMONIA, **kwargs})
+    return Harmonia(placement, seed=seed, **{**REFERENCE, **kwargs})
 
 
 def harmonia_paper(seed: int = 0, **kwargs: Any) -> Harmonia:

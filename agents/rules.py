@@ -6,6 +6,11 @@ with its network replaced by a constant: every write goes to the fastest device 
 evicting on the critical path), a page first touched by a read stays on its home device, and the
 cleaner keeps room on the faster devices in idle time. Nothing is learned and nothing migrates.
 A learned agent that does not beat it has learned nothing that pays (docs/learning-diagnostics.md).
+
+``fit_first_reuse`` is ``fit_first`` with the reference agents' learned victim order
+(``victims="reuse"``: its cleanings take first the pages the HSS learned are not read again). It
+has no network: it is the rule the reference agents' networks must beat, with every other part of
+theirs, learned or not.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class FitFirst(PlacementAgent):
 
     def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru") -> None:
         super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home", victims=victims)
+        if victims != "lru":
+            self.name = f"fit_first_{victims}"
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         Policy.reset(self, env, seed)  # no network to build
@@ -43,3 +50,8 @@ class FitFirst(PlacementAgent):
     @property
     def loss_curve(self) -> list[tuple[int, float]]:
         return []
+
+
+def fit_first_reuse(seed: int = 0) -> FitFirst:
+    """``fit_first`` with the reference agents' learned victim order (``victims="reuse"``)."""
+    return FitFirst(seed=seed, victims="reuse")

@@ -41,9 +41,9 @@ CURVE = "mean latency (µs) per 1,000 requests"
 #: the reference agents: Harmonia's and Sibyl's C51 agents with this project's changes (a learned
 #: policy of LEARNED that is not one of these is a baseline)
 REFERENCE_AGENTS = ("harmonia", "sibyl")
-#: simple rules built from the reference agents' parts, nothing learned (agents/rules.py): what
-#: learning must beat
-RULES = ("fit_first",)
+#: rules built from the reference agents' parts with no network (agents/rules.py): what their
+#: networks must beat (fit_first learns nothing; fit_first_reuse learns its victim order)
+RULES = ("fit_first", "fit_first_reuse")
 LEARNED = frozenset({"harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
                      "archivist", "k_svm", "rnn_hss", "random"})
 #: reader options a track may give for trace files (all of them, or per file name pattern in
