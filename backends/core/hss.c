@@ -175,19 +175,30 @@ static hss_page *leaf_densify(hss_pagetable *pt)
     return d;
 }
 
-/* Make room for one more record in the cached leaf (full): grow it, or make it dense if it holds
- * HSS_LEAF_MAX pages. Returns the dense chunk, the leaf, or NULL when out of memory; *dense says
- * which. Out of line: the common insertion does not pay for its calls. */
-static __attribute__((noinline)) void *leaf_grow(hss_pagetable *pt, int *dense)
+/* The capacity a leaf of capacity `cap` grows to when full. */
+static uint32_t leaf_next_cap(uint32_t cap)
+{
+    uint32_t ncap = cap + (cap < 64 ? cap / 4 : cap / 2) + 2;
+    return ncap > HSS_LEAF_MAX ? HSS_LEAF_MAX : ncap;
+}
+
+/* Make room in the cached leaf for `need` records: grow it to the capacity that growing one record
+ * at a time would reach (the same memory, in one reallocation), or make it dense if `need` exceeds
+ * HSS_LEAF_MAX. Returns the dense chunk, the leaf, or NULL when out of memory; *dense says which.
+ * Out of line: the common insertion does not pay for its calls. */
+static __attribute__((noinline)) void *leaf_reserve(hss_pagetable *pt, uint32_t need, int *dense)
 {
     hss_leaf *l = pt->cached;
-    if (l->n == HSS_LEAF_MAX) {
+    if (need > HSS_LEAF_MAX) {
         *dense = 1;
         return leaf_densify(pt);
     }
-    uint32_t ocap = l->cap, ncap = ocap + (ocap < 64 ? ocap / 4 : ocap / 2) + 2;
-    if (ncap > HSS_LEAF_MAX)
-        ncap = HSS_LEAF_MAX;
+    *dense = 0;
+    uint32_t ocap = l->cap, ncap = ocap;
+    while (ncap < need)
+        ncap = leaf_next_cap(ncap);
+    if (ncap == ocap)
+        return l;
     hss_leaf *nl = realloc(l, leaf_size(ncap));
     if (!nl)
         return NULL;
@@ -198,7 +209,6 @@ static __attribute__((noinline)) void *leaf_grow(hss_pagetable *pt, int *dense)
     pt->leaf_bytes += heap_bytes(leaf_size(ncap)) - heap_bytes(leaf_size(ocap));
     pt->chunks[pt->cached_idx] = l;
     pt->cached = l;
-    *dense = 0;
     return l;
 }
 
@@ -215,7 +225,7 @@ static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
     hss_leaf *l = pt->cached;
     if (l->n == l->cap) {
         int dense;
-        void *c = leaf_grow(pt, &dense);
+        void *c = leaf_reserve(pt, (uint32_t)l->n + 1, &dense);
         if (!c || dense)
             return c ? &((hss_page *)c)[off] : NULL;
         l = c;
@@ -246,6 +256,32 @@ static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
 #endif
     l->n++;
     return pg;
+}
+
+/* Make room in the chunk of pages p..e (both in one chunk, which is created if absent) for those
+ * of them it lacks, so that creating them one by one reallocates its leaf once at most. 0 when out
+ * of memory. */
+static int pt_reserve(hss_pagetable *pt, uint64_t p, uint64_t e)
+{
+    uint64_t key = p >> HSS_CHUNK_BITS;
+    if (key != pt->cached_key && !pt_chunk(pt, key, 1))
+        return 0;
+    if (pt->cached_dense)
+        return 1;
+    hss_leaf *l = pt->cached;
+    unsigned a = (unsigned)(p & (HSS_CHUNK - 1)), b = (unsigned)(e & (HSS_CHUNK - 1));
+    uint32_t present = 0;
+    for (unsigned w = a >> 6; w <= b >> 6; w++) {
+        uint64_t m = ~(uint64_t)0;
+        if (w == a >> 6)
+            m &= ~(uint64_t)0 << (a & 63);
+        if (w == b >> 6)
+            m &= ~(uint64_t)0 >> (63 - (b & 63));
+        present += popcount64(l->bits[w] & m);
+    }
+    uint32_t need = l->n + (b - a + 1) - present;
+    int dense;
+    return need <= l->cap || leaf_reserve(pt, need, &dense) != NULL;
 }
 
 /* The record of `page`; with create, a zeroed one if it has none (which may move other records
@@ -281,7 +317,8 @@ int hss_dev_of(const hss_page *pg)
 
 /* ------------------------------------------------------------------ LRU (lazy queue) */
 
-/* Double a full queue's ring (out of line: pushes are on every access). */
+/* Double a full queue's ring (out of line: pushes are on every access). The capacity stays a power
+ * of two, so ring positions wrap with a mask, not a division. */
 static __attribute__((noinline)) int lru_grow(hss_lru *q)
 {
     uint64_t ncap = q->cap ? q->cap * 2 : 1024;
@@ -289,7 +326,7 @@ static __attribute__((noinline)) int lru_grow(hss_lru *q)
     if (!nb)
         return HSS_ENOMEM;
     for (uint64_t i = 0; i < q->len; i++)
-        nb[i] = q->buf[(q->head + i) % q->cap];
+        nb[i] = q->buf[(q->head + i) & (q->cap - 1)];
     free(q->buf);
     q->buf = nb;
     q->head = 0;
@@ -301,7 +338,7 @@ static inline int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
 {
     if (q->len == q->cap && lru_grow(q) != HSS_OK)
         return HSS_ENOMEM;
-    q->buf[(q->head + q->len) % q->cap] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
+    q->buf[(q->head + q->len) & (q->cap - 1)] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
     q->len++;
     return HSS_OK;
 }
@@ -318,17 +355,17 @@ static void lru_compact(hss *h, hss_lru *q, int d)
 {
     uint64_t w = 0;
     for (uint64_t i = 0; i < q->len; i++) {
-        hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+        hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
         hss_page *pg = lru_live(h, e, d);
         if (pg && !(pg->flags & HSS_F_MARK)) {
             pg->flags |= HSS_F_MARK;
-            q->buf[(q->head + w) % q->cap] = e;
+            q->buf[(q->head + w) & (q->cap - 1)] = e;
             w++;
         }
     }
     /* Rewrite from the start of the ring so the order stays oldest -> newest. */
     for (uint64_t i = 0; i < w; i++) {
-        hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+        hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
         hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
         pg->flags &= (uint8_t)~HSS_F_MARK;
     }
@@ -341,7 +378,7 @@ static int lru_pop(hss *h, int d, uint64_t *page)
     hss_lru *q = &h->lru[d];
     while (q->len) {
         hss_lru_ent e = q->buf[q->head];
-        q->head = (q->head + 1) % q->cap;
+        q->head = (q->head + 1) & (q->cap - 1);
         q->len--;
         if (lru_live(h, e, d)) {
             *page = e >> HSS_STAMP_BITS;
@@ -489,7 +526,10 @@ static int slot_release(hss *h, int d, uint32_t slot)
 
 static uint64_t dev_slot(const hss *h, int d, uint64_t page, const hss_page *pg)
 {
-    return d == h->home ? page % h->dev[d].p.capacity_pages : pg->slot;
+    if (d != h->home)
+        return pg->slot;
+    uint64_t cap = h->dev[d].p.capacity_pages;
+    return page < cap ? page : page % cap; /* no division for the common in-range page */
 }
 
 uint64_t hss_slot_of(const hss *h, uint64_t page, const hss_page *pg)
@@ -629,7 +669,7 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
         hss_lru *q = &h->dead[d];
         while (n < k && q->len) {
             hss_lru_ent e = q->buf[q->head];
-            q->head = (q->head + 1) % q->cap;
+            q->head = (q->head + 1) & (q->cap - 1);
             q->len--;
             hss_page *pg = lru_live(h, e, d);
             if (pg && !(pg->flags & HSS_F_MARK)) {
@@ -646,7 +686,7 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
         hss_lru *q = &h->lru[d];
         uint64_t budget = 64 * k;
         for (uint64_t i = 0; i < q->len && i < budget && n < k; i++) {
-            hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+            hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
             hss_page *pg = lru_live(h, e, d);
             if (pg && pg->count <= 1 && !(pg->flags & HSS_F_MARK)) {
                 pg->flags |= HSS_F_MARK;
@@ -1099,6 +1139,11 @@ int hss_finish(hss *h, int place, double *latency)
             }
         }
         for (uint64_t p = r->p0; p <= r->p1; p++) {
+            if (p == r->p0 || !(p & (HSS_CHUNK - 1))) { /* room for the new pages of p's chunk */
+                uint64_t e = p | (HSS_CHUNK - 1);
+                if (!pt_reserve(&h->pt, p, e < r->p1 ? e : r->p1))
+                    return HSS_ENOMEM;
+            }
             hss_page *pg = pt_get(&h->pt, p, 1);
             if (!pg)
                 return HSS_ENOMEM;
