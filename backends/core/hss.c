@@ -298,6 +298,30 @@ static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
     return pg || !create ? pg : leaf_insert(pt, off);
 }
 
+/* A walk over the records of consecutive pages that all have one (a request's pages once placed):
+ * a lookup at the first page and at each chunk's first page, then the next record by its rank, as
+ * consecutive present offsets have consecutive ranks. Valid while no page is created. */
+typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; int dense; } pt_walk;
+
+static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t page, int first)
+{
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
+    if (first || !off) {
+        hss_page *pg = pt_get(pt, page, 0);
+        it->dense = pt->cached_dense;
+        if (it->dense) {
+            it->base = pg - off;
+        } else {
+            hss_leaf *l = pt->cached;
+            it->base = leaf_rec(l);
+            it->perm = leaf_perm(l);
+            it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1));
+        }
+        return pg;
+    }
+    return it->dense ? it->base + off : it->base + it->perm[++it->rank];
+}
+
 hss_page *hss_lookup(hss *h, uint64_t page)
 {
     return pt_get(&h->pt, page, 0);
@@ -578,10 +602,10 @@ static int detach(hss *h, hss_page *pg)
 
 static int evict_one(hss *h, int d, double t, double *done);
 
-/* Attach a page to device d, evicting d's LRU page first when d is full (critical path: *ready is
- * raised to when the eviction completes). A full device with nothing to evict passes the page on
- * to the next slower device, so a page is never lost. Returns the device used, or an error. */
-static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
+/* Make room on device d (full) by evicting its LRU page (critical path: *ready is raised to when
+ * the eviction completes); a full device with nothing to evict passes on to the next slower one.
+ * Returns the device that has room, or an error. Out of line: most attaches find room. */
+static __attribute__((noinline)) int attach_room(hss *h, int d, double t, double *ready)
 {
     while (d != h->home && h->dev[d].used_pages >= h->cap[d]) {
         double done;
@@ -595,6 +619,15 @@ static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
             return rc;
         d++;
     }
+    return d;
+}
+
+/* Attach a page to device d, evicting d's LRU page first when d is full (attach_room), so a page
+ * is never lost. Returns the device used, or an error. */
+static inline int attach(hss *h, hss_page *pg, int d, double t, double *ready)
+{
+    if (d != h->home && h->dev[d].used_pages >= h->cap[d] && (d = attach_room(h, d, t, ready)) < 0)
+        return d;
     if (d != h->home) {
         int rc = slot_alloc(h, d, &pg->slot);
         if (rc != HSS_OK)
@@ -1082,8 +1115,9 @@ int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, c
 static int fill_copies(hss *h, double done)
 {
     const hss_req *r = &h->cur;
+    pt_walk it = {0};  /* set at the first page */
     for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p, 0);
+        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
         if (!(pg->flags & HSS_F_FILL))
             continue;
         pg->flags &= (uint8_t)~HSS_F_FILL;
@@ -1155,9 +1189,9 @@ int hss_finish(hss *h, int place, double *latency)
                 }
             } else if (r->op == SIMDEV_READ || dev_of(pg) == place) {
                 continue;
-            }
-            if ((rc = detach(h, pg)) != HSS_OK)
+            } else if ((rc = detach(h, pg)) != HSS_OK) {
                 return rc;
+            }
             if ((rc = attach(h, pg, place, r->t, &ready)) < 0)
                 return rc;
             pg->last_move = h->now;
@@ -1168,8 +1202,9 @@ int hss_finish(hss *h, int place, double *latency)
     int run_dev = -1;
     uint64_t run_slot = 0;
     uint32_t run_len = 0;
+    pt_walk it = {0};  /* set at the first page */
     for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p, 0);
+        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
         int d = pg->flags & HSS_F_FILL ? h->home : dev_of(pg);
         uint64_t s = dev_slot(h, d, p, pg);
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
