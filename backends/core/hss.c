@@ -212,56 +212,39 @@ static __attribute__((noinline)) void *leaf_reserve(hss_pagetable *pt, uint32_t 
     return l;
 }
 
-/* cum[] as two little-endian words of four 16-bit counts: what adding a page in word w adds to them (one to
- * each count of a later word; the counts stay <= 512, so no carry crosses a lane). */
-static const uint64_t cum_inc[HSS_CHUNK / 64][2] = {
-    {0x0001000100010000ULL, 0x0001000100010001ULL}, {0x0001000100000000ULL, 0x0001000100010001ULL},
-    {0x0001000000000000ULL, 0x0001000100010001ULL}, {0, 0x0001000100010001ULL},
-    {0, 0x0001000100010000ULL}, {0, 0x0001000100000000ULL}, {0, 0x0001000000000000ULL}, {0, 0}};
-
-/* Add page `off` (absent) to the cached leaf: a zeroed record. */
-static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
+/* Add the absent pages among offsets a..b (k of them) to the cached leaf, which has room for them:
+ * zeroed records appended in ascending offset order, leaving the ranks, bits and counts that adding
+ * them one at a time in that order would. */
+static void leaf_insert_run(hss_leaf *l, unsigned a, unsigned b, uint32_t k)
 {
-    hss_leaf *l = pt->cached;
-    if (l->n == l->cap) {
-        int dense;
-        void *c = leaf_reserve(pt, (uint32_t)l->n + 1, &dense);
-        if (!c || dense)
-            return c ? &((hss_page *)c)[off] : NULL;
-        l = c;
-    }
-    unsigned w = off >> 6;
-    uint64_t m = (uint64_t)1 << (off & 63);
-    unsigned r = l->cum[w] + popcount64(l->bits[w] & (m - 1));
     uint16_t *perm = leaf_perm(l);
-    if (l->n - r > 16) { /* usually none or few: pages mostly arrive in ascending order */
-        memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
-    } else {
-        for (unsigned i = l->n; i > r; i--)
-            perm[i] = perm[i - 1];
+    unsigned wa = a >> 6, wb = b >> 6;
+    uint32_t n = l->n, span = b - a + 1, present = span - k;
+    uint32_t ra = l->cum[wa] + popcount64(l->bits[wa] & (((uint64_t)1 << (a & 63)) - 1)); /* rank of a */
+    /* the ranks of the offsets past b move up by k */
+    memmove(perm + ra + span, perm + ra + present, (n - ra - present) * sizeof *perm);
+    /* a..b from the top: a present offset keeps its record, an absent one takes the next new one */
+    uint32_t src = ra + present, dst = ra + span, rec = n + k;
+    for (unsigned o = b + 1; o-- > a;)
+        perm[--dst] = (l->bits[o >> 6] >> (o & 63) & 1) ? perm[--src] : (uint16_t)--rec;
+    memset(leaf_rec(l) + n, 0, k * sizeof(hss_page));
+    for (unsigned w = wa; w <= wb; w++) {
+        uint64_t m = ~(uint64_t)0;
+        if (w == wa)
+            m &= ~(uint64_t)0 << (a & 63);
+        if (w == wb)
+            m &= ~(uint64_t)0 >> (63 - (b & 63));
+        l->bits[w] |= m;
     }
-    perm[r] = l->n;
-    hss_page *pg = &leaf_rec(l)[l->n];
-    memset(pg, 0, sizeof *pg);
-    l->bits[w] |= m;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t cw[2];
-    memcpy(cw, l->cum, sizeof cw);
-    cw[0] += cum_inc[w][0];
-    cw[1] += cum_inc[w][1];
-    memcpy(l->cum, cw, sizeof cw);
-#else
-    for (unsigned v = w + 1; v < HSS_CHUNK / 64; v++)
-        l->cum[v]++;
-#endif
-    l->n++;
-    return pg;
+    for (unsigned w = wa + 1; w < HSS_CHUNK / 64; w++)
+        l->cum[w] = (uint16_t)(l->cum[w - 1] + popcount64(l->bits[w - 1]));
+    l->n = (uint16_t)(n + k);
 }
 
-/* Make room in the chunk of pages p..e (both in one chunk, which is created if absent) for those
- * of them it lacks, so that creating them one by one reallocates its leaf once at most. 0 when out
- * of memory. */
-static int pt_reserve(hss_pagetable *pt, uint64_t p, uint64_t e)
+/* Give every page of p..e (one chunk, created if absent) a record: zeroed for those that had none.
+ * A leaf grows once at most, to the capacity one-at-a-time growth reaches. This moves records of the
+ * chunk (see hss_leaf). 0 when out of memory. */
+static int pt_create_run(hss_pagetable *pt, uint64_t p, uint64_t e)
 {
     uint64_t key = p >> HSS_CHUNK_BITS;
     if (key != pt->cached_key && !pt_chunk(pt, key, 1))
@@ -279,35 +262,43 @@ static int pt_reserve(hss_pagetable *pt, uint64_t p, uint64_t e)
             m &= ~(uint64_t)0 >> (63 - (b & 63));
         present += popcount64(l->bits[w] & m);
     }
-    uint32_t need = l->n + (b - a + 1) - present;
-    int dense;
-    return need <= l->cap || leaf_reserve(pt, need, &dense) != NULL;
+    uint32_t k = b - a + 1 - present;
+    if (!k)
+        return 1;
+    if (l->n + k > l->cap) {
+        int dense;
+        void *c = leaf_reserve(pt, l->n + k, &dense);
+        if (!c || dense)
+            return c != NULL;
+        l = c;
+    }
+    leaf_insert_run(l, a, b, k);
+    return 1;
 }
 
-/* The record of `page`; with create, a zeroed one if it has none (which may move other records
- * of its chunk). NULL if absent (or out of memory). */
-static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
+/* The record of `page`; NULL if it has none. */
+static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page)
 {
     uint64_t key = page >> HSS_CHUNK_BITS;
-    if (key != pt->cached_key && !pt_chunk(pt, key, create))
+    if (key != pt->cached_key && !pt_chunk(pt, key, 0))
         return NULL;
     unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
     if (pt->cached_dense)
         return &((hss_page *)pt->cached)[off];
-    hss_page *pg = leaf_get(pt->cached, off);
-    return pg || !create ? pg : leaf_insert(pt, off);
+    return leaf_get(pt->cached, off);
 }
 
 /* A walk over the records of consecutive pages that all have one (a request's pages once placed):
  * a lookup at the first page and at each chunk's first page, then the next record by its rank, as
- * consecutive present offsets have consecutive ranks. Valid while no page is created. */
+ * consecutive present offsets have consecutive ranks. Valid while no page of the chunk walked is
+ * created (pt_create_run moves the records of its own chunk only). */
 typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; int dense; } pt_walk;
 
 static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t page, int first)
 {
     unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
     if (first || !off) {
-        hss_page *pg = pt_get(pt, page, 0);
+        hss_page *pg = pt_get(pt, page);
         it->dense = pt->cached_dense;
         if (it->dense) {
             it->base = pg - off;
@@ -324,7 +315,7 @@ static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t pag
 
 hss_page *hss_lookup(hss *h, uint64_t page)
 {
-    return pt_get(&h->pt, page, 0);
+    return pt_get(&h->pt, page);
 }
 
 /* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
@@ -370,7 +361,7 @@ static inline int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
 /* An entry is live while the page is still on device d with the same last access. */
 static hss_page *lru_live(hss *h, hss_lru_ent e, int d)
 {
-    hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
+    hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS);
     return (pg && pg->dev == d + 1 && (pg->last_access & HSS_STAMP_MASK) == (e & HSS_STAMP_MASK)) ? pg : NULL;
 }
 
@@ -390,7 +381,7 @@ static void lru_compact(hss *h, hss_lru *q, int d)
     /* Rewrite from the start of the ring so the order stays oldest -> newest. */
     for (uint64_t i = 0; i < w; i++) {
         hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
-        hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
+        hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS);
         pg->flags &= (uint8_t)~HSS_F_MARK;
     }
     q->len = w;
@@ -670,7 +661,7 @@ static int evict_one(hss *h, int d, double t, double *done)
     if (d == h->home || !lru_pop(h, d, &victim))
         return HSS_EFULL;
     h->c.evictions++;
-    return move_page(h, victim, pt_get(&h->pt, victim, 0), d + 1, t, done);
+    return move_page(h, victim, pt_get(&h->pt, victim), d + 1, t, done);
 }
 
 /* Whether a cleaning takes the pages accessed once first: when the cleaned pages that had been
@@ -728,18 +719,18 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
         }
         uint64_t once = n;
         while (n < k && lru_pop(h, d, &victims[n])) {
-            hss_page *pg = pt_get(&h->pt, victims[n], 0);
+            hss_page *pg = pt_get(&h->pt, victims[n]);
             if (!(pg->flags & HSS_F_MARK))
                 n++;
         }
         for (uint64_t i = 0; i < once; i++)
-            pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
+            pt_get(&h->pt, victims[i])->flags &= (uint8_t)~HSS_F_MARK;
     } else {
         while (n < k && lru_pop(h, d, &victims[n]))
-            if (!dead || !(pt_get(&h->pt, victims[n], 0)->flags & HSS_F_MARK))
+            if (!dead || !(pt_get(&h->pt, victims[n])->flags & HSS_F_MARK))
                 n++;
         for (uint64_t i = 0; i < dead; i++)
-            pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
+            pt_get(&h->pt, victims[i])->flags &= (uint8_t)~HSS_F_MARK;
     }
     int rc = HSS_OK;
     int t2 = d + 1;
@@ -752,15 +743,15 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             ready = cdone;
     }
     if (rc == HSS_OK && n) {
-        hss_page *first = pt_get(&h->pt, victims[0], 0);
+        hss_page *first = pt_get(&h->pt, victims[0]);
         double rdone = simdev_io(&h->dev[d], SIMDEV_READ, first->slot, (uint32_t)n, t, 1);
         for (uint64_t i = 0; i < n && h->log.on && rc == HSS_OK; i++)
-            rc = log_push(h, HSS_LOG_CREAD, d, pt_get(&h->pt, victims[i], 0)->slot, victims[i], 1);
+            rc = log_push(h, HSS_LOG_CREAD, d, pt_get(&h->pt, victims[i])->slot, victims[i], 1);
         if (rdone > ready)
             ready = rdone;
         uint64_t wslot = 0;
         for (uint64_t i = 0; i < n && rc >= 0; i++) {
-            hss_page *pg = pt_get(&h->pt, victims[i], 0);
+            hss_page *pg = pt_get(&h->pt, victims[i]);
             double unused = ready;
             rc = detach(h, pg);
             if (rc == HSS_OK)
@@ -805,7 +796,7 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
 
 int hss_move(hss *h, uint64_t page, int target, double t, double *done)
 {
-    hss_page *pg = pt_get(&h->pt, page, 0);
+    hss_page *pg = pt_get(&h->pt, page);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
     *done = t;
@@ -820,7 +811,7 @@ int hss_move(hss *h, uint64_t page, int target, double t, double *done)
  * in the write amplification, like any other move. */
 int hss_remap(hss *h, uint64_t page, int target)
 {
-    hss_page *pg = pt_get(&h->pt, page, 0);
+    hss_page *pg = pt_get(&h->pt, page);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
     int src = dev_of(pg);
@@ -883,7 +874,7 @@ int hss_run_idle(hss *h, double t)
 {
     while (h->mq_len) {
         hss_mq_ent *e = &h->mq[h->mq_head];
-        hss_page *pg = pt_get(&h->pt, e->page, 0);
+        hss_page *pg = pt_get(&h->pt, e->page);
         int src = dev_of(pg);
         if (src < 0 || src == e->target) { /* rewritten elsewhere meanwhile: stale */
             if (pg)
@@ -950,14 +941,14 @@ int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk)
 
 int hss_enqueue(hss *h, uint64_t page, int target)
 {
-    hss_page *pg = pt_get(&h->pt, page, 0);
+    hss_page *pg = pt_get(&h->pt, page);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev || dev_of(pg) == target
         || (pg->flags & HSS_F_QUEUED) || h->mq_cap == 0)
         return 0;
     if (h->mq_len == h->mq_cap) {
         /* Full: the oldest move runs now, at low priority behind the device's queued I/O. */
         hss_mq_ent *e = &h->mq[h->mq_head];
-        hss_page *old = pt_get(&h->pt, e->page, 0);
+        hss_page *old = pt_get(&h->pt, e->page);
         old->flags &= (uint8_t)~HSS_F_QUEUED;
         double done;
         int src = dev_of(old), rc = HSS_OK;
@@ -1084,7 +1075,7 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
         return rc;
     r->needs_placement = op == SIMDEV_WRITE;
     for (uint64_t p = r->p0; !r->needs_placement && p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p, 0);
+        hss_page *pg = pt_get(&h->pt, p);
         if (!pg || !pg->dev)
             r->needs_placement = 1;
     }
@@ -1158,7 +1149,7 @@ int hss_finish(hss *h, int place, double *latency)
         if (place != h->home) {
             uint64_t need = 0;
             for (uint64_t p = r->p0; p <= r->p1; p++) {
-                hss_page *pg = pt_get(&h->pt, p, 0);
+                hss_page *pg = pt_get(&h->pt, p);
                 if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && dev_of(pg) != place))
                     need++;
             }
@@ -1172,15 +1163,14 @@ int hss_finish(hss *h, int place, double *latency)
                     ready = edone;
             }
         }
+        pt_walk it = {0};  /* set at the first page */
         for (uint64_t p = r->p0; p <= r->p1; p++) {
-            if (p == r->p0 || !(p & (HSS_CHUNK - 1))) { /* room for the new pages of p's chunk */
+            if (p == r->p0 || !(p & (HSS_CHUNK - 1))) { /* records for the pages of p's chunk */
                 uint64_t e = p | (HSS_CHUNK - 1);
-                if (!pt_reserve(&h->pt, p, e < r->p1 ? e : r->p1))
+                if (!pt_create_run(&h->pt, p, e < r->p1 ? e : r->p1))
                     return HSS_ENOMEM;
             }
-            hss_page *pg = pt_get(&h->pt, p, 1);
-            if (!pg)
-                return HSS_ENOMEM;
+            hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
             if (!pg->dev) {
                 h->pt.touched++;
                 if (r->op == SIMDEV_READ && place != h->home && !h->preloaded) {
