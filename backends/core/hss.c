@@ -41,11 +41,24 @@ static uint64_t heap_bytes(uint64_t req)
 }
 
 /* Set bits of x, inline (without -mpopcnt, __builtin_popcountll is a libgcc call). On x86-64,
- * the POPCNT instruction when the CPU has it (hss_init checks; the build assumes no -mpopcnt). */
+ * the POPCNT instruction when the CPU has it (hss_init checks; the build assumes no -mpopcnt), and
+ * the portable count out of line there, so the page-table lookups that inline this stay small
+ * enough to be inlined themselves. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HSS_NO_POPCNT_ASM)
 #define HSS_HAVE_POPCNT_ASM 1
 static int have_popcnt;
+#define HSS_POPCOUNT_SOFT static __attribute__((noinline)) unsigned
+#else
+#define HSS_POPCOUNT_SOFT static inline unsigned
 #endif
+HSS_POPCOUNT_SOFT popcount64_soft(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+}
+
 static inline unsigned popcount64(uint64_t x)
 {
 #ifdef HSS_HAVE_POPCNT_ASM
@@ -55,10 +68,7 @@ static inline unsigned popcount64(uint64_t x)
         return (unsigned)r;
     }
 #endif
-    x -= (x >> 1) & 0x5555555555555555ULL;
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+    return popcount64_soft(x);
 }
 
 static size_t leaf_size(uint32_t cap)
@@ -387,15 +397,16 @@ static void lru_compact(hss *h, hss_lru *q, int d)
     q->len = w;
 }
 
-/* Pop the least recently used live page of device d; returns 0 if there is none. */
-static int lru_pop(hss *h, int d, uint64_t *page)
+/* Pop the least recently used live page of device d (*page, its record *pg); returns 0 if there is
+ * none. */
+static int lru_pop(hss *h, int d, uint64_t *page, hss_page **pg)
 {
     hss_lru *q = &h->lru[d];
     while (q->len) {
         hss_lru_ent e = q->buf[q->head];
         q->head = (q->head + 1) & (q->cap - 1);
         q->len--;
-        if (lru_live(h, e, d)) {
+        if ((*pg = lru_live(h, e, d)) != NULL) {
             *page = e >> HSS_STAMP_BITS;
             return 1;
         }
@@ -658,10 +669,11 @@ static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, 
 static int evict_one(hss *h, int d, double t, double *done)
 {
     uint64_t victim;
-    if (d == h->home || !lru_pop(h, d, &victim))
+    hss_page *pg;
+    if (d == h->home || !lru_pop(h, d, &victim, &pg))
         return HSS_EFULL;
     h->c.evictions++;
-    return move_page(h, victim, pt_get(&h->pt, victim), d + 1, t, done);
+    return move_page(h, victim, pg, d + 1, t, done);
 }
 
 /* Whether a cleaning takes the pages accessed once first: when the cleaned pages that had been
@@ -685,9 +697,11 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
     *freed = 0;
     if (d == h->home || k == 0)
         return HSS_OK;
-    uint64_t *victims = malloc(k * sizeof *victims);
+    /* the victims' pages and records (no record moves while they are moved: no page is created) */
+    uint64_t *victims = malloc(k * (sizeof *victims + sizeof(hss_page *)));
     if (!victims)
         return HSS_ENOMEM;
+    hss_page **vpg = (hss_page **)(void *)(victims + k);
     uint64_t n = 0;
     if ((mark & HSS_F_CLEANED) && h->reuse_victims && dead_first(h)) {
         hss_lru *q = &h->dead[d];
@@ -698,6 +712,7 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             hss_page *pg = lru_live(h, e, d);
             if (pg && !(pg->flags & HSS_F_MARK)) {
                 pg->flags |= HSS_F_MARK;
+                vpg[n] = pg;
                 victims[n++] = e >> HSS_STAMP_BITS;
             }
         }
@@ -714,23 +729,22 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             hss_page *pg = lru_live(h, e, d);
             if (pg && pg->count <= 1 && !(pg->flags & HSS_F_MARK)) {
                 pg->flags |= HSS_F_MARK;
+                vpg[n] = pg;
                 victims[n++] = e >> HSS_STAMP_BITS;
             }
         }
         uint64_t once = n;
-        while (n < k && lru_pop(h, d, &victims[n])) {
-            hss_page *pg = pt_get(&h->pt, victims[n]);
-            if (!(pg->flags & HSS_F_MARK))
+        while (n < k && lru_pop(h, d, &victims[n], &vpg[n]))
+            if (!(vpg[n]->flags & HSS_F_MARK))
                 n++;
-        }
         for (uint64_t i = 0; i < once; i++)
-            pt_get(&h->pt, victims[i])->flags &= (uint8_t)~HSS_F_MARK;
+            vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
     } else {
-        while (n < k && lru_pop(h, d, &victims[n]))
-            if (!dead || !(pt_get(&h->pt, victims[n])->flags & HSS_F_MARK))
+        while (n < k && lru_pop(h, d, &victims[n], &vpg[n]))
+            if (!dead || !(vpg[n]->flags & HSS_F_MARK))
                 n++;
         for (uint64_t i = 0; i < dead; i++)
-            pt_get(&h->pt, victims[i])->flags &= (uint8_t)~HSS_F_MARK;
+            vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
     }
     int rc = HSS_OK;
     int t2 = d + 1;
@@ -743,15 +757,14 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             ready = cdone;
     }
     if (rc == HSS_OK && n) {
-        hss_page *first = pt_get(&h->pt, victims[0]);
-        double rdone = simdev_io(&h->dev[d], SIMDEV_READ, first->slot, (uint32_t)n, t, 1);
+        double rdone = simdev_io(&h->dev[d], SIMDEV_READ, vpg[0]->slot, (uint32_t)n, t, 1);
         for (uint64_t i = 0; i < n && h->log.on && rc == HSS_OK; i++)
-            rc = log_push(h, HSS_LOG_CREAD, d, pt_get(&h->pt, victims[i])->slot, victims[i], 1);
+            rc = log_push(h, HSS_LOG_CREAD, d, vpg[i]->slot, victims[i], 1);
         if (rdone > ready)
             ready = rdone;
         uint64_t wslot = 0;
         for (uint64_t i = 0; i < n && rc >= 0; i++) {
-            hss_page *pg = pt_get(&h->pt, victims[i]);
+            hss_page *pg = vpg[i];
             double unused = ready;
             rc = detach(h, pg);
             if (rc == HSS_OK)
