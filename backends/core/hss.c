@@ -535,17 +535,23 @@ static int slot_alloc(hss *h, int d, uint32_t *slot)
     return HSS_OK;
 }
 
-static int slot_release(hss *h, int d, uint32_t slot)
+/* Double a full free list (out of line: releases are on every eviction). */
+static __attribute__((noinline)) int slot_grow(hss_alloc *a)
+{
+    uint32_t ncap = a->cap_free ? a->cap_free * 2 : 1024;
+    uint32_t *nf = realloc(a->free, ncap * sizeof *nf);
+    if (!nf)
+        return HSS_ENOMEM;
+    a->free = nf;
+    a->cap_free = ncap;
+    return HSS_OK;
+}
+
+static inline int slot_release(hss *h, int d, uint32_t slot)
 {
     hss_alloc *a = &h->alloc[d];
-    if (a->nfree == a->cap_free) {
-        uint32_t ncap = a->cap_free ? a->cap_free * 2 : 1024;
-        uint32_t *nf = realloc(a->free, ncap * sizeof *nf);
-        if (!nf)
-            return HSS_ENOMEM;
-        a->free = nf;
-        a->cap_free = ncap;
-    }
+    if (a->nfree == a->cap_free && slot_grow(a) != HSS_OK)
+        return HSS_ENOMEM;
     a->free[a->nfree++] = slot;
     return HSS_OK;
 }
@@ -592,7 +598,7 @@ uint64_t hss_used(const hss *h, int d)
 }
 
 /* Detach a page from its device (slot freed, occupancy decremented). */
-static int detach(hss *h, hss_page *pg)
+static inline int detach(hss *h, hss_page *pg)
 {
     int d = dev_of(pg);
     if (d < 0)
