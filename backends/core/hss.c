@@ -222,6 +222,17 @@ static __attribute__((noinline)) void *leaf_reserve(hss_pagetable *pt, uint32_t 
     return l;
 }
 
+/* The bits of offsets a..b (a <= b) in word w of a leaf's map. */
+static inline uint64_t run_bits(unsigned w, unsigned a, unsigned b)
+{
+    uint64_t m = ~(uint64_t)0;
+    if (w == a >> 6)
+        m &= ~(uint64_t)0 << (a & 63);
+    if (w == b >> 6)
+        m &= ~(uint64_t)0 >> (63 - (b & 63));
+    return m;
+}
+
 /* Add the absent pages among offsets a..b (k of them) to the cached leaf, which has room for them:
  * zeroed records appended in ascending offset order, leaving the ranks, bits and counts that adding
  * them one at a time in that order would. */
@@ -238,14 +249,8 @@ static void leaf_insert_run(hss_leaf *l, unsigned a, unsigned b, uint32_t k)
     for (unsigned o = b + 1; o-- > a;)
         perm[--dst] = (l->bits[o >> 6] >> (o & 63) & 1) ? perm[--src] : (uint16_t)--rec;
     memset(leaf_rec(l) + n, 0, k * sizeof(hss_page));
-    for (unsigned w = wa; w <= wb; w++) {
-        uint64_t m = ~(uint64_t)0;
-        if (w == wa)
-            m &= ~(uint64_t)0 << (a & 63);
-        if (w == wb)
-            m &= ~(uint64_t)0 >> (63 - (b & 63));
-        l->bits[w] |= m;
-    }
+    for (unsigned w = wa; w <= wb; w++)
+        l->bits[w] |= run_bits(w, a, b);
     for (unsigned w = wa + 1; w < HSS_CHUNK / 64; w++)
         l->cum[w] = (uint16_t)(l->cum[w - 1] + popcount64(l->bits[w - 1]));
     l->n = (uint16_t)(n + k);
@@ -264,14 +269,8 @@ static int pt_create_run(hss_pagetable *pt, uint64_t p, uint64_t e)
     hss_leaf *l = pt->cached;
     unsigned a = (unsigned)(p & (HSS_CHUNK - 1)), b = (unsigned)(e & (HSS_CHUNK - 1));
     uint32_t present = 0;
-    for (unsigned w = a >> 6; w <= b >> 6; w++) {
-        uint64_t m = ~(uint64_t)0;
-        if (w == a >> 6)
-            m &= ~(uint64_t)0 << (a & 63);
-        if (w == b >> 6)
-            m &= ~(uint64_t)0 >> (63 - (b & 63));
-        present += popcount64(l->bits[w] & m);
-    }
+    for (unsigned w = a >> 6; w <= b >> 6; w++)
+        present += popcount64(l->bits[w] & run_bits(w, a, b));
     uint32_t k = b - a + 1 - present;
     if (!k)
         return 1;
