@@ -115,10 +115,13 @@ double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, in
 
     /* FCFS: the request takes the server that frees up first. */
     int s = 0;
+    double first = d->server_free[0];
     for (int i = 1; i < p->servers; i++)
-        if (d->server_free[i] < d->server_free[s])
+        if (d->server_free[i] < first) {
+            first = d->server_free[i];
             s = i;
-    double start = d->server_free[s] > t ? d->server_free[s] : t;
+        }
+    double start = first > t ? first : t;
 
     double fixed, xfer;
     if (p->kind == SIMDEV_HDD) {

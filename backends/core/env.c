@@ -87,9 +87,8 @@ int hss_features(hss *h, long long page, int op, uint64_t npages, int flags, int
         pg = NULL;
     int v[F_FREE];
     v[F_REQ_TYPE] = op;
-    v[F_REQ_SIZE] = npages <= 1 ? 0 : (int)log2((double)npages);
-    if (v[F_REQ_SIZE] > 7)
-        v[F_REQ_SIZE] = 7;
+    /* floor(log2(npages)), at most 7: the index of the highest set bit */
+    v[F_REQ_SIZE] = npages <= 1 ? 0 : npages >= 128 ? 7 : 63 - __builtin_clzll(npages);
     v[F_ACC_INTR] = pg ? log_bin((double)(h->now - pg->last_access), 2.0) : 63;
     v[F_ACC_FREQ] = pg ? log_bin((double)pg->count, 4.0) : 0;
     v[F_FAST_CAP] = free_bin(h, 0, npages, flags);

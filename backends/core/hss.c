@@ -41,11 +41,24 @@ static uint64_t heap_bytes(uint64_t req)
 }
 
 /* Set bits of x, inline (without -mpopcnt, __builtin_popcountll is a libgcc call). On x86-64,
- * the POPCNT instruction when the CPU has it (hss_init checks; the build assumes no -mpopcnt). */
+ * the POPCNT instruction when the CPU has it (hss_init checks; the build assumes no -mpopcnt), and
+ * the portable count out of line there, so the page-table lookups that inline this stay small
+ * enough to be inlined themselves. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HSS_NO_POPCNT_ASM)
 #define HSS_HAVE_POPCNT_ASM 1
 static int have_popcnt;
+#define HSS_POPCOUNT_SOFT static __attribute__((noinline)) unsigned
+#else
+#define HSS_POPCOUNT_SOFT static inline unsigned
 #endif
+HSS_POPCOUNT_SOFT popcount64_soft(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+}
+
 static inline unsigned popcount64(uint64_t x)
 {
 #ifdef HSS_HAVE_POPCNT_ASM
@@ -55,10 +68,7 @@ static inline unsigned popcount64(uint64_t x)
         return (unsigned)r;
     }
 #endif
-    x -= (x >> 1) & 0x5555555555555555ULL;
-    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+    return popcount64_soft(x);
 }
 
 static size_t leaf_size(uint32_t cap)
@@ -175,19 +185,30 @@ static hss_page *leaf_densify(hss_pagetable *pt)
     return d;
 }
 
-/* Make room for one more record in the cached leaf (full): grow it, or make it dense if it holds
- * HSS_LEAF_MAX pages. Returns the dense chunk, the leaf, or NULL when out of memory; *dense says
- * which. Out of line: the common insertion does not pay for its calls. */
-static __attribute__((noinline)) void *leaf_grow(hss_pagetable *pt, int *dense)
+/* The capacity a leaf of capacity `cap` grows to when full. */
+static uint32_t leaf_next_cap(uint32_t cap)
+{
+    uint32_t ncap = cap + (cap < 64 ? cap / 4 : cap / 2) + 2;
+    return ncap > HSS_LEAF_MAX ? HSS_LEAF_MAX : ncap;
+}
+
+/* Make room in the cached leaf for `need` records: grow it to the capacity that growing one record
+ * at a time would reach (the same memory, in one reallocation), or make it dense if `need` exceeds
+ * HSS_LEAF_MAX. Returns the dense chunk, the leaf, or NULL when out of memory; *dense says which.
+ * Out of line: the common insertion does not pay for its calls. */
+static __attribute__((noinline)) void *leaf_reserve(hss_pagetable *pt, uint32_t need, int *dense)
 {
     hss_leaf *l = pt->cached;
-    if (l->n == HSS_LEAF_MAX) {
+    if (need > HSS_LEAF_MAX) {
         *dense = 1;
         return leaf_densify(pt);
     }
-    uint32_t ocap = l->cap, ncap = ocap + (ocap < 64 ? ocap / 4 : ocap / 2) + 2;
-    if (ncap > HSS_LEAF_MAX)
-        ncap = HSS_LEAF_MAX;
+    *dense = 0;
+    uint32_t ocap = l->cap, ncap = ocap;
+    while (ncap < need)
+        ncap = leaf_next_cap(ncap);
+    if (ncap == ocap)
+        return l;
     hss_leaf *nl = realloc(l, leaf_size(ncap));
     if (!nl)
         return NULL;
@@ -198,73 +219,112 @@ static __attribute__((noinline)) void *leaf_grow(hss_pagetable *pt, int *dense)
     pt->leaf_bytes += heap_bytes(leaf_size(ncap)) - heap_bytes(leaf_size(ocap));
     pt->chunks[pt->cached_idx] = l;
     pt->cached = l;
-    *dense = 0;
     return l;
 }
 
-/* cum[] as two little-endian words of four 16-bit counts: what adding a page in word w adds to them (one to
- * each count of a later word; the counts stay <= 512, so no carry crosses a lane). */
-static const uint64_t cum_inc[HSS_CHUNK / 64][2] = {
-    {0x0001000100010000ULL, 0x0001000100010001ULL}, {0x0001000100000000ULL, 0x0001000100010001ULL},
-    {0x0001000000000000ULL, 0x0001000100010001ULL}, {0, 0x0001000100010001ULL},
-    {0, 0x0001000100010000ULL}, {0, 0x0001000100000000ULL}, {0, 0x0001000000000000ULL}, {0, 0}};
-
-/* Add page `off` (absent) to the cached leaf: a zeroed record. */
-static hss_page *leaf_insert(hss_pagetable *pt, unsigned off)
+/* The bits of offsets a..b (a <= b) in word w of a leaf's map. */
+static inline uint64_t run_bits(unsigned w, unsigned a, unsigned b)
 {
-    hss_leaf *l = pt->cached;
-    if (l->n == l->cap) {
-        int dense;
-        void *c = leaf_grow(pt, &dense);
-        if (!c || dense)
-            return c ? &((hss_page *)c)[off] : NULL;
-        l = c;
-    }
-    unsigned w = off >> 6;
-    uint64_t m = (uint64_t)1 << (off & 63);
-    unsigned r = l->cum[w] + popcount64(l->bits[w] & (m - 1));
-    uint16_t *perm = leaf_perm(l);
-    if (l->n - r > 16) { /* usually none or few: pages mostly arrive in ascending order */
-        memmove(perm + r + 1, perm + r, (l->n - r) * sizeof *perm);
-    } else {
-        for (unsigned i = l->n; i > r; i--)
-            perm[i] = perm[i - 1];
-    }
-    perm[r] = l->n;
-    hss_page *pg = &leaf_rec(l)[l->n];
-    memset(pg, 0, sizeof *pg);
-    l->bits[w] |= m;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t cw[2];
-    memcpy(cw, l->cum, sizeof cw);
-    cw[0] += cum_inc[w][0];
-    cw[1] += cum_inc[w][1];
-    memcpy(l->cum, cw, sizeof cw);
-#else
-    for (unsigned v = w + 1; v < HSS_CHUNK / 64; v++)
-        l->cum[v]++;
-#endif
-    l->n++;
-    return pg;
+    uint64_t m = ~(uint64_t)0;
+    if (w == a >> 6)
+        m &= ~(uint64_t)0 << (a & 63);
+    if (w == b >> 6)
+        m &= ~(uint64_t)0 >> (63 - (b & 63));
+    return m;
 }
 
-/* The record of `page`; with create, a zeroed one if it has none (which may move other records
- * of its chunk). NULL if absent (or out of memory). */
-static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page, int create)
+/* Add the absent pages among offsets a..b (k of them) to the cached leaf, which has room for them:
+ * zeroed records appended in ascending offset order, leaving the ranks, bits and counts that adding
+ * them one at a time in that order would. */
+static void leaf_insert_run(hss_leaf *l, unsigned a, unsigned b, uint32_t k)
+{
+    uint16_t *perm = leaf_perm(l);
+    unsigned wa = a >> 6, wb = b >> 6;
+    uint32_t n = l->n, span = b - a + 1, present = span - k;
+    uint32_t ra = l->cum[wa] + popcount64(l->bits[wa] & (((uint64_t)1 << (a & 63)) - 1)); /* rank of a */
+    /* the ranks of the offsets past b move up by k */
+    memmove(perm + ra + span, perm + ra + present, (n - ra - present) * sizeof *perm);
+    /* a..b from the top: a present offset keeps its record, an absent one takes the next new one */
+    uint32_t src = ra + present, dst = ra + span, rec = n + k;
+    for (unsigned o = b + 1; o-- > a;)
+        perm[--dst] = (l->bits[o >> 6] >> (o & 63) & 1) ? perm[--src] : (uint16_t)--rec;
+    memset(leaf_rec(l) + n, 0, k * sizeof(hss_page));
+    for (unsigned w = wa; w <= wb; w++)
+        l->bits[w] |= run_bits(w, a, b);
+    for (unsigned w = wa + 1; w < HSS_CHUNK / 64; w++)
+        l->cum[w] = (uint16_t)(l->cum[w - 1] + popcount64(l->bits[w - 1]));
+    l->n = (uint16_t)(n + k);
+}
+
+/* Give every page of p..e (one chunk, created if absent) a record: zeroed for those that had none.
+ * A leaf grows once at most, to the capacity one-at-a-time growth reaches. This moves records of the
+ * chunk (see hss_leaf). 0 when out of memory. */
+static int pt_create_run(hss_pagetable *pt, uint64_t p, uint64_t e)
+{
+    uint64_t key = p >> HSS_CHUNK_BITS;
+    if (key != pt->cached_key && !pt_chunk(pt, key, 1))
+        return 0;
+    if (pt->cached_dense)
+        return 1;
+    hss_leaf *l = pt->cached;
+    unsigned a = (unsigned)(p & (HSS_CHUNK - 1)), b = (unsigned)(e & (HSS_CHUNK - 1));
+    uint32_t present = 0;
+    for (unsigned w = a >> 6; w <= b >> 6; w++)
+        present += popcount64(l->bits[w] & run_bits(w, a, b));
+    uint32_t k = b - a + 1 - present;
+    if (!k)
+        return 1;
+    if (l->n + k > l->cap) {
+        int dense;
+        void *c = leaf_reserve(pt, l->n + k, &dense);
+        if (!c || dense)
+            return c != NULL;
+        l = c;
+    }
+    leaf_insert_run(l, a, b, k);
+    return 1;
+}
+
+/* The record of `page`; NULL if it has none. */
+static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page)
 {
     uint64_t key = page >> HSS_CHUNK_BITS;
-    if (key != pt->cached_key && !pt_chunk(pt, key, create))
+    if (key != pt->cached_key && !pt_chunk(pt, key, 0))
         return NULL;
     unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
     if (pt->cached_dense)
         return &((hss_page *)pt->cached)[off];
-    hss_page *pg = leaf_get(pt->cached, off);
-    return pg || !create ? pg : leaf_insert(pt, off);
+    return leaf_get(pt->cached, off);
+}
+
+/* A walk over the records of consecutive pages that all have one (a request's pages once placed):
+ * a lookup at the first page and at each chunk's first page, then the next record by its rank, as
+ * consecutive present offsets have consecutive ranks. Valid while no page of the chunk walked is
+ * created (pt_create_run moves the records of its own chunk only). */
+typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; int dense; } pt_walk;
+
+static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t page, int first)
+{
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
+    if (first || !off) {
+        hss_page *pg = pt_get(pt, page);
+        it->dense = pt->cached_dense;
+        if (it->dense) {
+            it->base = pg - off;
+        } else {
+            hss_leaf *l = pt->cached;
+            it->base = leaf_rec(l);
+            it->perm = leaf_perm(l);
+            it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1));
+        }
+        return pg;
+    }
+    return it->dense ? it->base + off : it->base + it->perm[++it->rank];
 }
 
 hss_page *hss_lookup(hss *h, uint64_t page)
 {
-    return pt_get(&h->pt, page, 0);
+    return pt_get(&h->pt, page);
 }
 
 /* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
@@ -281,7 +341,8 @@ int hss_dev_of(const hss_page *pg)
 
 /* ------------------------------------------------------------------ LRU (lazy queue) */
 
-/* Double a full queue's ring (out of line: pushes are on every access). */
+/* Double a full queue's ring (out of line: pushes are on every access). The capacity stays a power
+ * of two, so ring positions wrap with a mask, not a division. */
 static __attribute__((noinline)) int lru_grow(hss_lru *q)
 {
     uint64_t ncap = q->cap ? q->cap * 2 : 1024;
@@ -289,7 +350,7 @@ static __attribute__((noinline)) int lru_grow(hss_lru *q)
     if (!nb)
         return HSS_ENOMEM;
     for (uint64_t i = 0; i < q->len; i++)
-        nb[i] = q->buf[(q->head + i) % q->cap];
+        nb[i] = q->buf[(q->head + i) & (q->cap - 1)];
     free(q->buf);
     q->buf = nb;
     q->head = 0;
@@ -301,7 +362,7 @@ static inline int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
 {
     if (q->len == q->cap && lru_grow(q) != HSS_OK)
         return HSS_ENOMEM;
-    q->buf[(q->head + q->len) % q->cap] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
+    q->buf[(q->head + q->len) & (q->cap - 1)] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
     q->len++;
     return HSS_OK;
 }
@@ -309,7 +370,7 @@ static inline int lru_push(hss_lru *q, uint64_t page, uint32_t stamp)
 /* An entry is live while the page is still on device d with the same last access. */
 static hss_page *lru_live(hss *h, hss_lru_ent e, int d)
 {
-    hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
+    hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS);
     return (pg && pg->dev == d + 1 && (pg->last_access & HSS_STAMP_MASK) == (e & HSS_STAMP_MASK)) ? pg : NULL;
 }
 
@@ -318,32 +379,33 @@ static void lru_compact(hss *h, hss_lru *q, int d)
 {
     uint64_t w = 0;
     for (uint64_t i = 0; i < q->len; i++) {
-        hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+        hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
         hss_page *pg = lru_live(h, e, d);
         if (pg && !(pg->flags & HSS_F_MARK)) {
             pg->flags |= HSS_F_MARK;
-            q->buf[(q->head + w) % q->cap] = e;
+            q->buf[(q->head + w) & (q->cap - 1)] = e;
             w++;
         }
     }
     /* Rewrite from the start of the ring so the order stays oldest -> newest. */
     for (uint64_t i = 0; i < w; i++) {
-        hss_lru_ent e = q->buf[(q->head + i) % q->cap];
-        hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS, 0);
+        hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
+        hss_page *pg = pt_get(&h->pt, e >> HSS_STAMP_BITS);
         pg->flags &= (uint8_t)~HSS_F_MARK;
     }
     q->len = w;
 }
 
-/* Pop the least recently used live page of device d; returns 0 if there is none. */
-static int lru_pop(hss *h, int d, uint64_t *page)
+/* Pop the least recently used live page of device d (*page, its record *pg); returns 0 if there is
+ * none. */
+static int lru_pop(hss *h, int d, uint64_t *page, hss_page **pg)
 {
     hss_lru *q = &h->lru[d];
     while (q->len) {
         hss_lru_ent e = q->buf[q->head];
-        q->head = (q->head + 1) % q->cap;
+        q->head = (q->head + 1) & (q->cap - 1);
         q->len--;
-        if (lru_live(h, e, d)) {
+        if ((*pg = lru_live(h, e, d)) != NULL) {
             *page = e >> HSS_STAMP_BITS;
             return 1;
         }
@@ -474,24 +536,33 @@ static int slot_alloc(hss *h, int d, uint32_t *slot)
     return HSS_OK;
 }
 
-static int slot_release(hss *h, int d, uint32_t slot)
+/* Double a full free list (out of line: releases are on every eviction). */
+static __attribute__((noinline)) int slot_grow(hss_alloc *a)
+{
+    uint32_t ncap = a->cap_free ? a->cap_free * 2 : 1024;
+    uint32_t *nf = realloc(a->free, ncap * sizeof *nf);
+    if (!nf)
+        return HSS_ENOMEM;
+    a->free = nf;
+    a->cap_free = ncap;
+    return HSS_OK;
+}
+
+static inline int slot_release(hss *h, int d, uint32_t slot)
 {
     hss_alloc *a = &h->alloc[d];
-    if (a->nfree == a->cap_free) {
-        uint32_t ncap = a->cap_free ? a->cap_free * 2 : 1024;
-        uint32_t *nf = realloc(a->free, ncap * sizeof *nf);
-        if (!nf)
-            return HSS_ENOMEM;
-        a->free = nf;
-        a->cap_free = ncap;
-    }
+    if (a->nfree == a->cap_free && slot_grow(a) != HSS_OK)
+        return HSS_ENOMEM;
     a->free[a->nfree++] = slot;
     return HSS_OK;
 }
 
 static uint64_t dev_slot(const hss *h, int d, uint64_t page, const hss_page *pg)
 {
-    return d == h->home ? page % h->dev[d].p.capacity_pages : pg->slot;
+    if (d != h->home)
+        return pg->slot;
+    uint64_t cap = h->dev[d].p.capacity_pages;
+    return page < cap ? page : page % cap; /* no division for the common in-range page */
 }
 
 uint64_t hss_slot_of(const hss *h, uint64_t page, const hss_page *pg)
@@ -528,7 +599,7 @@ uint64_t hss_used(const hss *h, int d)
 }
 
 /* Detach a page from its device (slot freed, occupancy decremented). */
-static int detach(hss *h, hss_page *pg)
+static inline int detach(hss *h, hss_page *pg)
 {
     int d = dev_of(pg);
     if (d < 0)
@@ -540,10 +611,10 @@ static int detach(hss *h, hss_page *pg)
 
 static int evict_one(hss *h, int d, double t, double *done);
 
-/* Attach a page to device d, evicting d's LRU page first when d is full (critical path: *ready is
- * raised to when the eviction completes). A full device with nothing to evict passes the page on
- * to the next slower device, so a page is never lost. Returns the device used, or an error. */
-static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
+/* Make room on device d (full) by evicting its LRU page (critical path: *ready is raised to when
+ * the eviction completes); a full device with nothing to evict passes on to the next slower one.
+ * Returns the device that has room, or an error. Out of line: most attaches find room. */
+static __attribute__((noinline)) int attach_room(hss *h, int d, double t, double *ready)
 {
     while (d != h->home && h->dev[d].used_pages >= h->cap[d]) {
         double done;
@@ -557,6 +628,15 @@ static int attach(hss *h, hss_page *pg, int d, double t, double *ready)
             return rc;
         d++;
     }
+    return d;
+}
+
+/* Attach a page to device d, evicting d's LRU page first when d is full (attach_room), so a page
+ * is never lost. Returns the device used, or an error. */
+static inline int attach(hss *h, hss_page *pg, int d, double t, double *ready)
+{
+    if (d != h->home && h->dev[d].used_pages >= h->cap[d] && (d = attach_room(h, d, t, ready)) < 0)
+        return d;
     if (d != h->home) {
         int rc = slot_alloc(h, d, &pg->slot);
         if (rc != HSS_OK)
@@ -596,10 +676,11 @@ static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, 
 static int evict_one(hss *h, int d, double t, double *done)
 {
     uint64_t victim;
-    if (d == h->home || !lru_pop(h, d, &victim))
+    hss_page *pg;
+    if (d == h->home || !lru_pop(h, d, &victim, &pg))
         return HSS_EFULL;
     h->c.evictions++;
-    return move_page(h, victim, pt_get(&h->pt, victim, 0), d + 1, t, done);
+    return move_page(h, victim, pg, d + 1, t, done);
 }
 
 /* Whether a cleaning takes the pages accessed once first: when the cleaned pages that had been
@@ -623,19 +704,22 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
     *freed = 0;
     if (d == h->home || k == 0)
         return HSS_OK;
-    uint64_t *victims = malloc(k * sizeof *victims);
+    /* the victims' pages and records (no record moves while they are moved: no page is created) */
+    uint64_t *victims = malloc(k * (sizeof *victims + sizeof(hss_page *)));
     if (!victims)
         return HSS_ENOMEM;
+    hss_page **vpg = (hss_page **)(void *)(victims + k);
     uint64_t n = 0;
     if ((mark & HSS_F_CLEANED) && h->reuse_victims && dead_first(h)) {
         hss_lru *q = &h->dead[d];
         while (n < k && q->len) {
             hss_lru_ent e = q->buf[q->head];
-            q->head = (q->head + 1) % q->cap;
+            q->head = (q->head + 1) & (q->cap - 1);
             q->len--;
             hss_page *pg = lru_live(h, e, d);
             if (pg && !(pg->flags & HSS_F_MARK)) {
                 pg->flags |= HSS_F_MARK;
+                vpg[n] = pg;
                 victims[n++] = e >> HSS_STAMP_BITS;
             }
         }
@@ -648,27 +732,26 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
         hss_lru *q = &h->lru[d];
         uint64_t budget = 64 * k;
         for (uint64_t i = 0; i < q->len && i < budget && n < k; i++) {
-            hss_lru_ent e = q->buf[(q->head + i) % q->cap];
+            hss_lru_ent e = q->buf[(q->head + i) & (q->cap - 1)];
             hss_page *pg = lru_live(h, e, d);
             if (pg && pg->count <= 1 && !(pg->flags & HSS_F_MARK)) {
                 pg->flags |= HSS_F_MARK;
+                vpg[n] = pg;
                 victims[n++] = e >> HSS_STAMP_BITS;
             }
         }
         uint64_t once = n;
-        while (n < k && lru_pop(h, d, &victims[n])) {
-            hss_page *pg = pt_get(&h->pt, victims[n], 0);
-            if (!(pg->flags & HSS_F_MARK))
+        while (n < k && lru_pop(h, d, &victims[n], &vpg[n]))
+            if (!(vpg[n]->flags & HSS_F_MARK))
                 n++;
-        }
         for (uint64_t i = 0; i < once; i++)
-            pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
+            vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
     } else {
-        while (n < k && lru_pop(h, d, &victims[n]))
-            if (!dead || !(pt_get(&h->pt, victims[n], 0)->flags & HSS_F_MARK))
+        while (n < k && lru_pop(h, d, &victims[n], &vpg[n]))
+            if (!dead || !(vpg[n]->flags & HSS_F_MARK))
                 n++;
         for (uint64_t i = 0; i < dead; i++)
-            pt_get(&h->pt, victims[i], 0)->flags &= (uint8_t)~HSS_F_MARK;
+            vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
     }
     int rc = HSS_OK;
     int t2 = d + 1;
@@ -681,15 +764,14 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             ready = cdone;
     }
     if (rc == HSS_OK && n) {
-        hss_page *first = pt_get(&h->pt, victims[0], 0);
-        double rdone = simdev_io(&h->dev[d], SIMDEV_READ, first->slot, (uint32_t)n, t, 1);
+        double rdone = simdev_io(&h->dev[d], SIMDEV_READ, vpg[0]->slot, (uint32_t)n, t, 1);
         for (uint64_t i = 0; i < n && h->log.on && rc == HSS_OK; i++)
-            rc = log_push(h, HSS_LOG_CREAD, d, pt_get(&h->pt, victims[i], 0)->slot, victims[i], 1);
+            rc = log_push(h, HSS_LOG_CREAD, d, vpg[i]->slot, victims[i], 1);
         if (rdone > ready)
             ready = rdone;
         uint64_t wslot = 0;
         for (uint64_t i = 0; i < n && rc >= 0; i++) {
-            hss_page *pg = pt_get(&h->pt, victims[i], 0);
+            hss_page *pg = vpg[i];
             double unused = ready;
             rc = detach(h, pg);
             if (rc == HSS_OK)
@@ -734,7 +816,7 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
 
 int hss_move(hss *h, uint64_t page, int target, double t, double *done)
 {
-    hss_page *pg = pt_get(&h->pt, page, 0);
+    hss_page *pg = pt_get(&h->pt, page);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
     *done = t;
@@ -749,7 +831,7 @@ int hss_move(hss *h, uint64_t page, int target, double t, double *done)
  * in the write amplification, like any other move. */
 int hss_remap(hss *h, uint64_t page, int target)
 {
-    hss_page *pg = pt_get(&h->pt, page, 0);
+    hss_page *pg = pt_get(&h->pt, page);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev)
         return HSS_EINVAL;
     int src = dev_of(pg);
@@ -812,7 +894,7 @@ int hss_run_idle(hss *h, double t)
 {
     while (h->mq_len) {
         hss_mq_ent *e = &h->mq[h->mq_head];
-        hss_page *pg = pt_get(&h->pt, e->page, 0);
+        hss_page *pg = pt_get(&h->pt, e->page);
         int src = dev_of(pg);
         if (src < 0 || src == e->target) { /* rewritten elsewhere meanwhile: stale */
             if (pg)
@@ -879,14 +961,14 @@ int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk)
 
 int hss_enqueue(hss *h, uint64_t page, int target)
 {
-    hss_page *pg = pt_get(&h->pt, page, 0);
+    hss_page *pg = pt_get(&h->pt, page);
     if (!pg || !pg->dev || target < 0 || target >= h->ndev || dev_of(pg) == target
         || (pg->flags & HSS_F_QUEUED) || h->mq_cap == 0)
         return 0;
     if (h->mq_len == h->mq_cap) {
         /* Full: the oldest move runs now, at low priority behind the device's queued I/O. */
         hss_mq_ent *e = &h->mq[h->mq_head];
-        hss_page *old = pt_get(&h->pt, e->page, 0);
+        hss_page *old = pt_get(&h->pt, e->page);
         old->flags &= (uint8_t)~HSS_F_QUEUED;
         double done;
         int src = dev_of(old), rc = HSS_OK;
@@ -1013,7 +1095,7 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
         return rc;
     r->needs_placement = op == SIMDEV_WRITE;
     for (uint64_t p = r->p0; !r->needs_placement && p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p, 0);
+        hss_page *pg = pt_get(&h->pt, p);
         if (!pg || !pg->dev)
             r->needs_placement = 1;
     }
@@ -1044,8 +1126,9 @@ int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, c
 static int fill_copies(hss *h, double done)
 {
     const hss_req *r = &h->cur;
+    pt_walk it = {0};  /* set at the first page */
     for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p, 0);
+        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
         if (!(pg->flags & HSS_F_FILL))
             continue;
         pg->flags &= (uint8_t)~HSS_F_FILL;
@@ -1086,7 +1169,7 @@ int hss_finish(hss *h, int place, double *latency)
         if (place != h->home) {
             uint64_t need = 0;
             for (uint64_t p = r->p0; p <= r->p1; p++) {
-                hss_page *pg = pt_get(&h->pt, p, 0);
+                hss_page *pg = pt_get(&h->pt, p);
                 if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && dev_of(pg) != place))
                     need++;
             }
@@ -1100,10 +1183,14 @@ int hss_finish(hss *h, int place, double *latency)
                     ready = edone;
             }
         }
+        pt_walk it = {0};  /* set at the first page */
         for (uint64_t p = r->p0; p <= r->p1; p++) {
-            hss_page *pg = pt_get(&h->pt, p, 1);
-            if (!pg)
-                return HSS_ENOMEM;
+            if (p == r->p0 || !(p & (HSS_CHUNK - 1))) { /* records for the pages of p's chunk */
+                uint64_t e = p | (HSS_CHUNK - 1);
+                if (!pt_create_run(&h->pt, p, e < r->p1 ? e : r->p1))
+                    return HSS_ENOMEM;
+            }
+            hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
             if (!pg->dev) {
                 h->pt.touched++;
                 if (r->op == SIMDEV_READ && place != h->home && !h->preloaded) {
@@ -1112,9 +1199,9 @@ int hss_finish(hss *h, int place, double *latency)
                 }
             } else if (r->op == SIMDEV_READ || dev_of(pg) == place) {
                 continue;
-            }
-            if ((rc = detach(h, pg)) != HSS_OK)
+            } else if ((rc = detach(h, pg)) != HSS_OK) {
                 return rc;
+            }
             if ((rc = attach(h, pg, place, r->t, &ready)) < 0)
                 return rc;
             pg->last_move = h->now;
@@ -1125,8 +1212,9 @@ int hss_finish(hss *h, int place, double *latency)
     int run_dev = -1;
     uint64_t run_slot = 0;
     uint32_t run_len = 0;
+    pt_walk it = {0};  /* set at the first page */
     for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p, 0);
+        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
         int d = pg->flags & HSS_F_FILL ? h->home : dev_of(pg);
         uint64_t s = dev_slot(h, d, p, pg);
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {

@@ -97,7 +97,7 @@ typedef struct hss_pagetable {
 #define HSS_STAMP_MASK ((1u << HSS_STAMP_BITS) - 1)
 #define HSS_MAX_BYTES (((uint64_t)1 << (64 - HSS_STAMP_BITS + 12)) - 1)
 typedef uint64_t hss_lru_ent;
-typedef struct hss_lru { hss_lru_ent *buf; uint64_t head, len, cap; } hss_lru; /* ring */
+typedef struct hss_lru { hss_lru_ent *buf; uint64_t head, len, cap; } hss_lru; /* ring; cap: 0 or 2^k */
 
 /* Reuse victims (hss_set_reuse_victims): per region of HSS_CHUNK pages, how often the access that
  * follows a write of one of its pages is a read, or another write. Open addressing; key 0: empty. */

@@ -267,6 +267,60 @@ static int test_sparse(const char *shape, uint64_t npages, uint32_t scan_window)
     return 0;
 }
 
+/* Multi-page requests over a few chunks (random runs, overlapping pages already there, through
+ * the leaves' growth and densification): every page gets a record of its own, found again with
+ * its last access, and a page never touched has none. */
+static int test_leaf_runs(void)
+{
+    enum { SPAN = 8 * HSS_CHUNK };
+    simdev dev[2];
+    simdev_params ps[2] = {ssd(256), hdd(1u << 20)};
+    uint64_t cap[2], base = (uint64_t)77 << HSS_CHUNK_BITS;
+    for (int d = 0; d < 2; d++) {
+        simdev_init(&dev[d], &ps[d], (uint64_t)d);
+        cap[d] = ps[d].capacity_pages;
+    }
+    hss h;
+    CHECK(hss_init(&h, 2, dev, cap, 0, 16, 64, 1) == HSS_OK, "init");
+    CHECK(hss_reset(&h, 3) == HSS_OK, "reset");
+    static uint32_t last[SPAN]; /* the step of each page's last access, 0: never */
+    double t = 0, lat;
+    int leaves = 0; /* checks while some chunk was a leaf */
+    for (int i = 0; i < 1500; i++) {
+        uint64_t p = rnd() % SPAN, n = 1 + rnd() % (i % 5 ? 12 : 80);
+        if (p + n > SPAN)
+            n = SPAN - p;
+        t += 20;
+        CHECK(hss_begin(&h, t, (int)(rnd() & 1), (base + p) << 12, n << 12) == HSS_OK, "begin %d", i);
+        CHECK(hss_finish(&h, (int)(rnd() % 2), &lat) == HSS_OK, "finish %d", i);
+        for (uint64_t q = p; q < p + n; q++)
+            last[q] = h.now;
+        if (i % 8)
+            continue;
+        leaves += h.pt.ndense < h.pt.nchunks;
+        for (uint64_t q = 0; q < SPAN; q++) {
+            hss_page *pg = hss_lookup(&h, base + q);
+            if (pg && !pg->dev) /* a dense chunk's record of a page never placed */
+                pg = NULL;
+            CHECK((pg != NULL) == (last[q] != 0), "request %d: page %llu %s", i, (unsigned long long)q,
+                  pg ? "placed, never touched" : "lost");
+            if (!pg)
+                continue;
+            CHECK(pg->last_access == last[q], "request %d: page %llu: last access %u, not %u", i,
+                  (unsigned long long)q, pg->last_access, last[q]);
+            CHECK(!(pg->flags & HSS_F_MARK), "request %d: page %llu shares a record", i, (unsigned long long)q);
+            pg->flags |= HSS_F_MARK;
+        }
+        for (uint64_t q = 0; q < SPAN; q++)
+            if (last[q])
+                hss_lookup(&h, base + q)->flags &= (uint8_t)~HSS_F_MARK;
+    }
+    CHECK(leaves > 10 && h.pt.ndense > 0, "leaves checked %d times, %llu dense chunks", leaves,
+          (unsigned long long)h.pt.ndense);
+    hss_free(&h);
+    return 0;
+}
+
 /* A cleaning asked for in chunks runs each chunk only while both devices have a free server:
  * with one server each, a host request arriving right after the devices freed up lets one chunk
  * run before it (and waits for that chunk at most); a long idle gap runs the rest. Without
@@ -389,6 +443,7 @@ int main(void)
     int tests = 0;
     tests++; test_device_model();
     tests++; test_replay();
+    tests++; test_leaf_runs();
     tests++; test_clean_chunks(64);
     tests++; test_clean_chunks(0);
     tests++; test_reuse_victims(1);
