@@ -51,11 +51,10 @@ from hss_gym.envs.parallel import HSSParallelEnv
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
 #: a move's return against staying is in ~[-2, 1] with gamma 0.1 (MigrationAgent), unscaled.
 #: Deviations (docs/learning-diagnostics.md, with their measured effect): placement lr 3e-3 (Table 2:
-#: 1e-3; at 1e-3 the 7-10-102 network learns too slowly, and Harmonia stayed 30-60% off the best
-#: fixed policy on learning-v1's perf_opt cells; a 6-20-30 network at 1e-3 does as well as 3e-3 here,
-#: at 3.5x the MACs per decision); epsilon falls from 1 to
-#: 0.001 over the first ``explore_steps`` (1000) decisions (the paper's agents "make random initial
-#: decisions"; from a random network at 0.001 the replay holds one action only), and a gradient
+#: 1e-3; at 1e-3 the 7-10-102 network learns too slowly on learning-v1's perf_opt cells); epsilon
+#: falls from 1 to 0.001 over the first ``explore_steps`` (1000) decisions (the paper's agents
+#: "make random initial decisions"; from a random network at 0.001 the replay holds one action
+#: only), and a gradient
 #: step every ``train_every`` (8) experiences (the paper trains continuously in a background
 #: thread; one step per 64 moved the network by ~0.06 per weight in 10k requests). Migration: the
 #: support [-2, 1] (an untried move is valued below a stay) and unscaled rewards (they are eq.-2
