@@ -92,8 +92,7 @@ def _hss_env(policy: Any, config: Any, workload: Any, options: dict[str, Any]) -
 def _fleetio_env(policy: Any, config: Any, workload: Any, options: dict[str, Any]) -> Any:
     """:func:`hss_gym.agents.fleetio.make_env` on the mix ``workload`` (``mix4`` by default): the
     policy's plan made for it and its sharing scheme over the caller's options."""
-    from hss_gym.agents.fleetio import make_env as fleetio_env
-    return fleetio_env(policy, "mix4" if workload is None else workload, **_with_profile(config, options))
+    return _load("hss_gym.agents.fleetio:make_env")(policy, "mix4" if workload is None else workload, **_with_profile(config, options))
 
 
 def _rlalloc_env(policy: Any, config: Any, workload: Any, options: dict[str, Any]) -> Any:
