@@ -1,12 +1,13 @@
-"""The reference agents' cleaner: room on the faster devices, made in idle time.
+"""The reference agents' idle-time data movement: room on the faster devices, and readahead.
 
 A placement agent that never evicts on the critical path sends a request that does not fit to a
 slower device; :class:`Cleaner` asks the HSS to move pages down in idle time so later requests
 fit again, in batches a disk can write without positioning dominating, in chunks that yield to
 host I/O on an SSD, and, with ``victims="reuse"``, in the victim order the HSS learns from the
-trace. The reference agents (:mod:`hss_gym.agents.harmonia`) and the ``fit_first`` rule
-(:mod:`hss_gym.agents.rules`) use it; the measurements behind each part are in
-docs/learning-diagnostics.md.
+trace. With ``readahead`` it also has the HSS copy the pages a sequential read stream will read
+next up to the fastest device, in idle time. The reference agents (:mod:`hss_gym.agents.harmonia`)
+and the ``fit_first`` rules (:mod:`hss_gym.agents.rules`) use it; the measurements behind each
+part are in docs/learning-diagnostics.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.hss import MAX_REQUEST_PAGES
 from hss_gym.workloads.trace import PAGE_SIZE
+
+
+#: the reference agents' readahead window, in pages: Linux's default ``read_ahead_kb`` (128 KiB)
+READAHEAD_PAGES: int = 131072 // PAGE_SIZE
 
 
 def seek_amortising_pages(profile: Any) -> int:
@@ -63,21 +69,30 @@ class Cleaner:
       (``HSS.reuse_victims``), while those turn out to be read back less often than the other
       cleaned pages. Only reads gain from a page kept on a faster device: a rewrite goes to the
       fastest device it fits on wherever the page is.
+    * **Readahead** (``readahead=N`` pages; 0, off, by default): a read that continues one of the
+      last few read streams has the pages after it, up to a window that doubles with each
+      sequential read to at most N, copied from the home device to the fastest one in the next
+      idle time, into free room only, while at least half of the prefetched pages whose outcome
+      is known were read there (the core's ``readahead``; one continued stream in 16 still prefetches, so
+      the count follows a changing workload). The cleanings make the room, as for any write.
     """
 
     def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64,
-                 victims: str = "lru") -> None:
+                 victims: str = "lru", readahead: int = 0) -> None:
         if not 0.0 < free < 1.0 or window < 1 or patience < 1 or min_batch < 1:
             raise ValueError(f"clean: need 0 < free < 1 and window, patience, min_batch >= 1; got {free}, "
                              f"{window}, {patience}, {min_batch}")
         if victims not in ("lru", "reuse"):
             raise ValueError(f"victims must be 'lru' or 'reuse', got {victims!r}")
         self.free, self.window, self.patience, self.min_batch = float(free), int(window), int(patience), int(min_batch)
-        self.victims = victims
+        if not 0 <= readahead <= MAX_REQUEST_PAGES:
+            raise ValueError(f"readahead must be 0 (off) to {MAX_REQUEST_PAGES} pages, got {readahead}")
+        self.victims, self.readahead = victims, int(readahead)
 
     def reset(self, env: HSSParallelEnv) -> None:
         self._core = env.hss.core
         self._core.reuse_victims = self.victims == "reuse"
+        self._core.readahead = self.readahead
         self._caps = list(env.hss.capacities)
         self._goal = [max(1, int(self.free * c)) for c in self._caps]
         self._home = env.cfg.n_devices - 1

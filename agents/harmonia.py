@@ -41,7 +41,7 @@ import numpy as np
 
 from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
 from hss_gym.agents.c51 import C51Agent, C51Config, load_state, save_state
-from hss_gym.agents.cleaner import Cleaner
+from hss_gym.agents.cleaner import READAHEAD_PAGES, Cleaner
 from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
 from hss_gym.backends.base import READ
 from hss_gym.envs.features import feature_names
@@ -50,18 +50,12 @@ from hss_gym.envs.parallel import HSSParallelEnv
 
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);
 #: a move's return against staying is in ~[-2, 1] with gamma 0.1 (MigrationAgent), unscaled.
-#: Deviations (docs/learning-diagnostics.md, with their measured effect): placement lr 3e-3 (Table 2:
-#: 1e-3; at 1e-3 the 7-10-102 network learns too slowly on learning-v1's perf_opt cells); epsilon
-#: falls from 1 to 0.001 over the first ``explore_steps`` (1000) decisions (the paper's agents
-#: "make random initial decisions"; from a random network at 0.001 the replay holds one action
-#: only), and a gradient
-#: step every ``train_every`` (8) experiences (the paper trains continuously in a background
-#: thread; one step per 64 moved the network by ~0.06 per weight in 10k requests). Migration: the
-#: support [-2, 1] (an untried move is valued below a stay) and unscaled rewards (they are eq.-2
-#: differences, already O(1)), a gradient step every 4 experiences (its moves only: 122 in 50k ycsb-b
-#: requests with the old placement agent, 5,087 with the current one; one step per move then cost
-#: ~20 us per request, and every 4 changes the mean latency by < 0.1% on 10 cells); see
-#: MigrationAgent.
+#: Deviations, each measured in docs/learning-diagnostics.md: placement lr 3e-3 (Table 2: 1e-3,
+#: too slow for the 7-10-102 network); epsilon falling from 1 to 0.001 over the first
+#: ``explore_steps`` decisions (the paper's "random initial decisions"); a gradient step every
+#: ``train_every`` experiences (the paper trains continuously in a background thread). Migration:
+#: the support [-2, 1] (an untried move is valued below a stay), unscaled rewards (eq.-2
+#: differences, already O(1)) and a gradient step every 4 of its moves; see MigrationAgent.
 PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=3e-3, epsilon=0.001, batch_size=128,
                                buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
@@ -152,7 +146,7 @@ class PlacementAgent(_C51Policy):
 
     ``clean`` (None: off; the reference ``harmonia`` and ``sibyl``: 0.02): a :class:`Cleaner`
     keeping that fraction of a faster device free in idle time while this agent's choices are sent
-    past it; needs ``evict=False``.
+    past it; needs ``evict=False``. ``victims`` and ``readahead`` are the cleaner's.
 
     ``seq_explore`` (False; the reference agents: True): during the exploration warm-up, a request
     that continues the previous one (its offset is where that one ended) takes the previous
@@ -209,7 +203,7 @@ class PlacementAgent(_C51Policy):
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
                  seq_explore: bool = False, first_reads: str = "place", prior: str | None = None,
                  deviate: float = 0.1, margin: float = 0.1, explore_budget: float | None = None,
-                 min_tries: int = 0, victims: str = "lru") -> None:
+                 min_tries: int = 0, victims: str = "lru", readahead: int = 0) -> None:
         super().__init__(config, seed, train)
         if prior not in (None, "fit"):
             raise ValueError(f"prior must be None or 'fit', got {prior!r}")
@@ -233,7 +227,7 @@ class PlacementAgent(_C51Policy):
         if first_reads not in ("place", "home"):
             raise ValueError(f"first_reads must be 'place' or 'home', got {first_reads!r}")
         self.evict, self.seq_explore, self.first_reads = bool(evict), bool(seq_explore), first_reads
-        self.cleaner = Cleaner(clean, victims=victims) if clean is not None else None
+        self.cleaner = Cleaner(clean, victims=victims, readahead=readahead) if clean is not None else None
         if not self.evict:  # it reads "does the request fit" from the free-space features
             self.env_options = {**type(self).env_options, "room_feature": "binary"}  # type: ignore[misc]
         if credit not in ("page", "request"):
@@ -665,10 +659,12 @@ class Harmonia(Combined):
                  train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
                  prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
-                 explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru") -> None:
+                 explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru",
+                 readahead: int = 0) -> None:
         super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
                                         first_reads=first_reads, prior=prior, deviate=deviate, margin=margin,
-                                        explore_budget=explore_budget, min_tries=min_tries, victims=victims),
+                                        explore_budget=explore_budget, min_tries=min_tries, victims=victims,
+                                        readahead=readahead),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -780,9 +776,10 @@ class Harmonia(Combined):
 #: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent);
 #: ``explore_budget=0.02``, ``min_tries=64``: exploration costs at most 2% of the latency seen, and
 #: the network is trusted only on devices tried a minibatch's worth of times. ``victims="reuse"``:
-#: cleanings take first the pages learned to be dead (``Cleaner``; so does ``fit_first_reuse``).
+#: cleanings take first the pages learned to be dead; ``readahead``: sequential read streams are
+#: prefetched to the fast device (``Cleaner``; so does ``fit_first_reuse_ra``).
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
-                 explore_budget=0.02, min_tries=64, victims="reuse")
+                 explore_budget=0.02, min_tries=64, victims="reuse", readahead=READAHEAD_PAGES)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
 

@@ -8,9 +8,10 @@ cleaner keeps room on the faster devices in idle time. Nothing is learned and no
 A learned agent that does not beat it has learned nothing that pays (docs/learning-diagnostics.md).
 
 ``fit_first_reuse`` is ``fit_first`` with the reference agents' learned victim order
-(``victims="reuse"``: its cleanings take first the pages the HSS learned are not read again). It
-has no network: it is the rule the reference agents' networks must beat, with every other part of
-theirs, learned or not.
+(``victims="reuse"``: its cleanings take first the pages the HSS learned are not read again), and
+``fit_first_reuse_ra`` adds their readahead (sequential read streams prefetched to the fast device
+in idle time while the prefetched pages are read there). It has no network: it is the rule the
+reference agents' networks must beat, with every other part of theirs, learned or not.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ class FitFirst(PlacementAgent):
     learns = False
     env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
 
-    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru") -> None:
-        super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home", victims=victims)
-        if victims != "lru":
-            self.name = f"fit_first_{victims}"
+    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru", readahead: int = 0) -> None:
+        super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home", victims=victims,
+                         readahead=readahead)
+        self.name = "fit_first" + ("" if victims == "lru" else f"_{victims}") + ("_ra" if readahead else "")
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         Policy.reset(self, env, seed)  # no network to build
@@ -55,3 +56,8 @@ class FitFirst(PlacementAgent):
 def fit_first_reuse(seed: int = 0) -> FitFirst:
     """``fit_first`` with the reference agents' learned victim order (``victims="reuse"``)."""
     return FitFirst(seed=seed, victims="reuse")
+
+
+def fit_first_reuse_ra(seed: int = 0) -> FitFirst:
+    """``fit_first_reuse`` with the reference agents' readahead (``REFERENCE["readahead"]`` pages)."""
+    return FitFirst(seed=seed, victims="reuse", readahead=REFERENCE["readahead"])

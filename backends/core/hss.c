@@ -521,6 +521,14 @@ int hss_set_reuse_victims(hss *h, int on)
     return HSS_OK;
 }
 
+int hss_set_readahead(hss *h, uint32_t pages)
+{
+    if (pages > HSS_MAX_REQ_PAGES)
+        return HSS_EINVAL;
+    h->readahead = pages;
+    return HSS_OK;
+}
+
 /* ------------------------------------------------------------------ slots */
 
 static int slot_alloc(hss *h, int d, uint32_t *slot)
@@ -673,6 +681,26 @@ static int move_page(hss *h, uint64_t page, hss_page *pg, int target, double t, 
     return lru_touch(h, target, page, pg->last_access);
 }
 
+/* A prefetched page's outcome (a page with an access stamp and no access count is one whose outcome
+ * is not known), at its first access (`moved` 0: the access counts it) or its first move down
+ * (`moved` 1: counted as one access, so it is resolved): a read of it where it was prefetched is a
+ * hit; a write, or a move down before any access, wasted it. Counts decay as the cleanings'
+ * ghosts do. */
+static inline void prefetch_outcome(hss *h, hss_page *pg, int hit, int moved)
+{
+    if (pg->count || !pg->last_access)
+        return;
+    if (moved)
+        pg->count = 1;
+    h->pf_outcome[hit ? 0 : 1] += 1.0;
+    if (hit)
+        h->c.prefetch_hits++;
+    if (h->pf_outcome[0] + h->pf_outcome[1] >= 4096.0) {
+        h->pf_outcome[0] *= 0.5;
+        h->pf_outcome[1] *= 0.5;
+    }
+}
+
 static int evict_one(hss *h, int d, double t, double *done)
 {
     uint64_t victim;
@@ -680,6 +708,7 @@ static int evict_one(hss *h, int d, double t, double *done)
     if (d == h->home || !lru_pop(h, d, &victim, &pg))
         return HSS_EFULL;
     h->c.evictions++;
+    prefetch_outcome(h, pg, 0, 1);
     return move_page(h, victim, pg, d + 1, t, done);
 }
 
@@ -784,6 +813,7 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             if (rc >= 0) {
                 if (i == 0)
                     wslot = dev_slot(h, rc, victims[i], pg);
+                prefetch_outcome(h, pg, 0, 1);
                 pg->last_move = h->now;
                 pg->flags |= mark;
                 if (mark & HSS_F_CLEANED) {
@@ -890,6 +920,100 @@ static int run_clean(hss *h, double start)
     return rc;
 }
 
+/* Run the pending prefetch from `start`: its pages not yet on a faster device than home (never
+ * touched, or at home and not queued), as many as the fastest device has free room for, are read
+ * from home in one run (readahead reads the range) and written to the fastest device in one; they
+ * enter its LRU as just accessed, with an access count of 0 (a read of one before any other access
+ * is a prefetch hit). Counted as migrations. */
+static int run_prefetch(hss *h, double start)
+{
+    uint64_t p0 = h->pf_p0, e = h->pf_p0 + h->pf_n - 1;
+    h->pf_n = 0;
+    uint64_t room = h->cap[0] > h->dev[0].used_pages ? h->cap[0] - h->dev[0].used_pages : 0;
+    if (!room || h->home == 0)
+        return HSS_OK;
+    for (uint64_t p = p0; p <= e; p = (p | (HSS_CHUNK - 1)) + 1) {
+        uint64_t ce = p | (HSS_CHUNK - 1);
+        if (!pt_create_run(&h->pt, p, ce < e ? ce : e))
+            return HSS_ENOMEM;
+    }
+    uint64_t m = 0, first = 0, last = 0;
+    uint32_t wslot = 0;
+    for (uint64_t p = p0; p <= e && m < room; p++) {
+        hss_page *pg = pt_get(&h->pt, p);
+        int d = dev_of(pg);
+        if (d >= 0 && (d != h->home || (pg->flags & HSS_F_QUEUED)))
+            continue;
+        int rc;
+        if (d < 0)
+            h->pt.touched++;
+        else if ((rc = detach(h, pg)) != HSS_OK)
+            return rc;
+        double ready = start;
+        if ((rc = attach(h, pg, 0, start, &ready)) < 0)
+            return rc;
+        if (h->log.on && ((rc = log_push(h, HSS_LOG_CREAD, h->home, dev_slot(h, h->home, p, pg), p, 1)) != HSS_OK
+                          || (rc = log_push(h, HSS_LOG_CWRITE, 0, pg->slot, p, 1)) != HSS_OK))
+            return rc;
+        if (!m) {
+            first = p;
+            wslot = pg->slot;
+        }
+        last = p;
+        m++;
+        pg->count = 0;
+        pg->last_access = h->now;
+        pg->last_move = h->now;
+        pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV);
+        if ((rc = lru_touch(h, 0, p, h->now)) != HSS_OK)
+            return rc;
+    }
+    if (!m)
+        return HSS_OK;
+    double rdone = simdev_io(&h->dev[h->home], SIMDEV_READ, dev_slot(h, h->home, first, NULL),
+                             (uint32_t)(last - first + 1), start, 1);
+    simdev_io(&h->dev[0], SIMDEV_WRITE, wslot, (uint32_t)m, rdone, 1);
+    h->c.prefetched += m;
+    h->c.migrations += m;
+    h->c.mig_bytes_written += m * (uint64_t)SIMDEV_PAGE;
+    h->c.mig_pages_out[h->home] += m;
+    h->c.mig_pages_in[0] += m;
+    return HSS_OK;
+}
+
+/* Whether readahead pays: while at least half of the prefetched pages whose outcome is known were
+ * hits (a prior of one hit in two); when it does not, one continued stream in 16 still prefetches,
+ * so the count follows a workload that changes. */
+static int prefetch_pays(const hss *h)
+{
+    return 2.0 * (h->pf_outcome[0] + 1.0) >= h->pf_outcome[0] + h->pf_outcome[1] + 2.0;
+}
+
+/* Readahead after a read (hss_set_readahead): continue the stream the read continues, or start
+ * one; a continued stream's window doubles (from the read's size) up to h->readahead pages, and
+ * the pages after the read, up to the window, become the pending prefetch. */
+static void readahead(hss *h, const hss_req *r)
+{
+    uint32_t n = (uint32_t)(r->p1 - r->p0 + 1);
+    for (int i = 0; i < HSS_RA_STREAMS; i++) {
+        if (h->ra_next[i] != r->p0 || !r->p0)
+            continue;
+        uint32_t w = h->ra_win[i] ? 2 * h->ra_win[i] : 2 * n;
+        if (w > h->readahead)
+            w = h->readahead;
+        h->ra_win[i] = w;
+        h->ra_next[i] = r->p1 + 1;
+        if (prefetch_pays(h) || ++h->pf_probe % 16 == 0) {
+            h->pf_p0 = r->p1 + 1;
+            h->pf_n = w;
+        }
+        return;
+    }
+    h->ra_next[h->ra_slot] = r->p1 + 1;
+    h->ra_win[h->ra_slot] = 0;
+    h->ra_slot = (h->ra_slot + 1) % HSS_RA_STREAMS;
+}
+
 int hss_run_idle(hss *h, double t)
 {
     while (h->mq_len) {
@@ -918,6 +1042,18 @@ int hss_run_idle(hss *h, double t)
         }
         h->mq_head = (h->mq_head + 1) % h->mq_cap;
         h->mq_len--;
+    }
+    if (h->pf_n) { /* a prefetch, after the queued moves and before a cleaning */
+        double a = simdev_free_at(&h->dev[h->home]), b = simdev_free_at(&h->dev[0]);
+        double start = a > b ? a : b;
+        if (start >= t)
+            return HSS_OK;
+        int rc = run_prefetch(h, start);
+        if (rc != HSS_OK)
+            return rc;
+        double late = busy_until(h, 0, h->home) - t;
+        if (late > 0)
+            h->c.mig_delay_us += late;
     }
     while (h->clean_k) { /* a cleaning, after the queued moves: a chunk at a time while idle */
         int d = h->clean_dev;
@@ -1238,6 +1374,8 @@ int hss_finish(hss *h, int place, double *latency)
         }
         if (h->reuse_victims && (rc = reuse_access(h, p, pg, r->op, d)) != HSS_OK)
             return rc;
+        if (!pg->count && pg->last_access)
+            prefetch_outcome(h, pg, d == 0 && r->op == SIMDEV_READ, 0);
         if (pg->count < HSS_COUNT_MAX)
             pg->count++;
         pg->last_access = h->now;
@@ -1255,6 +1393,8 @@ int hss_finish(hss *h, int place, double *latency)
     /* After the request's END in the log: the real backend runs the fills as background copies. */
     if (fills && (rc = fill_copies(h, done)) != HSS_OK)
         return rc;
+    if (h->readahead && r->op == SIMDEV_READ)
+        readahead(h, r);
     h->c.requests++;
     h->c.pages_accessed += npages;
     if (r->op == SIMDEV_READ) {
@@ -1349,6 +1489,12 @@ int hss_reset(hss *h, uint64_t seed)
     free(h->regions.tab);
     memset(&h->regions, 0, sizeof h->regions);
     h->reuse_victims = 0;
+    h->readahead = 0;
+    memset(h->ra_next, 0, sizeof h->ra_next);
+    memset(h->ra_win, 0, sizeof h->ra_win);
+    h->ra_slot = 0;
+    h->pf_n = h->pf_probe = 0;
+    h->pf_outcome[0] = h->pf_outcome[1] = 0.0;
     h->busy_free0 = h->busy_free1 = 0.0;
     memset(h->inflight, 0, (size_t)h->qd * sizeof *h->inflight);
     h->scan_chunk = h->scan_off = 0;

@@ -35,6 +35,8 @@
 #define HSS_CHUNK (1u << HSS_CHUNK_BITS)
 #define HSS_COUNT_MAX 0xFFFFu
 
+#define HSS_RA_STREAMS 8     /* read streams readahead follows at once */
+
 #define HSS_F_QUEUED 1u   /* page is in the migration queue */
 #define HSS_F_MARK 2u     /* scratch bit for LRU compaction */
 #define HSS_F_FILL 4u     /* first-touch read placed off home: read at home, then copied (scratch) */
@@ -120,6 +122,8 @@ typedef struct hss_counters {
     double mig_delay_us;   /* queued moves' device time past the next host arrival (measured only) */
     uint64_t cleaned;      /* pages moved down by cleanings (hss_clean; also counted as migrations) */
     uint64_t clean_misses; /* reads of cleaned pages, on the device a cleaning moved them to */
+    uint64_t prefetched;   /* pages moved up by readahead (hss_set_readahead; also migrations) */
+    uint64_t prefetch_hits; /* reads of prefetched pages before any other access, where prefetched */
 
 } hss_counters;
 
@@ -166,6 +170,14 @@ typedef struct hss {
     double dead_ghost[4];      /* cleaned pages predicted dead and their reads after (on the slower
                                 * device); the same of the others (decaying): dead_first */
     uint32_t clean_chunk;      /* its pages per chunk (0: one batch) */
+    uint32_t readahead;        /* most pages a read stream prefetches ahead (0: off) */
+    uint64_t ra_next[HSS_RA_STREAMS]; /* recent read streams: the page after each one's last read */
+    uint32_t ra_win[HSS_RA_STREAMS];  /* ... and its window (pages ahead) */
+    int ra_slot;               /* the stream a new one replaces (round robin) */
+    uint64_t pf_p0;            /* a pending prefetch: pages pf_p0 .. pf_p0 + pf_n - 1 (0: none) */
+    uint32_t pf_n;
+    uint32_t pf_probe;         /* continued streams while readahead did not pay (prefetch_pays) */
+    double pf_outcome[2];      /* prefetched pages read where prefetched / wasted (decaying) */
     uint32_t min_interval;     /* scanner skips pages moved fewer than this many steps ago */
     uint32_t scan_window;      /* placed pages examined per candidate */
     uint32_t scan_chunk, scan_off;
@@ -197,6 +209,11 @@ int hss_init(hss *h, int ndev, simdev *dev, const uint64_t *cap, int mq_cap,
              uint32_t min_interval, uint32_t scan_window, int queue_depth);
 void hss_free(hss *h);
 int hss_reset(hss *h, uint64_t seed);
+/* Readahead (0: off, the default): a read that starts where one of the last HSS_RA_STREAMS read
+ * streams ended continues it, and the pages after it, up to a window that doubles with each
+ * sequential read to at most `pages`, are copied from the slower devices to the fastest one in the
+ * next idle time, into its free room only (none evicted). */
+int hss_set_readahead(hss *h, uint32_t pages);
 
 /* Phase 1 of a request; returns HSS_OK or an error (HSS_EBIG: it touches more than
  * HSS_MAX_REQ_PAGES pages; nothing changed). h->cur.needs_placement tells if a placement

@@ -485,6 +485,25 @@ static int HSS_set_reuse_victims(HSSObject *self, PyObject *value, void *Py_UNUS
     hss_set_reuse_victims(&self->h, on);
     return 0;
 }
+BIND_GETTER(HSS_get_readahead, HSSObject, PyLong_FromUnsignedLong(self->h.readahead))
+
+static int HSS_set_readahead(HSSObject *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "readahead cannot be deleted");
+        return -1;
+    }
+    long long pages = PyLong_AsLongLong(value);
+    if (pages == -1 && PyErr_Occurred())
+        return -1;
+    if (pages < 0 || pages > (long long)HSS_MAX_REQ_PAGES) {
+        PyErr_Format(PyExc_ValueError, "readahead: need 0 <= pages <= %llu, got %lld",
+                     (unsigned long long)HSS_MAX_REQ_PAGES, pages);
+        return -1;
+    }
+    hss_set_readahead(&self->h, (uint32_t)pages);
+    return 0;
+}
 BIND_GETTER(HSS_get_queue_length, HSSObject, PyLong_FromLong((long)self->h.mq_len))
 BIND_GETTER(HSS_get_host_wait, HSSObject, PyFloat_FromDouble(self->h.c.host_wait_us))
 
@@ -498,6 +517,9 @@ static PyGetSetDef HSS_getset[] = {
     {"clean_pending", (getter)HSS_get_clean_pending, NULL, "whether a cleaning (clean) waits for idle time", NULL},
     {"reuse_victims", (getter)HSS_get_reuse_victims, (setter)HSS_set_reuse_victims,
      "cleanings take first the pages predicted never read again, by their region's written pages (off after reset)",
+     NULL},
+    {"readahead", (getter)HSS_get_readahead, (setter)HSS_set_readahead,
+     "most pages a sequential read stream prefetches to the fastest device in idle time (0: off; off after reset)",
      NULL},
     {"host_wait_us", (getter)HSS_get_host_wait, NULL,
      "time requests waited for a host slot, summed (cheap; counters() has all)", NULL},
@@ -566,14 +588,15 @@ static PyObject *HSS_counters(HSSObject *self, PyObject *Py_UNUSED(ignored))
         PyList_SET_ITEM(used, d, PyLong_FromUnsignedLongLong(self->h.dev[d].used_pages));
     }
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:N,s:N,s:d,s:d,s:d,s:d,s:d,s:K,s:I,s:i}",
         "requests", c->requests, "reads", c->reads, "writes", c->writes,
         "host_bytes_read", c->host_bytes_read, "host_bytes_written", c->host_bytes_written,
         "pages_accessed", c->pages_accessed, "fast_pages", c->fast_pages,
         "placements", c->placements, "evictions", c->evictions, "migrations", c->migrations,
         "migrations_busy", c->migrations_busy, "migrations_stale", c->migrations_stale,
         "migration_bytes_written", c->mig_bytes_written, "fill_pages", c->fill_pages,
-        "cleaned_pages", c->cleaned, "clean_misses", c->clean_misses, "migrated_pages_in", in,
+        "cleaned_pages", c->cleaned, "clean_misses", c->clean_misses, "prefetched_pages", c->prefetched,
+        "prefetch_hits", c->prefetch_hits, "migrated_pages_in", in,
         "migrated_pages_out", out, "used_pages", used, "first_arrival_us", c->first_arrival,
         "last_completion_us", c->last_completion, "latency_sum_us", c->latency_sum,
         "host_wait_us", c->host_wait_us, "migration_delay_us", c->mig_delay_us,

@@ -66,6 +66,7 @@ static int check_invariants(hss *h)
 }
 
 static int reuse_on; /* run(): cleanings with reuse victims */
+static uint32_t readahead_on; /* run(): readahead window (0: off) */
 
 static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
 {
@@ -81,18 +82,25 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
     CHECK(hss_init(&h, ndev, dev, cap, mq, 4, 8, qd) == HSS_OK, "init");
     CHECK(hss_reset(&h, 7) == HSS_OK, "reset");
     hss_set_reuse_victims(&h, reuse_on);
+    CHECK(hss_set_readahead(&h, readahead_on) == HSS_OK, "readahead");
     double t = 0;
+    uint64_t next = 0;
     for (int i = 0; i < nreq; i++) {
-        t += (double)(rnd() % 200);
+        t += (double)(rnd() % 200) + (readahead_on && rnd() % 4 == 0 ? 30000.0 : 0.0); /* idle disk time */
         int op = (int)(rnd() & 1);
         uint64_t off = (rnd() % span_pages) * 4096 + (rnd() % 3 ? 0 : rnd() % 4096);
+        if (readahead_on && rnd() % 2)
+            off = next; /* a sequential stream, for the readahead */
         uint64_t size = 1 + rnd() % (16 * 4096);
         if (i % 97 == 0)
             off += (uint64_t)1 << 40; /* a far region: a second page-table chunk family */
         CHECK(hss_begin(&h, t, op, off, size) == HSS_OK, "begin %d", i);
         double lat;
-        CHECK(hss_finish(&h, (int)(rnd() % (uint64_t)ndev), &lat) == HSS_OK, "finish %d", i);
+        /* with readahead, the fast device is left to it (and to the migrations) */
+        int place = readahead_on ? 1 + (int)(rnd() % (uint64_t)(ndev - 1)) : (int)(rnd() % (uint64_t)ndev);
+        CHECK(hss_finish(&h, place, &lat) == HSS_OK, "finish %d", i);
         CHECK(isfinite(lat) && lat >= 0, "latency %f", lat);
+        next = (off + size + 4095) / 4096 * 4096;
         uint64_t page;
         if (hss_candidate(&h, &page))
             CHECK(hss_enqueue(&h, page, (int)(rnd() % (uint64_t)ndev)) >= 0, "enqueue");
@@ -112,6 +120,7 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
     }
     CHECK(h.c.requests == (uint64_t)nreq, "requests counted");
     CHECK(h.c.migrations + h.c.evictions > 0, "no data movement exercised");
+    CHECK(!readahead_on || h.c.prefetched > 0, "no readahead exercised (%d devices, span %llu)", ndev, (unsigned long long)span_pages);
     CHECK(hss_memory_bytes(&h) > 0, "memory");
     /* A bad request is refused, not crashed on. */
     CHECK(hss_begin(&h, t, 3, 0, 4096) == HSS_EINVAL, "bad op accepted");
@@ -399,6 +408,63 @@ static int test_reuse_victims(int on)
     return 0;
 }
 
+/* Readahead: a stream of sequential 4-page reads on the home device, with idle time between them.
+ * The first read starts a stream; each later one continues it and has the pages after it copied to
+ * the fast device (windows 8, 16, 32, then 32), so from the third read on every read finds its
+ * pages there (prefetch hits). Into free room only: with 40 pages of room, the prefetches stop at
+ * 40 pages (1008-1047), which the last reads still find. Off by default and after a reset; off, nothing moves. Then a scan whose prefetched
+ * pages are never read (each read skips ahead) closes the gate: one continued stream in 16 still
+ * prefetches. */
+static int test_readahead(uint32_t window)
+{
+    simdev dev[2];
+    simdev_params p[2] = {ssd(1u << 20), hdd(1u << 20)};
+    for (int d = 0; d < 2; d++)
+        simdev_init(&dev[d], &p[d], 1);
+    uint64_t cap[2] = {window ? 40 : 1000, 1u << 20};
+    hss h = {0};
+    CHECK(hss_init(&h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK && hss_reset(&h, 3) == HSS_OK, "init");
+    CHECK(h.readahead == 0, "readahead on after reset");
+    CHECK(hss_set_readahead(&h, (uint32_t)HSS_MAX_REQ_PAGES + 1) == HSS_EINVAL, "a window over the bound accepted");
+    CHECK(hss_set_readahead(&h, window) == HSS_OK, "set readahead");
+    double t = 0, lat;
+    for (uint64_t i = 0; i < 12; i++, t += 1e6) {
+        CHECK(hss_begin(&h, t, SIMDEV_READ, 1000 * 4096 + i * 4 * 4096, 4 * 4096) == HSS_OK
+              && hss_finish(&h, 1, &lat) == HSS_OK, "read %llu", (unsigned long long)i);
+        if (window && i >= 2) /* 40 pages of room: the window's pages 1008-1047, all read */
+            CHECK(hss_dev_of(hss_lookup(&h, 1000 + i * 4)) == 0, "read %llu: its page on %d", (unsigned long long)i,
+                  hss_dev_of(hss_lookup(&h, 1000 + i * 4)));
+    }
+    if (!window) {
+        CHECK(h.c.prefetched == 0 && h.dev[0].used_pages == 0, "readahead off moved %llu pages",
+              (unsigned long long)h.c.prefetched);
+        hss_free(&h);
+        return 0;
+    }
+    CHECK(h.c.prefetched == 40 && h.dev[0].used_pages == 40, "prefetched %llu, fast holds %llu",
+          (unsigned long long)h.c.prefetched, (unsigned long long)h.dev[0].used_pages);
+    CHECK(h.c.prefetch_hits == 40, "prefetch hits %llu", (unsigned long long)h.c.prefetch_hits);
+    CHECK(check_invariants(&h) == 0, "invariants");
+    CHECK(hss_reset(&h, 3) == HSS_OK && h.readahead == 0 && h.pf_n == 0, "reset keeps readahead");
+    /* the gate: a stream whose reads skip the prefetched pages (each read starts where the last
+     * ended, then the next read jumps past the window) */
+    h.cap[0] = 1u << 20;
+    hss_set_readahead(&h, window);
+    uint64_t pos = 5000;
+    for (int i = 0; i < 400; i++, t += 1e6) {
+        CHECK(hss_begin(&h, t, SIMDEV_READ, pos * 4096, 4096) == HSS_OK && hss_finish(&h, 1, &lat) == HSS_OK,
+              "scan read %d", i);
+        pos += i % 2 ? 1000 : 1; /* pairs of sequential reads: each pair prefetches, nothing is read */
+        if (i % 2)
+            CHECK(hss_clean(&h, 0, 1000, 1, 0) >= 0, "clean"); /* the wasted prefetches move down */
+    }
+    CHECK(h.c.prefetch_hits == 0 && h.pf_outcome[1] > 0, "hits %llu, wasted %g", (unsigned long long)h.c.prefetch_hits,
+          h.pf_outcome[1]);
+    CHECK(h.c.prefetched < 40 * 2, "the gate did not close: %llu pages prefetched", (unsigned long long)h.c.prefetched);
+    hss_free(&h);
+    return 0;
+}
+
 /* hss_replay: the latencies of a begin/finish loop with one placement, and a bad request's index. */
 static int test_replay(void)
 {
@@ -448,6 +514,8 @@ int main(void)
     tests++; test_clean_chunks(0);
     tests++; test_reuse_victims(1);
     tests++; test_reuse_victims(0);
+    tests++; test_readahead(32);
+    tests++; test_readahead(0);
     for (int ndev = 2; ndev <= 4; ndev++) {
         tests++; run(ndev, 1, 10, 4096, 3000);
         tests++; run(ndev, 32, 3, 200, 3000);   /* tiny span: constant eviction and migration */
@@ -455,7 +523,11 @@ int main(void)
         reuse_on = 1;
         tests++; run(ndev, 32, 3, 200, 3000);   /* the same with reuse victims */
         tests++; run(ndev, 1, 10, 4096, 3000);
+        readahead_on = 16;
+        tests++; run(ndev, 32, 3, 200, 3000);   /* with readahead too */
+        tests++; run(ndev, 1, 10, 4096, 3000);
         reuse_on = 0;
+        readahead_on = 0;
     }
     const char *shapes[] = {"dense", "random", "extreme", "mixed", "threshold"};
     for (int i = 0; i < 5; i++) {
