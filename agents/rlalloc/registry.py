@@ -29,7 +29,8 @@ def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
             raise ValueError(f"policy {name!r}: a trained model takes no options, got {sorted(kwargs)}")
         return ModelAllocPolicy(name)
     if name == "rlalloc_dqn":
-        from hss_gym.agents.rlalloc.dqn import DQNPolicy  # local: the DQN needs torch, the other policies do not
+        # local: the DQN needs PyTorch (the agents extra); the other RLAlloc policies do not
+        from hss_gym.agents.rlalloc.dqn import DQNPolicy
         return DQNPolicy(**kwargs)
     if name not in POLICIES:
         raise ValueError(f"unknown RLAlloc policy {name!r}; valid: {', '.join([*POLICIES, 'rlalloc_dqn'])}, or a "
