@@ -1,4 +1,5 @@
-"""The policy protocol every problem shares, and the HSS problem's policies, loop and registry.
+"""The HSS problem's policies, loop and registry, over the protocol every problem shares
+(:mod:`hss_gym.agents.protocol`, re-exported here).
 
 Every policy of every problem (HSS placement/migration, FleetIO, RLAlloc, L-QoCo) subclasses
 :class:`BasePolicy` and is driven the same way, by ``run_episode(policy, env, seed)`` in the loop
