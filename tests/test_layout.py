@@ -135,8 +135,10 @@ def local_project_imports(root: Path) -> list[str]:
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 for node in ast.walk(fn):
-                    own = (isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").split(".")[0] == "hss_gym")
-                           or isinstance(node, ast.Import) and any(a.name.split(".")[0] == "hss_gym" for a in node.names))
+                    if isinstance(node, ast.ImportFrom):
+                        own = node.level > 0 or (node.module or "").split(".")[0] == "hss_gym"
+                    else:
+                        own = isinstance(node, ast.Import) and any(a.name.split(".")[0] == "hss_gym" for a in node.names)
                     if own and id(node) not in seen:
                         seen.add(id(node))
                         found.append(f"{p.relative_to(root)}:{node.lineno}: {ast.get_source_segment(src, node)}")
