@@ -236,7 +236,8 @@ class C51Agent:
         self._loss_curve: list[tuple[int, float]] = []
         self._torch: Any = None
         if cfg.trainer == "torch":
-            from hss_gym.agents.c51_torch import TorchReference  # PyTorch: the agents extra
+            # local: c51_torch imports PyTorch (the agents extra), which the C kernel trainer never needs
+            from hss_gym.agents.c51_torch import TorchReference
             self._torch = TorchReference(self)
         self.sync()
 

@@ -10,21 +10,18 @@ to try a new loss. It needs PyTorch (``pip install 'hss-gym[agents]'``); nothing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-
-if TYPE_CHECKING:
-    from hss_gym.agents.c51 import C51Agent, Layers
 
 
 class QNetwork(nn.Module):
     """An MLP with swish hidden layers -> (n_actions, n_atoms) logits, whose parameters are the
     given NumPy arrays (shared memory, not copies)."""
 
-    def __init__(self, layers: "Layers", n_actions: int, n_atoms: int) -> None:
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], n_actions: int, n_atoms: int) -> None:
         super().__init__()
         modules: list[nn.Module] = []
         for i, (w, b) in enumerate(layers):
@@ -45,7 +42,7 @@ class QNetwork(nn.Module):
 class TorchReference:
     """The C51 loss and Adam step of ``agent``'s training network, in PyTorch."""
 
-    def __init__(self, agent: "C51Agent") -> None:
+    def __init__(self, agent: Any) -> None:  # a C51Agent, passed in (this module imports nothing of c51's)
         cfg = agent.cfg
         if cfg.torch_threads:  # tiny networks: intra-op threads only add synchronisation cost
             torch.set_num_threads(cfg.torch_threads)

@@ -38,6 +38,7 @@ from sklearn.svm import SVC, LinearSVC
 
 from hss_gym.agents.base import Combined
 from hss_gym.agents.heuristics import FastUntilFull, PageHistory, PeriodicMigration, unique_rows
+from hss_gym.agents.sibyl import Sibyl
 from hss_gym.envs.parallel import HSSParallelEnv
 
 
@@ -121,3 +122,8 @@ class KSVM(Combined):
     def __init__(self, slow_device: int = -1, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(FastUntilFull(slow_device=slow_device), KSVMMigration(seed=seed, **kwargs), name="k_svm")
         self.env_options = {"migration": False}  # type: ignore[misc]  # it migrates by itself
+
+
+def sibyl_ksvm(seed: int = 0, **kwargs: Any) -> Combined:
+    """Sibyl+K-SVM (Harmonia section 3.3): Sibyl's RL placement with :class:`KSVMMigration`."""
+    return Combined(Sibyl(seed=seed), KSVMMigration(seed=seed, **kwargs), name="sibyl+k_svm")

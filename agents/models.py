@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hss_gym.agents.base import MODEL_FORMATS, Policy, stay_action
+from hss_gym.agents.protocol import MODEL_FORMATS, Policy, stay_action
 # the networks and RLlib's checkpoint reading live in their own modules; their public names stay
 # importable from here
 from hss_gym.agents.model_networks import ACTIVATIONS, Greedy, NumpyMLP, ScriptedModule, linear_layers
@@ -53,6 +53,10 @@ from hss_gym.agents.rllib_models import RLLIB_ENCODERS as RLLIB_ENCODERS
 from hss_gym.agents.rllib_models import RLLIB_HEADS as RLLIB_HEADS
 from hss_gym.agents.rllib_models import RLLIB_MODULES, load_rllib_module, module_dirs, state_file
 from hss_gym.envs.features import feature_bins
+from hss_gym.envs.lqoco import LQoCoEnv
+from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.envs.single import SingleAgentEnv
 
 CARD_FORMAT = "hss-gym-model-card/1"
 #: the envs of the problems other than HSS a model may be trained on: the problem whose
@@ -164,15 +168,11 @@ class ModelPolicy(Policy):
 # ------------------------------------------------------------------------------------ the card
 def _problem_env_classes() -> dict[str, type]:
     """The env class of each of :data:`PROBLEM_ENVS`, by env id."""
-    from hss_gym.envs.lqoco import LQoCoEnv
-    from hss_gym.envs.rlalloc import RLAllocEnv
     return {"hss/RLAlloc-v0": RLAllocEnv, "hss/LQoCo-v0": LQoCoEnv}
 
 
 def _unwrap(env: Any) -> Any:
     """The package env under Gymnasium wrappers or an SB3/Gymnasium vector env."""
-    from hss_gym.envs.parallel import HSSParallelEnv
-    from hss_gym.envs.single import SingleAgentEnv
     if hasattr(env, "envs"):  # SB3's DummyVecEnv, Gymnasium's SyncVectorEnv
         env = env.envs[0]
     base = getattr(env, "unwrapped", env)
@@ -199,7 +199,6 @@ def save_model_card(path: str | Path, env: Any, *, networks: dict[str, dict[str,
     ``Linear`` layers (``"actor"`` for CleanRL's PPO ``Agent``) and the activation between them
     (``tanh``, ``relu``, ...). Needed for the two-agent env and for observations other than
     Sibyl's six features; harmless otherwise."""
-    from hss_gym.envs.single import SingleAgentEnv
     base = _unwrap(env)
     card: dict[str, Any] = {"format": CARD_FORMAT}
     problem_env = next((i for i, cls in _problem_env_classes().items() if isinstance(base, cls)), None)

@@ -29,6 +29,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from hss_gym.envs.lqoco import LQoCoEnv
+from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.workloads.msr_streams import workload_options
+
 
 @dataclass(frozen=True)
 class ProblemAgents:
@@ -84,7 +89,6 @@ def _with_profile(config: Any, options: dict[str, Any]) -> dict[str, Any]:
 def _hss_env(policy: Any, config: Any, workload: Any, options: dict[str, Any]) -> Any:
     """The two-agent env with the options the policy needs, the caller's options winning; config
     ``perf_opt`` and workload ``ycsb-b`` by default."""
-    from hss_gym.envs.parallel import HSSParallelEnv
     return HSSParallelEnv("perf_opt" if config is None else config, "ycsb-b" if workload is None else workload,
                           **{**policy.env_options, **options})
 
@@ -98,8 +102,6 @@ def _fleetio_env(policy: Any, config: Any, workload: Any, options: dict[str, Any
 def _rlalloc_env(policy: Any, config: Any, workload: Any, options: dict[str, Any]) -> Any:
     """The env of the streams ``workload`` names (``table1``, the default, or ``stg0-x<N>``), the
     options a policy needs (a trained model's card) over the caller's."""
-    from hss_gym.envs.rlalloc import RLAllocEnv
-    from hss_gym.workloads.msr_streams import workload_options
     return RLAllocEnv(**{**_with_profile(config, options), **workload_options(workload),
                          **policy.env_options})
 
@@ -107,7 +109,6 @@ def _rlalloc_env(policy: Any, config: Any, workload: Any, options: dict[str, Any
 def _lqoco_env(policy: Any, config: Any, workload: Any, options: dict[str, Any]) -> Any:
     """The env on platform ``config`` (``oceanstor`` by default, or ``linux``) and the Table-4
     workload ``workload`` (``S-13`` by default), the options a policy needs over the caller's."""
-    from hss_gym.envs.lqoco import LQoCoEnv
     named = {k: v for k, v in (("config", config), ("workload", workload)) if v is not None}
     return LQoCoEnv(**named, **{**options, **policy.env_options})
 

@@ -42,6 +42,7 @@ from torch import nn
 from hss_gym.agents.archivist import single_thread
 from hss_gym.agents.base import Combined
 from hss_gym.agents.heuristics import FastUntilFull, PageHistory, PeriodicMigration, unique_rows
+from hss_gym.agents.sibyl import Sibyl
 from hss_gym.envs.parallel import HSSParallelEnv
 
 PREDICT_BATCH = 32768  # rows per forward pass of the reference prediction
@@ -190,3 +191,8 @@ class RNNHSS(Combined):
     def __init__(self, slow_device: int = -1, seed: int = 0, **kwargs: Any) -> None:
         super().__init__(FastUntilFull(slow_device=slow_device), RNNHSSMigration(seed=seed, **kwargs), name="rnn_hss")
         self.env_options = {"migration": False}  # type: ignore[misc]  # it migrates by itself
+
+
+def sibyl_rnn_hss(seed: int = 0, **kwargs: Any) -> Combined:
+    """Sibyl+RNN-HSS (Harmonia section 3.3): Sibyl's RL placement with :class:`RNNHSSMigration`."""
+    return Combined(Sibyl(seed=seed), RNNHSSMigration(seed=seed, **kwargs), name="sibyl+rnn_hss")

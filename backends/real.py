@@ -108,7 +108,7 @@ def _load_ext() -> Any:
     if not sys.platform.startswith("linux"):
         raise UringUnavailable(f"the real-device backend needs Linux (io_uring); this is {sys.platform}. "
                                "The simulator (backend='sim') works everywhere.")
-    try:
+    try:  # local: the io_uring extension is optional (Linux with its headers); the simulator needs none of it
         from hss_gym.backends import _uring
     except ImportError as e:
         raise UringUnavailable(f"the C extension hss_gym.backends._uring is not built ({e}); rebuild with "

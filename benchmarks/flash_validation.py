@@ -40,6 +40,7 @@ from hss_gym.backends.flash.profile import FlashProfile
 from hss_gym.backends.flash.mqsim_xml import load_ssdconfig
 from hss_gym.backends.flash.ssd import FlashSSD
 from hss_gym.backends.flash.traces import submit_trace
+from hss_gym.workloads import load_trace
 
 MEAN_TOL, P99_TOL, WA_TOL = 0.15, 0.25, 0.20
 
@@ -143,7 +144,6 @@ def _footprint(profile: FlashProfile, flows: list[tuple[int, int, np.ndarray, in
 def _ours(scn: Scenario, profile: FlashProfile, seed: int, trace: Path | None = None) -> dict:
     """Run a scenario through FlashSSD: closed-loop synthetic flows (all requests queued at t=0,
     queue depth = MQSim's Average_No_of_Reqs_in_Queue) or the trace (open loop)."""
-    from hss_gym.workloads import load_trace
 
     n = len(scn.flows)
     if trace is not None:

@@ -25,6 +25,8 @@ from hss_gym.agents.base import Policy, make_env, make_policy, run_episode, stay
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.workloads.registry import get_trace
 from hss_gym.workloads.trace import Trace
+from hss_gym.agents.harmonia import Harmonia
+from hss_gym.agents.sibyl import Sibyl
 
 LEARNERS = ("sibyl", "harmonia")
 SCENARIOS = ("learn-hot-scan", "learn-write-once", "learn-phase")
@@ -53,8 +55,6 @@ def before_fix(name: str, seed: int) -> Policy:
     request stream, epsilon 0.001 from the first decision, a gradient step every 64 experiences,
     Sibyl's lr 1e-4; Harmonia's migration agent on the system-level eq.-3 reward (moves and stays
     share it), target-device actions, support [-1, 2] and auto-scaled rewards."""
-    from hss_gym.agents.harmonia import Harmonia
-    from hss_gym.agents.sibyl import Sibyl
 
     old = {"explore_steps": 0, "train_every": 64}
     if name == "sibyl":

@@ -34,8 +34,8 @@ from typing import Any, Callable, Iterable
 from hss_gym._version import __version__
 
 from hss_gym.benchmarks.problems import get_problem
-from hss_gym.benchmarks.results import (append_record, base_provenance, check_compatible, completed_keys, job_key,
-                                        now_utc, open_for_append, read_results, SCHEMA, set_aside_other_versions,
+from hss_gym.benchmarks.results import (append_record, base_provenance, check_compatible, completed_keys, git_revision,
+                                        job_key, now_utc, open_for_append, read_results, SCHEMA, set_aside_other_versions,
                                         writing)
 from hss_gym.benchmarks.suites import Suite
 
@@ -252,7 +252,6 @@ def run_jobs(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], *
 def _run_jobs_locked(jobs: list[dict[str, Any]], results_file: str | os.PathLike[str], resume: bool,
                      workers: int | None, use_ray: bool, ray_address: str | None, progress: bool,
                      on_record: Callable[[dict[str, Any]], None] | None) -> BenchSummary:
-    from hss_gym.benchmarks.results import git_revision
     start = time.perf_counter()
     todo = pending_jobs(jobs, results_file) if resume else list(jobs)
     summary = BenchSummary(total=len(jobs), skipped=len(jobs) - len(todo))

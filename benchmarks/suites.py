@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from hss_gym.benchmarks.problems import DEFAULT_PROBLEM, Problem, get_problem
+from hss_gym.agents.base import missing_extra
+from hss_gym.workloads.registry import canonical_name
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 MIN_SEEDS = 3
@@ -350,7 +352,6 @@ def without_missing_extras(suite: Suite) -> tuple[Suite, dict[str, str]]:
     policies, each with what to install (:func:`hss_gym.agents.base.missing_extra`)."""
     from dataclasses import replace
 
-    from hss_gym.agents.base import missing_extra
     spec = suite.spec
     missing = {p: why for p in suite.policies
                if (why := missing_extra(p if spec.name == "hss" else f"{spec.name}/{p}"))}
@@ -365,5 +366,4 @@ def _key(w: str, problem: Problem | None = None) -> str:
         return os.path.abspath(w)
     if problem is not None and problem.name != DEFAULT_PROBLEM:
         return w
-    from hss_gym.workloads.registry import canonical_name
     return canonical_name(w) or w

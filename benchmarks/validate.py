@@ -39,6 +39,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 from hss_gym._version import __version__
 from hss_gym.benchmarks.results import latest_by_key
+from hss_gym.benchmarks.problems import get_problem
+from hss_gym.agents.models import model_code, model_format
+from hss_gym.benchmarks.results import job_key
+from hss_gym.benchmarks.runner import run_local
 
 #: metrics compared (every RunMetrics field)
 IGNORED = {"wall_s"}
@@ -134,7 +138,6 @@ def compare_metrics(recorded: dict[str, Any], rerun: dict[str, Any], rtol: float
 
 def precheck(rec: dict[str, Any]) -> str | None:
     """Why a record cannot be validated by this installation (None if it can)."""
-    from hss_gym.benchmarks.problems import get_problem
     prov = rec.get("provenance") or {}
     if prov.get("hss_gym_version") != __version__:
         return (f"recorded with hss-gym {prov.get('hss_gym_version')}, this is hss-gym {__version__}: "
@@ -154,7 +157,6 @@ def named_code(rec: dict[str, Any], policies: bool = True) -> list[tuple[str, st
     ``policies=False``: the problem's only (all that a report, which runs nothing, imports).
     A trained model (``sb3:PATH``, ``torch:PATH``) is read as data, except a TorchScript module,
     which is code (``torch``)."""
-    from hss_gym.agents.models import model_code, model_format
     out = []
     named = ((rec.get("problem"), "problem "), (rec.get("policy"), "")) if policies else ((rec.get("problem"), "problem "),)
     for spec, label in named:
@@ -340,8 +342,6 @@ def _validate(records: list[dict[str, Any]], sample: int | None, seed: int, rtol
               progress: Callable[[Check], None] | None, per_cell: bool, tracks: Iterable[str] | None,
               workers: int, uses: dict[str, CodeUse],
               traces_dir: str | os.PathLike[str] | None) -> ValidationReport:
-    from hss_gym.benchmarks.results import job_key
-    from hss_gym.benchmarks.runner import run_local
     ok = [r for r in latest_by_key(records).values() if r.get("status") == "ok"]
     rep = ValidationReport([], total_ok_runs=len(ok), rtol=rtol)
     versions = sorted({str((r.get("provenance") or {}).get("hss_gym_version")) for r in records})

@@ -21,6 +21,7 @@ from typing import Any
 
 import gymnasium
 
+from hss_gym import hss_v0
 from hss_gym._version import __version__
 from hss_gym.hss import HSS
 
@@ -30,7 +31,6 @@ __all__ = ["HSS", "parallel_env", "__version__"]
 def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: str = "sim", **options: Any):
     """The two-agent (placement + migration) PettingZoo environment of Harmonia: the same as
     ``hss_gym.hss_v0.parallel_env`` (see :mod:`hss_gym.hss_v0`)."""
-    from hss_gym import hss_v0
     return hss_v0.parallel_env(config, workload, backend=backend, **options)
 
 

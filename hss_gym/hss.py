@@ -25,6 +25,7 @@ from hss_gym.backends.sim import SimBackend
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
+from hss_gym.backends.real import attach_real
 
 #: log2 of the traces' :data:`~hss_gym.workloads.trace.PAGE_SIZE`: a byte offset's page is
 #: ``offset >> PAGE_SHIFT``; the one definition the agents import
@@ -102,7 +103,6 @@ class HSS:
         self.queue_depth = self.config.host_queue_depth(streams)
         self.real: Any = None  # the real-device backend; the core's timing is then a shadow model
         if not (isinstance(backend, str) and backend == "sim"):
-            from hss_gym.backends.real import attach_real
             self.real, self.capacities = attach_real(backend, paths, self.capacities, backend_options,
                                                      self.queue_depth)
         self.backend = SimBackend(list(self.config.devices), self.capacities, seed,

@@ -91,6 +91,7 @@ from typing import Any
 
 import gymnasium
 
+import hss_gym  # noqa: F401  (its import registers the ids; a submodule's import runs it first anyway)
 from hss_gym.envs.lqoco import LQoCoEnv as raw_env
 
 __all__ = ["env", "raw_env"]
@@ -98,6 +99,4 @@ __all__ = ["env", "raw_env"]
 
 def env(**kwargs: Any) -> gymnasium.Env:
     """The registered ``hss/LQoCo-v0`` environment; keyword arguments as ``LQoCoEnv``."""
-    import hss_gym  # noqa: F401  (registers the id)
-
     return gymnasium.make("hss/LQoCo-v0", **kwargs)

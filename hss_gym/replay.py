@@ -27,6 +27,8 @@ from hss_gym.config import HSSConfig, make_config
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics
 from hss_gym.workloads.trace import Trace
+from hss_gym.benchmarks.results import append_record, open_for_append, writing
+from hss_gym.workloads.registry import check_workload, get_trace
 
 REFERENCE_POLICIES = ("fast_only", "slow_only", "lru")
 
@@ -91,8 +93,6 @@ def replay_references(workloads: list[str], configs: list[str], n: int, seed: in
     """
     from tqdm import tqdm
 
-    from hss_gym.benchmarks.results import append_record, open_for_append, writing
-    from hss_gym.workloads.registry import check_workload, get_trace
 
     resolved = {c: make_config(c) for c in configs}  # each resolved once, and passed down
     for w in workloads:

@@ -116,6 +116,7 @@ from typing import Any
 
 import gymnasium
 
+import hss_gym  # noqa: F401  (its import registers the ids; a submodule's import runs it first anyway)
 from hss_gym.envs.rlalloc import RLAllocEnv
 from hss_gym.envs.rlalloc import RLAllocEnv as raw_env
 
@@ -124,6 +125,4 @@ __all__ = ["env", "raw_env", "RLAllocEnv"]
 
 def env(**kwargs: Any) -> gymnasium.Env:
     """The registered ``hss/RLAlloc-v0`` environment; keyword arguments as ``RLAllocEnv``."""
-    import hss_gym  # noqa: F401  (registers the id)
-
     return gymnasium.make("hss/RLAlloc-v0", **kwargs)

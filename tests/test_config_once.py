@@ -15,8 +15,9 @@ import gymnasium as gym
 import pytest
 
 import hss_gym
-import hss_gym.backends.flash as flash
+import hss_gym.benchmarks.problems.hss as hss_problem
 import hss_gym.config as config_module
+import hss_gym.envs.fleetio as fleetio_env
 from hss_gym.benchmarks.problems import get_problem
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.hss import HSS
@@ -66,7 +67,7 @@ def test_harness_job_reads_each_profile_once(policy: str, profile_loads: Counter
             made.append(cfg)
         return cfg
 
-    monkeypatch.setattr(config_module, "make_config", recording)  # run_job imports it when it runs
+    monkeypatch.setattr(hss_problem, "make_config", recording)  # the name run_job resolves the job's config with
     out = get_problem("hss").run_job(_job(policy))
     assert dict(profile_loads) == {"H": 1, "M": 1}
     assert len(made) == 1 and out["provenance"]["config_hash"] == made[0].digest()
@@ -113,13 +114,13 @@ def test_replay_command_resolves_each_config_once(profile_loads: Counter, tmp_pa
 def test_fleetio_env_reads_its_flash_profile_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from hss_gym import fleetio_v1
     loads: Counter = Counter()
-    load = flash.load_profile
+    load = fleetio_env.load_profile
 
     def counting(spec: Any, scale: float | None = None) -> Any:
         loads[spec] += 1
         return load(spec, scale=scale)
 
-    monkeypatch.setattr(flash, "load_profile", counting)
+    monkeypatch.setattr(fleetio_env, "load_profile", counting)  # the name the env reads its profile with
     env = fleetio_v1.parallel_env(mix="mix1", windows=1, slo_us=[1000.0, 1000.0])
     env.reset(seed=0)
     env.reset(seed=1)

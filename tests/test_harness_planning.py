@@ -90,13 +90,13 @@ def test_ray_when_asked_or_when_ray_address_is_set_and_local_is_not(monkeypatch:
 
 
 def test_policies_whose_extra_is_missing_are_left_out_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    import hss_gym.agents.base as base
+    import hss_gym.benchmarks.suites as suites
     suite = load_suite("quick")
-    monkeypatch.setattr(base, "missing_extra", lambda spec: "needs torch" if spec == "random" else None)
+    monkeypatch.setattr(suites, "missing_extra", lambda spec: "needs torch" if spec == "random" else None)
     kept, missing = without_missing_extras(suite)
     assert missing == {"random": "needs torch"}
     assert kept.policies == tuple(p for p in suite.policies if p != "random") and "random" in suite.policies
-    monkeypatch.setattr(base, "missing_extra", lambda spec: None)
+    monkeypatch.setattr(suites, "missing_extra", lambda spec: None)
     assert without_missing_extras(suite) == (suite, {})
 
 

@@ -112,3 +112,53 @@ def test_the_source_names_no_issue_numbers():
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if _ISSUE_REF.search(line)]
     assert not found, found
     assert _ISSUE_REF.search("# see issue 13") and not _ISSUE_REF.search("# see the issue tracker")
+
+
+#: Function-local imports of the package's own modules allowed outside the command line: each
+#: one loads an optional heavy dependency (PyTorch, an optional C extension) only where it is
+#: needed, or a registry entry on demand, and says so in a comment. A local import that only
+#: hides an import cycle breaks the cycle in the wrong place: move the shared piece down instead.
+MAX_LOCAL_IMPORTS = 15
+
+
+def local_project_imports(root: Path) -> list[str]:
+    """``path:line: statement`` of every import of hss_gym (absolute or relative) placed inside a
+    function body, in the package's four source folders, files with "cli" in their name aside."""
+    found = []
+    for folder in ("hss_gym", "agents", "backends", "benchmarks"):
+        for p in sorted((root / folder).rglob("*.py")):
+            if "cli" in p.name:
+                continue
+            src = p.read_text(encoding="utf-8")
+            seen: set[int] = set()
+            for fn in ast.walk(ast.parse(src, str(p))):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ImportFrom):
+                        own = node.level > 0 or (node.module or "").split(".")[0] == "hss_gym"
+                    else:
+                        own = isinstance(node, ast.Import) and any(a.name.split(".")[0] == "hss_gym" for a in node.names)
+                    if own and id(node) not in seen:
+                        seen.add(id(node))
+                        found.append(f"{p.relative_to(root)}:{node.lineno}: {ast.get_source_segment(src, node)}")
+    return found
+
+
+def test_few_function_local_imports_of_the_package():
+    """Modules import each other at the top; the few local imports left are the lazy ones."""
+    found = local_project_imports(ROOT)
+    assert len(found) <= MAX_LOCAL_IMPORTS, (f"{len(found)} function-local imports of hss_gym (at most "
+                                             f"{MAX_LOCAL_IMPORTS}):\n" + "\n".join(found))
+
+
+def test_local_import_count_sees_a_local_import(tmp_path: Path):
+    """The count above is not vacuous: it sees absolute and relative imports in (nested) functions,
+    once each, and skips top-level imports and command-line files."""
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "a.py").write_text(
+        "import hss_gym\nimport numpy\n\ndef f():\n    from hss_gym.agents import base\n"
+        "    def g():\n        from . import models\n        import numpy\n    return g\n")
+    (tmp_path / "agents" / "some_cli.py").write_text("def f():\n    import hss_gym.agents\n")
+    assert local_project_imports(tmp_path) == ["agents/a.py:5: from hss_gym.agents import base",
+                                              "agents/a.py:7: from . import models"]

@@ -1,14 +1,12 @@
 """The workload registry: names, aliases, errors, and the name-or-path entry point."""
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hss_gym.workloads import Trace
+from hss_gym.workloads import Trace, registry
 from hss_gym.workloads.registry import (canonical_name, get_trace, list_workloads, load_trace,
                                         make_trace)
 
@@ -78,7 +76,8 @@ def test_get_trace_errors(tmp_path: Path) -> None:
 
 @pytest.fixture
 def fake_readers(monkeypatch: pytest.MonkeyPatch) -> list:
-    """A stand-in ``hss_gym.workloads.readers`` that records the calls it receives."""
+    """A stand-in for ``hss_gym.workloads.readers.load_trace`` (as the registry calls it) that
+    records the calls it receives."""
     calls: list = []
 
     def fake_load(path, format=None, limit=None, **kwargs):  # noqa: A002 - the real signature
@@ -87,9 +86,7 @@ def fake_readers(monkeypatch: pytest.MonkeyPatch) -> list:
         return Trace.from_arrays(np.arange(k, dtype=float), np.zeros(k), np.arange(k) * 4096,
                                  np.full(k, 4096), name="file")
 
-    module = types.ModuleType("hss_gym.workloads.readers")
-    module.load_trace = fake_load
-    monkeypatch.setitem(sys.modules, "hss_gym.workloads.readers", module)
+    monkeypatch.setattr(registry, "_load", fake_load)
     return calls
 
 

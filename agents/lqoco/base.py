@@ -30,6 +30,7 @@ from typing import Any, Callable, ClassVar
 import gymnasium as gym
 
 from hss_gym.agents.base import BasePolicy
+from hss_gym.agents.models import ProblemModel, model_format
 
 
 class ControlPolicy(BasePolicy):
@@ -103,7 +104,6 @@ class ModelControl(ControlPolicy):
     state bins), applied by the problem's run; ``provenance``: the file and its sha256."""
 
     def __init__(self, spec: str) -> None:
-        from hss_gym.agents.models import ProblemModel
         self.model = ProblemModel(spec, "hss/LQoCo-v0")
         self.name = spec  # type: ignore[misc]
         self.env_options = self.model.env_options  # type: ignore[misc]
@@ -120,7 +120,6 @@ class ModelControl(ControlPolicy):
 def make_policy(spec: str, **kwargs: Any) -> ControlPolicy:
     """A policy by registered name or ``"module:factory"``, or a trained model of ``hss/LQoCo-v0``:
     ``"sb3:PATH.zip"``, ``"torch:PATH.pt"``, ``"rllib:DIR"`` (:class:`ModelControl`)."""
-    from hss_gym.agents.models import model_format
     if model_format(spec):
         if kwargs:
             raise ValueError(f"policy {spec!r}: a trained model takes no options, got {sorted(kwargs)}")

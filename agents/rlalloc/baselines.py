@@ -31,6 +31,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from hss_gym.agents.base import BasePolicy, EpisodeResult
+from hss_gym.agents.models import ProblemModel
 from hss_gym.envs.rlalloc import RLAllocEnv, static_allocation
 
 
@@ -173,7 +174,6 @@ class ModelAllocPolicy(AllocPolicy):
     applied by the problem's run; ``provenance``: the file and its sha256, recorded with the run."""
 
     def __init__(self, spec: str) -> None:
-        from hss_gym.agents.models import ProblemModel
         self.model = ProblemModel(spec, "hss/RLAlloc-v0")
         self.name = spec  # type: ignore[misc]
         self.env_options = self.model.env_options  # type: ignore[misc]

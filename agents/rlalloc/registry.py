@@ -29,6 +29,7 @@ def make_policy(name: str, **kwargs: Any) -> AllocPolicy:
             raise ValueError(f"policy {name!r}: a trained model takes no options, got {sorted(kwargs)}")
         return ModelAllocPolicy(name)
     if name == "rlalloc_dqn":
+        # local: the DQN needs PyTorch (the agents extra); the other RLAlloc policies do not
         from hss_gym.agents.rlalloc.dqn import DQNPolicy
         return DQNPolicy(**kwargs)
     if name not in POLICIES:

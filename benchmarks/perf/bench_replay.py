@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from hss_gym.hss import HSS
+from hss_gym.workloads.cache import load_cache, save_cache
+from hss_gym.workloads.readers import load_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "cloudPhysicsIO.csv"
 
@@ -47,9 +50,6 @@ def main() -> int:
 
     import libcachesim as lcs
 
-    from hss_gym.hss import HSS
-    from hss_gym.workloads.cache import load_cache, save_cache
-    from hss_gym.workloads.readers import load_trace
 
     trace = load_trace(args.trace, format="cloudphysics")
     n = len(trace)

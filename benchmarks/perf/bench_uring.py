@@ -22,6 +22,7 @@ import sys
 import tempfile
 
 import numpy as np
+from hss_gym.backends.real import unavailable_reason
 
 
 def fio_iops(path: str, rw: str, qd: int, seconds: float, size: int, direct: bool) -> float:
@@ -54,12 +55,11 @@ def main() -> int:
     if shutil.which("fio") is None:
         print("bench_uring: SKIP: fio is not installed (apt-get install -y fio)")
         return 0
-    from hss_gym.backends.real import unavailable_reason
     why = unavailable_reason()
     if why:
         print(f"bench_uring: SKIP: {why}")
         return 0
-    from hss_gym.backends import _uring
+    from hss_gym.backends import _uring  # local: the optional io_uring extension, there only when `why` is None
     size = args.size_mb << 20
     ok = True
     print(f"4 KiB random I/O, {args.seconds:g} s per run, best of {args.reps}, {args.size_mb} MiB file")

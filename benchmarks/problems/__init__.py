@@ -20,6 +20,8 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from hss_gym.backends.flash import load_profile
+
 #: the problem of suites that do not name one (the Harmonia/Sibyl HSS problem)
 DEFAULT_PROBLEM = "hss"
 #: the problems whose policies include a trained model's file (``"sb3:PATH.zip"``, ``"torch:PATH.pt"``,
@@ -203,7 +205,6 @@ def flash_profile_precheck(rec: dict[str, Any]) -> str | None:
     """``precheck`` of the problems on the flash SSD model (FleetIO, RLAlloc): a run re-runs
     identically only on the device it was made on, so its flash profile (name and scale, as
     recorded) must hash here as it did then (:meth:`FlashProfile.digest`)."""
-    from hss_gym.backends.flash import load_profile
     prov = rec.get("provenance") or {}
     want = prov.get("profile_hash")
     if want is None:

@@ -15,8 +15,11 @@ import math
 from typing import Any
 
 from hss_gym._version import __version__
+from hss_gym.agents import make_env, run_episode
+from hss_gym.agents.fleetio import POLICIES, make_policy
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
+from hss_gym.workloads.fleetio import MIXES
 
 REFERENCE = "hardware_isolation"
 CONFIGS = ("fleetio",)
@@ -24,12 +27,10 @@ OPTIONS = ("windows", "beta", "scale", "window_s", "precondition")
 
 
 def _policies() -> list[str]:
-    from hss_gym.agents.fleetio import POLICIES
     return list(POLICIES)
 
 
 def check_workload(w: str) -> None:
-    from hss_gym.workloads.fleetio import MIXES
     if w not in MIXES:
         raise ValueError(f"unknown FleetIO mix {w!r}; valid: {', '.join(MIXES)}")
 
@@ -40,9 +41,6 @@ def check_config(c: str) -> None:
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    from hss_gym.agents import make_env, run_episode
-    from hss_gym.agents.fleetio import make_policy
-
     check_workload(job["workload"])
     check_config(job["config"])
     opts = dict(job.get("options") or {})

@@ -28,8 +28,16 @@ from typing import Any
 
 import numpy as np
 
+from hss_gym.agents.base import POLICIES, make_env, make_policy, run_episode
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, NoHarm, Problem
+from hss_gym.benchmarks.report import leaderboard, png, short_name
+from hss_gym.benchmarks.results import latency_quantiles, trace_sha256
+from hss_gym.config import CONFIGURATIONS, make_config
+from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS
+from hss_gym.workloads.readers import check_options as check_reader_options
+from hss_gym.workloads.registry import canonical_name, get_trace
+from hss_gym.workloads.registry import check_workload as _check_workload
 
 REFERENCE = "fast_only"
 ORACLE = "oracle"
@@ -52,7 +60,6 @@ LEARNED = frozenset({"harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "sapm
 #: ``n_requests``), i.e. format, skip_bad, sort, name, block_bytes and every format's options
 #: (blkparse event/device, fio gap_us/time_unit, a csv layout: columns, delimiter, units, ...)
 def _reader_options() -> tuple[str, ...]:
-    from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS
     names = [n for n in LOAD_OPTIONS if n != "limit"]
     names += sorted(set().union(*FORMAT_OPTIONS.values()))
     return tuple(names)
@@ -62,12 +69,10 @@ TRACE_OPTIONS = _reader_options()
 
 
 def policies() -> list[str]:
-    from hss_gym.agents.base import POLICIES
     return list(POLICIES)
 
 
 def check_config(name: str) -> None:
-    from hss_gym.config import CONFIGURATIONS
     if name not in CONFIGURATIONS:
         near = difflib.get_close_matches(name, CONFIGURATIONS, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
@@ -76,9 +81,8 @@ def check_config(name: str) -> None:
 
 def check_workload(name: str) -> None:
     """A registered name or an existing trace path (hss_gym.workloads.registry.check_workload)."""
-    from hss_gym.workloads.registry import check_workload as check
     try:
-        check(name)
+        _check_workload(name)
     except FileNotFoundError as e:  # the harness reports ValueErrors
         raise ValueError(str(e)) from None
 
@@ -101,8 +105,6 @@ def check_options(options: dict[str, Any], workloads: Sequence[str] = ()) -> Non
     for every trace file) and ``trace_options`` (file name pattern -> reader options), each
     name and value, every pattern's options with the track's, and the options each of the
     track's trace files will be read with. Raises ValueError naming the option."""
-    from hss_gym.workloads.readers import check_options as check_reader
-
     def check(where: str, opts: dict[str, Any]) -> None:
         for key in opts:
             if key == "limit":
@@ -115,7 +117,7 @@ def check_options(options: dict[str, Any], workloads: Sequence[str] = ()) -> Non
                                  f"trace reader options ({', '.join(TRACE_OPTIONS)}) and "
                                  "trace_options")
         try:
-            check_reader(opts)
+            check_reader_options(opts)
         except ValueError as e:
             raise ValueError(f"{where}{e}") from None
 
@@ -139,7 +141,6 @@ def check_options(options: dict[str, Any], workloads: Sequence[str] = ()) -> Non
 def load_job_trace(job: dict[str, Any]) -> Any:
     """The trace a job runs: a registered workload generated with the job's seed, or the first
     ``n_requests`` of a trace file (read with the track's reader options)."""
-    from hss_gym.workloads.registry import canonical_name, get_trace
     w = job["workload"]
     extra = trace_options(job) if canonical_name(w) is None else {}
     return get_trace(w, n=job["n_requests"], seed=job["seed"], **extra)
@@ -148,8 +149,6 @@ def load_job_trace(job: dict[str, Any]) -> Any:
 def precheck(rec: dict[str, Any]) -> str | None:
     """Why a recorded run cannot be re-run identically here: its configuration or trace hashes
     differently (another trace file or generator version)."""
-    from hss_gym.benchmarks.results import trace_sha256
-    from hss_gym.config import make_config
     prov = rec.get("provenance") or {}
     try:
         digest = make_config(rec["config"]).digest()
@@ -182,9 +181,6 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
     The job names its configuration; it is resolved here, once, and the object passed down (the
     env applies the policy's options to it, the HSS and its device model use it as given)."""
-    from hss_gym.agents.base import make_env, make_policy, run_episode
-    from hss_gym.benchmarks.results import latency_quantiles, trace_sha256
-    from hss_gym.config import make_config
     trace = load_job_trace(job)
     config = make_config(job["config"])
     prov: dict[str, Any] = {"trace": {"name": trace.name, "requests": len(trace), "sha256": trace_sha256(trace),
@@ -255,7 +251,6 @@ METRICS = (
 def figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
     """Latency CDFs of up to four workloads per track: the five best policies and the references,
     distinct line styles, one legend outside the panels."""
-    from hss_gym.benchmarks.report import leaderboard, png, short_name
     import matplotlib.pyplot as plt
     out = []
     styles = ["-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
@@ -312,7 +307,6 @@ def real_trace_curves(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str
     """Per real trace (a track workload that is a file), each learned policy's learning curve as a
     ratio to Slow-Only's (mean over seeds, per 1,000 requests), with the requests after which it
     stays ahead of Slow-Only (:func:`ahead_after`) in the legend and the caption."""
-    from hss_gym.benchmarks.report import png, short_name
     import matplotlib.pyplot as plt
     out = []
     for td in tracks:

@@ -21,6 +21,7 @@ from hss_gym.backends.lqoco.model import CONFIGS
 from hss_gym.workloads.lqoco import MIXES
 from hss_gym.benchmarks.claims import claims_of, load
 from hss_gym.benchmarks.problems import Metric, Problem
+from hss_gym.benchmarks.report import png
 
 LEARNED = frozenset({"lqoco", "lqoco_dk", "lqoco_ab", "lqoco_and"})
 CURVE_EVERY = 5  # periods between points of the watermark / throughput curves
@@ -151,7 +152,6 @@ def fig4(runs: dict[str, dict[str, Any]], title: str):
 
 def figures(tracks: list[Any]) -> list[tuple[tuple[str, str], str, str]]:
     """Fig. 4 per track: watermark over time and cache-full time, first workload, first seed."""
-    from hss_gym.benchmarks.report import png
     out = []
     for td in tracks:
         cells = td.cells()

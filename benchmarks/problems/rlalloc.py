@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from hss_gym.agents import make_env, run_episode
+from hss_gym.agents.rlalloc import make_policy
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
 from hss_gym.workloads.msr_streams import workload_options
@@ -55,9 +57,6 @@ def env_kwargs(options: dict[str, Any]) -> dict[str, Any]:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One episode of one fresh policy; see the module docstring."""
-    from hss_gym.agents import make_env, run_episode
-    from hss_gym.agents.rlalloc import make_policy
-
     check_workload(job["workload"])
     check_config(job["config"])
     options = dict(job.get("options") or {})

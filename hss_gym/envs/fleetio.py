@@ -22,6 +22,7 @@ from hss_gym.envs.fleetio_flash import MB, FlashBackend
 from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
 from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads import fleetio as wl
+from hss_gym.backends.flash import load_profile
 
 N_CHANNELS = 16  # Table 3's SSD (the flash profile ``fleetio``)
 CHANNEL_BPS = 64 * MB  # the paper's bandwidth of one channel: BW_guar and gsb_bw are in these units
@@ -103,7 +104,6 @@ class FleetIOEnv(ReplayCopy, ParallelEnv):
         if channels is not None:
             channels = [check_int(f"channels[{i}]", c, 1, N_CHANNELS) for i, c in enumerate(channels)]
         self.scale, self.precondition = scale, precondition
-        from hss_gym.backends.flash import load_profile
         # Table 3's SSD at ``scale``, read once: every episode's model (and the SLO profiling's) runs on it
         self.profile = load_profile(profile, scale=scale)
         if self.profile.n_channels != N_CHANNELS:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from hss_gym.backends.flash import FlashSSD
 
 if TYPE_CHECKING:
     from hss_gym.backends.flash import FlashProfile
@@ -36,7 +37,6 @@ class FlashBackend:
 
     def __init__(self, n: int, rng: np.random.Generator, *, profile: "FlashProfile", precondition: float | None,
                  slo_us: np.ndarray | None, max_backlog: int = 256) -> None:
-        from hss_gym.backends.flash import FlashSSD
 
         self.prof = profile
         self.n, self.rng, self.max_backlog = n, rng, max_backlog

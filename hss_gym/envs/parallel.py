@@ -30,6 +30,10 @@ from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads.registry import WorkloadSpec, canonical_name, check_count, check_seed, trace_file_spec
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
+from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS
+from hss_gym.backends.sim import timing_params
+from hss_gym.workloads.registry import get_trace
+from hss_gym.backends.real import attach_real
 
 AGENTS = ["placement", "migration"]
 #: the placement agent's rewards: Harmonia's ``L_ref / L_t`` on the steps it acts (the default), or
@@ -47,7 +51,6 @@ def check_options(config_options: dict[str, Any]) -> None:
     cfg_opts = sorted(set(HSSConfig.__dataclass_fields__) - {"meta", "devices", "name"}) + ["fast_fraction"]
     unknown = sorted(set(config_options) - set(cfg_opts) - {"backend_options", "paths"})
     if unknown:
-        from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS
         reader = [k for k in unknown if k in LOAD_OPTIONS or any(k in o for o in FORMAT_OPTIONS.values())]
         if reader:  # a trace file's reader options travel with its path
             raise ValueError(f"trace reader option(s) {reader} are no env options: give them with the trace "
@@ -153,7 +156,6 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
             raise KeyError(f"unknown agent {agent!r}; agents are {AGENTS}")
 
     def _default_ref(self) -> float:
-        from hss_gym.backends.sim import timing_params
         p = timing_params(self.cfg.devices[0], 1)
         return p["read_us"] + PAGE_SIZE / p["read_bw"]
 
@@ -167,7 +169,6 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         """The workload's trace before any window: a registered name generated from ``seed``; a
         file (with its reader options) or ``catalogue:NAME`` read once (its first ``n_requests``), or a Trace as given, kept
         until the workload changes, since no seed changes it."""
-        from hss_gym.workloads.registry import get_trace
         if isinstance(spec, str) and canonical_name(spec) is not None:
             return get_trace(spec, n=self.n_requests, seed=seed)
         if self._source is None or not (self._source[0] is spec or (isinstance(spec, (str, Mapping))
@@ -487,7 +488,6 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
 
     def _real_backend(self, trace: Trace) -> dict[str, Any]:
         """The real backend (kept across resets: it owns the files), sized for ``trace``."""
-        from hss_gym.backends.real import attach_real
         span = int((trace.offset + trace.size).max() + PAGE_SIZE - 1) // PAGE_SIZE if len(trace) else 1
         caps = self.cfg.page_capacities(trace.footprint_pages())
         if self._real is not None:

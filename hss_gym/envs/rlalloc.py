@@ -20,6 +20,7 @@ from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int
                                     check_real, check_reals, env_closed, episode_over, not_reset)
 from hss_gym.workloads.msr_streams import STREAMS, stream_trace
 from hss_gym.workloads.trace import WRITE
+from hss_gym.backends import flash
 
 SWEEP_STREAM = "STG_0"
 MAX_STREAMS_SCALE = 64.0
@@ -30,7 +31,6 @@ INITIAL = ("static", "shared")
 
 def _flash():
     """The flash SSD model (imported lazily: ``import hss_gym`` stays light)."""
-    from hss_gym.backends import flash
     return flash
 
 

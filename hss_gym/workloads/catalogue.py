@@ -29,6 +29,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from hss_gym.workloads.readers import load_trace
 
 PREFIX = "catalogue:"
 _CHUNK = 1 << 20
@@ -267,7 +268,6 @@ def fetch(name: str, *, mirror: str | None = None, timeout: float = 60.0,
 def load(name: str, **options: Any) -> Any:
     """The catalogue trace ``name`` read with its format and reader options (``options``
     override or add ``load_trace`` options, e.g. ``limit``); fetched and verified first."""
-    from hss_gym.workloads.readers import load_trace
 
     e = entry(name)
     path = fetch(name)

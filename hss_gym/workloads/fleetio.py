@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
+from hss_gym.workloads.registry import load_trace
 
 MB = 1_000_000
 KIB = 1024
@@ -270,7 +271,6 @@ def trace_tenants(path: str, *, format: str | None = None, limit: int | None = N
 
     ``volumes`` picks which volume ids (default: every volume, in id order).
     """
-    from hss_gym.workloads import load_trace
 
     kw: dict[str, Any] = {} if limit is None else {"limit": limit}
     tr = load_trace(path, format=format, **kw)

@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
+from hss_gym.workloads.registry import get_trace
+from hss_gym.workloads.trace import WRITE, Trace
 
 KB = 1024
 
@@ -120,7 +122,6 @@ def get_mix(name: str) -> Mix:
 def parse_workload(spec: Any, periods: int, block: int = 4 * KB) -> list[Phase]:
     """Phases for a workload spec: a name, ``"adapt"``, a list of names / (name, periods) pairs
     (equal split of ``periods`` for bare names), a trace file path, or a ``Trace``."""
-    from hss_gym.workloads.trace import Trace
 
     if isinstance(spec, str) and spec.lower() == "adapt":
         spec = list(ADAPT_SEQUENCE)
@@ -149,8 +150,6 @@ def parse_workload(spec: Any, periods: int, block: int = 4 * KB) -> list[Phase]:
 
 
 def _trace_phase(spec: Any, block: int) -> Phase:
-    from hss_gym.workloads.registry import get_trace
-    from hss_gym.workloads.trace import WRITE
 
     tr = get_trace(spec)
     t = (tr.time_us - tr.time_us.min()).astype(np.float64)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from hss_gym.workloads.registry import load_trace
 from hss_gym.workloads.trace import READ, WRITE, Trace
 
 GB = 1e9  # Table I volumes are decimal GB (SSDsim convention); stated so tests can check it
@@ -148,7 +149,6 @@ def stream_trace(name_or_path: str | os.PathLike[str], duration_us: float, seed:
     if not os.path.isfile(name_or_path):
         raise ValueError(f"stream {os.fspath(name_or_path)!r} is neither a Table I name "
                          f"({', '.join(STREAMS)}) nor an existing trace file")
-    from hss_gym.workloads import load_trace
 
     tr = load_trace(name_or_path)
     t = tr.time_us - (tr.time_us[0] if len(tr) else 0.0)

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from hss_gym.workloads import catalogue, learning, mixes, synthetic, training
+from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS, check_options
+from hss_gym.workloads.readers import load_trace as _load
 from hss_gym.workloads.trace import Trace
 
 DEFAULT_N = 100_000
@@ -82,9 +84,7 @@ def make_trace(name: str, n: int = DEFAULT_N, seed: int = 0, **params: Any) -> T
 
 
 def load_trace(path: str | os.PathLike[str], format: str | None = None, **kwargs: Any) -> Trace:
-    """Read a trace file; see ``hss_gym.workloads.readers.load_trace`` (imported on first use)."""
-    from hss_gym.workloads.readers import load_trace as _load
-
+    """Read a trace file; see ``hss_gym.workloads.readers.load_trace``."""
     return _load(path, format=format, **kwargs)
 
 
@@ -103,7 +103,6 @@ def trace_file_spec(spec: Mapping[str, Any]) -> tuple[str | os.PathLike[str], di
     the caller asks for, e.g. the env's ``n_requests``, sets it). Raises ValueError naming what is
     wrong (a missing path, a registered name, an unknown or misspelt option), or FileNotFoundError.
     """
-    from hss_gym.workloads.readers import FORMAT_OPTIONS, LOAD_OPTIONS, check_options
 
     options = dict(spec)
     known = ["path", *LOAD_OPTIONS, *sorted(set().union(*FORMAT_OPTIONS.values()))]

@@ -30,6 +30,7 @@ from typing import Any
 
 from hss_gym.workloads import learning, synthetic
 from hss_gym.workloads.trace import Trace
+from hss_gym.workloads import catalogue
 
 #: the first training seed; every suite evaluates seeds below it
 TRAIN_SEED_START = 1000
@@ -83,7 +84,6 @@ def catalogue_train_windows(suites: list[Any]) -> dict[str, tuple[int, int]]:
     (a track evaluates a trace's first ``n_requests``; a ``traces_dir`` track, whose files are
     only known when it runs, counts as evaluating every catalogue trace), where any are left;
     ``suites`` are :class:`hss_gym.benchmarks.suites.Suite` objects."""
-    from hss_gym.workloads import catalogue
 
     evaluated: dict[str, int] = {}
     for suite in suites:
