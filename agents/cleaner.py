@@ -5,7 +5,7 @@ slower device; :class:`Cleaner` asks the HSS to move pages down in idle time so 
 fit again, in batches a disk can write without positioning dominating, in chunks that yield to
 host I/O on an SSD, and, with ``victims="reuse"``, in the victim order the HSS learns from the
 trace. With ``readahead`` it also has the HSS copy the pages a sequential read stream will read
-next up to the fastest device, in idle time. The reference agents (:mod:`hss_gym.agents.harmonia`)
+next, when they were read before, up to the fastest device in idle time. The reference agents (:mod:`hss_gym.agents.harmonia`)
 and the ``fit_first`` rules (:mod:`hss_gym.agents.rules`) use it; the measurements behind each
 part are in docs/learning-diagnostics.md.
 """
@@ -70,11 +70,13 @@ class Cleaner:
       cleaned pages. Only reads gain from a page kept on a faster device: a rewrite goes to the
       fastest device it fits on wherever the page is.
     * **Readahead** (``readahead=N`` pages; 0, off, by default): a read that continues one of the
-      last few read streams has the pages after it, up to a window that doubles with each
-      sequential read to at most N, copied from the home device to the fastest one in the next
-      idle time, into free room only, while at least half of the prefetched pages whose outcome
-      is known were read there (the core's ``readahead``; one continued stream in 16 still prefetches, so
-      the count follows a changing workload). The cleanings make the room, as for any write.
+      last few read streams for the second time or more has the pages after it that were read
+      before and sit on the home device, up to a window that doubles with each sequential read
+      to at most N, copied to the fastest device in the next idle time, into free room only,
+      while at least half of the prefetched pages whose outcome is known were read there (the
+      core's ``readahead``; one continued stream in 16 still prefetches, so the count follows a
+      changing workload). A re-read stream is promoted before it is read; a first-touch read
+      still stays home. The cleanings make the room, as for any write.
     """
 
     def __init__(self, free: float = 0.02, window: int = 1000, patience: int = 50, min_batch: int = 64,

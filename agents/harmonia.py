@@ -776,8 +776,8 @@ class Harmonia(Combined):
 #: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent);
 #: ``explore_budget=0.02``, ``min_tries=64``: exploration costs at most 2% of the latency seen, and
 #: the network is trusted only on devices tried a minibatch's worth of times. ``victims="reuse"``:
-#: cleanings take first the pages learned to be dead; ``readahead``: sequential read streams are
-#: prefetched to the fast device (``Cleaner``; so does ``fit_first_reuse_ra``).
+#: cleanings take first the pages learned to be dead; ``readahead``: sequential re-read streams are
+#: promoted to the fast device ahead of the reads (``Cleaner``; so does ``fit_first_reuse_ra``).
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
                  explore_budget=0.02, min_tries=64, victims="reuse", readahead=READAHEAD_PAGES)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}

@@ -9,8 +9,8 @@ A learned agent that does not beat it has learned nothing that pays (docs/learni
 
 ``fit_first_reuse`` is ``fit_first`` with the reference agents' learned victim order
 (``victims="reuse"``: its cleanings take first the pages the HSS learned are not read again), and
-``fit_first_reuse_ra`` adds their readahead (sequential read streams prefetched to the fast device
-in idle time while the prefetched pages are read there). It has no network: it is the rule the
+``fit_first_reuse_ra`` adds their readahead (a sequential stream re-reading data at home has its
+next pages promoted to the fast device in idle time, while the promoted pages are read there). It has no network: it is the rule the
 reference agents' networks must beat, with every other part of theirs, learned or not.
 """
 

@@ -920,11 +920,12 @@ static int run_clean(hss *h, double start)
     return rc;
 }
 
-/* Run the pending prefetch from `start`: its pages not yet on a faster device than home (never
- * touched, or at home and not queued), as many as the fastest device has free room for, are read
- * from home in one run (readahead reads the range) and written to the fastest device in one; they
- * enter its LRU as just accessed, with an access count of 0 (a read of one before any other access
- * is a prefetch hit). Counted as migrations. */
+/* Run the pending prefetch from `start`: past the pages already on a faster device than home, the
+ * run of pages that follows at home (read before, not queued) is copied to the fastest device, as
+ * much of it as the device has free room for: one read from home, where the stream left the disk
+ * head, and one write. Untouched pages end the run (a first-touch read stays home, whoever reads it).
+ * The pages enter the fastest device's LRU as just accessed, with an access count of 0 (a read of
+ * one there before any other access is a prefetch hit). Counted as migrations. */
 static int run_prefetch(hss *h, double start)
 {
     uint64_t p0 = h->pf_p0, e = h->pf_p0 + h->pf_n - 1;
@@ -932,22 +933,17 @@ static int run_prefetch(hss *h, double start)
     uint64_t room = h->cap[0] > h->dev[0].used_pages ? h->cap[0] - h->dev[0].used_pages : 0;
     if (!room || h->home == 0)
         return HSS_OK;
-    for (uint64_t p = p0; p <= e; p = (p | (HSS_CHUNK - 1)) + 1) {
-        uint64_t ce = p | (HSS_CHUNK - 1);
-        if (!pt_create_run(&h->pt, p, ce < e ? ce : e))
-            return HSS_ENOMEM;
-    }
-    uint64_t m = 0, first = 0, last = 0;
+    uint64_t m = 0, first = 0;
     uint32_t wslot = 0;
     for (uint64_t p = p0; p <= e && m < room; p++) {
         hss_page *pg = pt_get(&h->pt, p);
         int d = dev_of(pg);
-        if (d >= 0 && (d != h->home || (pg->flags & HSS_F_QUEUED)))
-            continue;
+        if (!m && d >= 0 && d != h->home)
+            continue; /* prefetched before, or written there */
+        if (d != h->home || (pg->flags & HSS_F_QUEUED))
+            break;
         int rc;
-        if (d < 0)
-            h->pt.touched++;
-        else if ((rc = detach(h, pg)) != HSS_OK)
+        if ((rc = detach(h, pg)) != HSS_OK)
             return rc;
         double ready = start;
         if ((rc = attach(h, pg, 0, start, &ready)) < 0)
@@ -959,7 +955,6 @@ static int run_prefetch(hss *h, double start)
             first = p;
             wslot = pg->slot;
         }
-        last = p;
         m++;
         pg->count = 0;
         pg->last_access = h->now;
@@ -970,8 +965,7 @@ static int run_prefetch(hss *h, double start)
     }
     if (!m)
         return HSS_OK;
-    double rdone = simdev_io(&h->dev[h->home], SIMDEV_READ, dev_slot(h, h->home, first, NULL),
-                             (uint32_t)(last - first + 1), start, 1);
+    double rdone = simdev_io(&h->dev[h->home], SIMDEV_READ, dev_slot(h, h->home, first, NULL), (uint32_t)m, start, 1);
     simdev_io(&h->dev[0], SIMDEV_WRITE, wslot, (uint32_t)m, rdone, 1);
     h->c.prefetched += m;
     h->c.migrations += m;
@@ -990,19 +984,24 @@ static int prefetch_pays(const hss *h)
 }
 
 /* Readahead after a read (hss_set_readahead): continue the stream the read continues, or start
- * one; a continued stream's window doubles (from the read's size) up to h->readahead pages, and
- * the pages after the read, up to the window, become the pending prefetch. */
+ * one. A stream continued twice is sequential (one continuation happens by chance among random
+ * reads); its window doubles, from twice the read's size, up to h->readahead pages, and the pages
+ * after the read, up to the window, become the pending prefetch. */
 static void readahead(hss *h, const hss_req *r)
 {
     uint32_t n = (uint32_t)(r->p1 - r->p0 + 1);
     for (int i = 0; i < HSS_RA_STREAMS; i++) {
         if (h->ra_next[i] != r->p0 || !r->p0)
             continue;
-        uint32_t w = h->ra_win[i] ? 2 * h->ra_win[i] : 2 * n;
+        h->ra_next[i] = r->p1 + 1;
+        if (!h->ra_win[i]) { /* continued once: a stream, not yet a sequential one */
+            h->ra_win[i] = 1;
+            return;
+        }
+        uint32_t w = h->ra_win[i] > 1 ? 2 * h->ra_win[i] : 2 * n;
         if (w > h->readahead)
             w = h->readahead;
         h->ra_win[i] = w;
-        h->ra_next[i] = r->p1 + 1;
         if (prefetch_pays(h) || ++h->pf_probe % 16 == 0) {
             h->pf_p0 = r->p1 + 1;
             h->pf_n = w;
