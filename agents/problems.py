@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.envs.rlalloc import RLAllocEnv
 from hss_gym.workloads.msr_streams import workload_options
 
@@ -116,7 +116,7 @@ def _lqoco_env(policy: Any, config: Any, workload: Any, options: dict[str, Any])
 #: The problems, HSS first; ``make_policy("<name>/<policy>")`` takes their names.
 PROBLEMS: dict[str, ProblemAgents] = {p.name: p for p in (
     ProblemAgents("hss", "HSS", "hss/Harmonia-v0", "hss_gym.agents.base", "hss_gym.agents.base:Policy",
-                  "hss_gym.envs.parallel:HSSParallelEnv", "hss_gym.agents.base:run_hss_episode", _hss_env),
+                  "hss_gym.envs.hss.env:HSSParallelEnv", "hss_gym.agents.base:run_hss_episode", _hss_env),
     ProblemAgents("fleetio", "FleetIO", "hss/FleetIO-v1", "hss_gym.agents.fleetio",
                   "hss_gym.agents.fleetio:FleetIOPolicy", "hss_gym.envs.fleetio:FleetIOEnv",
                   "hss_gym.agents.fleetio:run_episode", _fleetio_env),

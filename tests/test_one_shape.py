@@ -18,7 +18,7 @@ from hss_gym.agents.base import run_hss_episode
 from hss_gym.agents.problems import PROBLEMS, problem_of
 from hss_gym.envs.fleetio import FleetIOEnv
 from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.envs.rlalloc import RLAllocEnv
 
 

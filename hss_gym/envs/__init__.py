@@ -2,9 +2,9 @@
 single-agent HSS envs, FleetIO's multi-vSSD PettingZoo env, RLAlloc and L-QoCo."""
 from hss_gym.envs.fleetio import FleetIOEnv
 from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.envs.rlalloc import RLAllocEnv, rlalloc_env
-from hss_gym.envs.single import SingleAgentEnv, migration_env, placement_env
+from hss_gym.envs.hss.single import SingleAgentEnv, migration_env, placement_env
 
 __all__ = ["FleetIOEnv", "HSSParallelEnv", "LQoCoEnv", "RLAllocEnv", "rlalloc_env", "SingleAgentEnv",
            "migration_env", "placement_env"]
