@@ -118,7 +118,7 @@ PROBLEMS: dict[str, ProblemAgents] = {p.name: p for p in (
     ProblemAgents("hss", "HSS", "hss/Harmonia-v0", "hss_gym.agents.base", "hss_gym.agents.base:Policy",
                   "hss_gym.envs.hss.env:HSSParallelEnv", "hss_gym.agents.base:run_hss_episode", _hss_env),
     ProblemAgents("fleetio", "FleetIO", "hss/FleetIO-v1", "hss_gym.agents.fleetio",
-                  "hss_gym.agents.fleetio:FleetIOPolicy", "hss_gym.envs.fleetio:FleetIOEnv",
+                  "hss_gym.agents.fleetio:FleetIOPolicy", "hss_gym.envs.fleetio.env:FleetIOEnv",
                   "hss_gym.agents.fleetio:run_episode", _fleetio_env),
     ProblemAgents("rlalloc", "RLAlloc", "hss/RLAlloc-v0", "hss_gym.agents.rlalloc",
                   "hss_gym.agents.rlalloc:AllocPolicy", "hss_gym.envs.rlalloc:RLAllocEnv",

@@ -45,7 +45,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
 
 __all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv"]
 

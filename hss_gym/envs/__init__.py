@@ -1,6 +1,6 @@
 """Environments, one module per problem: the two-agent HSS PettingZoo env and the Gymnasium
 single-agent HSS envs, FleetIO's multi-vSSD PettingZoo env, RLAlloc and L-QoCo."""
-from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
 from hss_gym.envs.lqoco import LQoCoEnv
 from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.envs.rlalloc import RLAllocEnv, rlalloc_env
