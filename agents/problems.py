@@ -29,9 +29,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from hss_gym.envs.lqoco import LQoCoEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
 from hss_gym.envs.hss.env import HSSParallelEnv
-from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv
 from hss_gym.workloads.msr_streams import workload_options
 
 
@@ -121,10 +121,10 @@ PROBLEMS: dict[str, ProblemAgents] = {p.name: p for p in (
                   "hss_gym.agents.fleetio:FleetIOPolicy", "hss_gym.envs.fleetio.env:FleetIOEnv",
                   "hss_gym.agents.fleetio:run_episode", _fleetio_env),
     ProblemAgents("rlalloc", "RLAlloc", "hss/RLAlloc-v0", "hss_gym.agents.rlalloc",
-                  "hss_gym.agents.rlalloc:AllocPolicy", "hss_gym.envs.rlalloc:RLAllocEnv",
+                  "hss_gym.agents.rlalloc:AllocPolicy", "hss_gym.envs.rlalloc.env:RLAllocEnv",
                   "hss_gym.agents.rlalloc:run_episode", _rlalloc_env),
     ProblemAgents("lqoco", "L-QoCo", "hss/LQoCo-v0", "hss_gym.agents.lqoco",
-                  "hss_gym.agents.lqoco:ControlPolicy", "hss_gym.envs.lqoco:LQoCoEnv",
+                  "hss_gym.agents.lqoco:ControlPolicy", "hss_gym.envs.lqoco.env:LQoCoEnv",
                   "hss_gym.agents.lqoco:run_episode", _lqoco_env),
 )}
 

@@ -40,8 +40,8 @@ def _register() -> None:
     for env_id, entry, vector in (
             ("hss/Placement-v0", "hss_gym.envs.hss.single:placement_env", "hss_gym.envs.hss.vector:PlacementVectorEnv"),
             ("hss/Migration-v0", "hss_gym.envs.hss.single:migration_env", "hss_gym.envs.hss.vector:MigrationVectorEnv"),
-            ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc:rlalloc_env", None),
-            ("hss/LQoCo-v0", "hss_gym.envs.lqoco:LQoCoEnv", None)):
+            ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc.env:rlalloc_env", None),
+            ("hss/LQoCo-v0", "hss_gym.envs.lqoco.env:LQoCoEnv", None)):
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry, vector_entry_point=vector, disable_env_checker=True)
 

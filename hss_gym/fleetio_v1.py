@@ -82,7 +82,7 @@ at start; None = empty), ``profile`` (the flash SSD: ``"fleetio"``, or a profile
 a built-in name, a JSON / ssdconfig.xml path or a ``FlashProfile``), ``render_mode`` ("ansi" or
 "rgb_array").
 
-* ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.FleetIOEnv` (``FleetIOEnv`` is
+* ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.env.FleetIOEnv` (``FleetIOEnv`` is
   exported here too);
 * ``env(...)``: its AEC form (PettingZoo's ``parallel_to_aec``), wrapped in ``OrderEnforcingWrapper``;
 * ``raw_env(...)``: the AEC form unwrapped.
