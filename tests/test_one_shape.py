@@ -17,8 +17,8 @@ from hss_gym.agents import fleetio, lqoco, make_env, make_policy, rlalloc, run_e
 from hss_gym.agents.base import run_hss_episode
 from hss_gym.agents.problems import PROBLEMS, problem_of
 from hss_gym.envs.fleetio.env import FleetIOEnv
-from hss_gym.envs.lqoco.env import LQoCoEnv
 from hss_gym.envs.hss.env import HSSParallelEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
 from hss_gym.envs.rlalloc.env import RLAllocEnv
 
 
