@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from hss_gym.agents.base import Infos, Obs, Policy
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.hss import PAGE_SHIFT
 
 

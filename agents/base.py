@@ -33,7 +33,7 @@ adds what its env needs around the protocol: :class:`Policy` here (``agents``, `
 it is defined.
 
 The HSS problem: a :class:`Policy` acts for one or both agents of the two-agent env
-(:class:`hss_gym.envs.parallel.HSSParallelEnv`), driven by :func:`run_hss_episode`.
+(:class:`hss_gym.envs.hss.env.HSSParallelEnv`), driven by :func:`run_hss_episode`.
 
 * ``act`` returns actions for the agents in :attr:`Policy.agents`; :func:`run_hss_episode` fills the
   others in (placement on device 0, migration "stay"), so a placement-only policy needs no
@@ -72,7 +72,7 @@ from hss_gym.agents.problems import PROBLEMS, make_env, run_episode  # noqa: F40
 # the policy protocol, defined below the registry (hss_gym.agents.models builds on it too)
 from hss_gym.agents.protocol import (MODEL_FORMATS, PROTOCOL, BasePolicy, Infos, Obs,  # noqa: F401
                                      Policy, overridden, stay_action)
-from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
+from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
 
 
 class Combined(Policy):

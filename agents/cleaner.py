@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.hss import MAX_REQUEST_PAGES
 from hss_gym.workloads.trace import PAGE_SIZE
 

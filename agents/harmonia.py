@@ -44,8 +44,8 @@ from hss_gym.agents.c51 import C51Agent, C51Config, load_state, save_state
 from hss_gym.agents.cleaner import READAHEAD_PAGES, Cleaner
 from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
 from hss_gym.backends.base import READ
-from hss_gym.envs.features import feature_names
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
+from hss_gym.envs.hss.features import feature_names
 
 
 #: Harmonia Table 2. Return ranges: placement rewards are in (0, ~1] with gamma 0.9 (returns <= 10);

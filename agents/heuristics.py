@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hss_gym.agents.base import Infos, Obs, Policy, stay_action
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.hss import PAGE_SHIFT
 
 

@@ -39,7 +39,7 @@ from sklearn.svm import SVC, LinearSVC
 from hss_gym.agents.base import Combined
 from hss_gym.agents.heuristics import FastUntilFull, PageHistory, PeriodicMigration, unique_rows
 from hss_gym.agents.sibyl import Sibyl
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 
 
 class KSVMMigration(PeriodicMigration):

@@ -52,11 +52,11 @@ from hss_gym.agents.rllib_models import RLLIB_DEFAULTS as RLLIB_DEFAULTS
 from hss_gym.agents.rllib_models import RLLIB_ENCODERS as RLLIB_ENCODERS
 from hss_gym.agents.rllib_models import RLLIB_HEADS as RLLIB_HEADS
 from hss_gym.agents.rllib_models import RLLIB_MODULES, load_rllib_module, module_dirs, state_file
-from hss_gym.envs.features import feature_bins
-from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.parallel import HSSParallelEnv
-from hss_gym.envs.rlalloc import RLAllocEnv
-from hss_gym.envs.single import SingleAgentEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
+from hss_gym.envs.hss.features import feature_bins
+from hss_gym.envs.hss.single import SingleAgentEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv
 
 CARD_FORMAT = "hss-gym-model-card/1"
 #: the envs of the problems other than HSS a model may be trained on: the problem whose

@@ -27,7 +27,7 @@ import numpy as np
 
 from hss_gym.agents.base import Infos, Obs, Policy, stay_action
 from hss_gym.backends.sim import timing_params
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.workloads.trace import PAGE_SIZE, Trace
 
 NEVER = np.iinfo(np.int64).max

@@ -29,9 +29,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.parallel import HSSParallelEnv
-from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv
 from hss_gym.workloads.msr_streams import workload_options
 
 
@@ -116,15 +116,15 @@ def _lqoco_env(policy: Any, config: Any, workload: Any, options: dict[str, Any])
 #: The problems, HSS first; ``make_policy("<name>/<policy>")`` takes their names.
 PROBLEMS: dict[str, ProblemAgents] = {p.name: p for p in (
     ProblemAgents("hss", "HSS", "hss/Harmonia-v0", "hss_gym.agents.base", "hss_gym.agents.base:Policy",
-                  "hss_gym.envs.parallel:HSSParallelEnv", "hss_gym.agents.base:run_hss_episode", _hss_env),
+                  "hss_gym.envs.hss.env:HSSParallelEnv", "hss_gym.agents.base:run_hss_episode", _hss_env),
     ProblemAgents("fleetio", "FleetIO", "hss/FleetIO-v1", "hss_gym.agents.fleetio",
-                  "hss_gym.agents.fleetio:FleetIOPolicy", "hss_gym.envs.fleetio:FleetIOEnv",
+                  "hss_gym.agents.fleetio:FleetIOPolicy", "hss_gym.envs.fleetio.env:FleetIOEnv",
                   "hss_gym.agents.fleetio:run_episode", _fleetio_env),
     ProblemAgents("rlalloc", "RLAlloc", "hss/RLAlloc-v0", "hss_gym.agents.rlalloc",
-                  "hss_gym.agents.rlalloc:AllocPolicy", "hss_gym.envs.rlalloc:RLAllocEnv",
+                  "hss_gym.agents.rlalloc:AllocPolicy", "hss_gym.envs.rlalloc.env:RLAllocEnv",
                   "hss_gym.agents.rlalloc:run_episode", _rlalloc_env),
     ProblemAgents("lqoco", "L-QoCo", "hss/LQoCo-v0", "hss_gym.agents.lqoco",
-                  "hss_gym.agents.lqoco:ControlPolicy", "hss_gym.envs.lqoco:LQoCoEnv",
+                  "hss_gym.agents.lqoco:ControlPolicy", "hss_gym.envs.lqoco.env:LQoCoEnv",
                   "hss_gym.agents.lqoco:run_episode", _lqoco_env),
 )}
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
+from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
 
 Obs = dict[str, np.ndarray]
 Infos = dict[str, dict[str, Any]]

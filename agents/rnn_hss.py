@@ -43,7 +43,7 @@ from hss_gym.agents.archivist import single_thread
 from hss_gym.agents.base import Combined
 from hss_gym.agents.heuristics import FastUntilFull, PageHistory, PeriodicMigration, unique_rows
 from hss_gym.agents.sibyl import Sibyl
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 
 PREDICT_BATCH = 32768  # rows per forward pass of the reference prediction
 ROW_BLOCK = 64  # a multiple of the row block of the CPU matrix kernels

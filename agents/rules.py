@@ -22,7 +22,7 @@ import numpy as np
 
 from hss_gym.agents.base import Policy
 from hss_gym.agents.harmonia import REFERENCE, PlacementAgent
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 
 
 class FitFirst(PlacementAgent):

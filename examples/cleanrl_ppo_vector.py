@@ -1,7 +1,7 @@
 """CleanRL-style PPO on the native vector env of ``hss/Placement-v0``, in one file (after CleanRL's ``ppo.py``).
 
 ``gym.make_vec("hss/Placement-v0", num_envs=N)`` steps all N simulators in one C call
-(hss_gym/envs/vector.py), so with many envs the learner, not the environment, sets the pace. The
+(hss_gym/envs/hss/vector.py), so with many envs the learner, not the environment, sets the pace. The
 script prints its steps/s and the share of the wall time spent in ``envs.step``, and
 ``--vectorization-mode sync`` runs the same training on Gymnasium's SyncVectorEnv to compare
 (the envs give the same numbers either way; only the time differs).

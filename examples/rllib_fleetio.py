@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
-from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
 
 TRAIN_MIXES = ("train2a", "train2b", "train4", "train8")
 

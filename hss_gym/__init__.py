@@ -7,7 +7,7 @@ storage systems.
 * ``gymnasium.make("hss/Placement-v0")`` / ``"hss/Migration-v0"`` — single-agent envs (without a
   prior ``import hss_gym``: ``gymnasium.make("hss_gym:hss/Placement-v0")``);
   ``gymnasium.make_vec(..., num_envs=N)`` gives N of them stepped in one C call
-  (:mod:`hss_gym.envs.vector`, which also batches the two-agent env);
+  (:mod:`hss_gym.envs.hss.vector`, which also batches the two-agent env);
 * ``hss_gym.fleetio_v1.parallel_env()`` — vSSD bandwidth harvesting (FleetIO), one agent per vSSD;
 * ``gymnasium.make("hss/RLAlloc-v0")`` / ``hss_gym.rlalloc_v0.env()`` — flash-chip allocation for the
   streams of a multi-streamed SSD;
@@ -36,12 +36,12 @@ def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: st
 
 def _register() -> None:
     # vector_entry_point: gymnasium.make_vec's default for these ids, N envs stepped in one C call
-    # (hss_gym/envs/vector.py); vectorization_mode="sync" or "async" still gives Gymnasium's own.
+    # (hss_gym/envs/hss/vector.py); vectorization_mode="sync" or "async" still gives Gymnasium's own.
     for env_id, entry, vector in (
-            ("hss/Placement-v0", "hss_gym.envs.single:placement_env", "hss_gym.envs.vector:PlacementVectorEnv"),
-            ("hss/Migration-v0", "hss_gym.envs.single:migration_env", "hss_gym.envs.vector:MigrationVectorEnv"),
-            ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc:rlalloc_env", None),
-            ("hss/LQoCo-v0", "hss_gym.envs.lqoco:LQoCoEnv", None)):
+            ("hss/Placement-v0", "hss_gym.envs.hss.single:placement_env", "hss_gym.envs.hss.vector:PlacementVectorEnv"),
+            ("hss/Migration-v0", "hss_gym.envs.hss.single:migration_env", "hss_gym.envs.hss.vector:MigrationVectorEnv"),
+            ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc.env:rlalloc_env", None),
+            ("hss/LQoCo-v0", "hss_gym.envs.lqoco.env:LQoCoEnv", None)):
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry, vector_entry_point=vector, disable_env_checker=True)
 

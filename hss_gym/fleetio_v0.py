@@ -28,7 +28,7 @@ As ``fleetio_v1``: truncation after ``windows`` decision windows.
 ## Arguments
 As ``fleetio_v1``; ``profile`` defaults to ``"fleetio-v0"``.
 
-* ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.FleetIOEnv` on profile ``fleetio-v0``
+* ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.env.FleetIOEnv` on profile ``fleetio-v0``
   (``FleetIOEnv`` is exported here too);
 * ``env(...)``: its AEC form, wrapped in ``OrderEnforcingWrapper``; ``raw_env(...)``: unwrapped.
 
@@ -45,7 +45,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
 
 __all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv"]
 

@@ -20,7 +20,7 @@ contention; ``admission_policy`` filters them); in-use gSBs being reclaimed are 
 when GC next runs on their channels. The SSD is the transaction-level flash SSD model of
 :mod:`hss_gym.backends.flash` (profile ``fleetio``: Table 3's SSD, whose chips suspend programs and
 erases for reads; validated against MQSim), one stream per vSSD,
-driven by :mod:`hss_gym.envs.fleetio_flash` (the tenants' requests are generated per ``tick_ms``
+driven by :mod:`hss_gym.envs.fleetio.flash` (the tenants' requests are generated per ``tick_ms``
 tick of the window).
 
 ``possible_agents == agents == ["vssd_0", ..., "vssd_{N-1}"]`` for the whole episode (N = the
@@ -82,7 +82,7 @@ at start; None = empty), ``profile`` (the flash SSD: ``"fleetio"``, or a profile
 a built-in name, a JSON / ssdconfig.xml path or a ``FlashProfile``), ``render_mode`` ("ansi" or
 "rgb_array").
 
-* ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.FleetIOEnv` (``FleetIOEnv`` is
+* ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.env.FleetIOEnv` (``FleetIOEnv`` is
   exported here too);
 * ``env(...)``: its AEC form (PettingZoo's ``parallel_to_aec``), wrapped in ``OrderEnforcingWrapper``;
 * ``raw_env(...)``: the AEC form unwrapped.
@@ -107,7 +107,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from hss_gym.envs.fleetio import FleetIOEnv, parallel_env
+from hss_gym.envs.fleetio.env import FleetIOEnv, parallel_env
 
 __all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv"]
 

@@ -26,14 +26,14 @@ for the contract shared by every env, and for ``copy.deepcopy``/``pickle`` (by r
 
 Single-agent views of the same env, with the other agent following a fixed policy, are registered
 with Gymnasium: ``gymnasium.make("hss/Placement-v0")`` (Sibyl's problem: Sibyl's six features, no
-migration) and ``"hss/Migration-v0"`` (see :mod:`hss_gym.envs.single`).
+migration) and ``"hss/Migration-v0"`` (see :mod:`hss_gym.envs.hss.single`).
 
 ## Action Space
 ``Discrete(N)`` for both agents, N = number of devices, device 0 the fastest.
 
 ## Observation Space
 ``Box(0, 1, (7 + max(0, N - 2),), float32)`` per agent: the Table-1 features of
-:mod:`hss_gym.envs.features` (``raw_bins=True``: ``MultiDiscrete`` bin indices;
+:mod:`hss_gym.envs.hss.features` (``raw_bins=True``: ``MultiDiscrete`` bin indices;
 ``features="sibyl"``: Sibyl's six features).
 
 Infos, every step, per agent: ``acting`` (bool), ``action_mask`` (int8, one entry per device; a
@@ -76,7 +76,7 @@ same ones after the same ``reset(seed=s)``. A trace file is read once and replay
 ## Episode End
 Truncation after the last request of the trace (or ``max_steps``); no termination. On the final
 step both agents' infos carry ``metrics`` (the run's :class:`hss_gym.metrics.RunMetrics` as a
-dict); :meth:`~hss_gym.envs.parallel.HSSParallelEnv.metrics` gives them at any time.
+dict); :meth:`~hss_gym.envs.hss.env.HSSParallelEnv.metrics` gives them at any time.
 
 ## Arguments
 Constructor keywords; ``reset(options=...)`` may change ``workload``/``window``; other reset
@@ -109,7 +109,7 @@ all; ``env.episode_window`` is the episode's ``(start, stop)``), ``reward`` ("ra
 ...     obs, rewards, terms, truncs, infos = env.step(actions)
 >>> infos["placement"]["metrics"]["mean_latency_us"]
 
-* ``parallel_env(...)``: the :class:`~hss_gym.envs.parallel.HSSParallelEnv` (``hss_gym.parallel_env``
+* ``parallel_env(...)``: the :class:`~hss_gym.envs.hss.env.HSSParallelEnv` (``hss_gym.parallel_env``
   is the same factory);
 * ``env(...)``: its AEC form (PettingZoo's ``parallel_to_aec``), wrapped in ``OrderEnforcingWrapper``;
 * ``raw_env(...)``: the AEC form unwrapped.
@@ -140,7 +140,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from hss_gym.envs.parallel import HSSParallelEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
 
 __all__ = ["env", "raw_env", "parallel_env"]
 

@@ -74,9 +74,9 @@ bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.
 ``render_mode`` ("ansi" or "rgb_array").
 
 * ``env(**kwargs)``: ``gymnasium.make("hss/LQoCo-v0", **kwargs)`` (order enforcing; the passive
-  env checker is off, as for every hss-gym id); :meth:`~hss_gym.envs.lqoco.LQoCoEnv.step_rate`
+  env checker is off, as for every hss-gym id); :meth:`~hss_gym.envs.lqoco.env.LQoCoEnv.step_rate`
   and the other methods through ``env.unwrapped``;
-* ``raw_env``: the unwrapped class :class:`hss_gym.envs.lqoco.LQoCoEnv`.
+* ``raw_env``: the unwrapped class :class:`hss_gym.envs.lqoco.env.LQoCoEnv`.
 
 ## Version History
 * v0 (hss-gym 0.4.0): the environment described here: the batched cache/storage-tier simulator
@@ -92,7 +92,7 @@ from typing import Any
 import gymnasium
 
 import hss_gym  # noqa: F401  (its import registers the ids; a submodule's import runs it first anyway)
-from hss_gym.envs.lqoco import LQoCoEnv as raw_env
+from hss_gym.envs.lqoco.env import LQoCoEnv as raw_env
 
 __all__ = ["env", "raw_env"]
 

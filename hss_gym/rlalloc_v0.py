@@ -96,9 +96,9 @@ Baselines that are allocation rules rather than chip moves (Static, Dynamic) dri
 :meth:`RLAllocEnv.set_allocation` and step with the no-op.
 
 * ``env(...)``: ``gymnasium.make("hss/RLAlloc-v0", ...)`` (Gymnasium's ``OrderEnforcing`` wrapper;
-  :meth:`~hss_gym.envs.rlalloc.RLAllocEnv.set_allocation` and the other methods through
+  :meth:`~hss_gym.envs.rlalloc.env.RLAllocEnv.set_allocation` and the other methods through
   ``env.unwrapped``);
-* ``raw_env(...)``: the unwrapped class :class:`~hss_gym.envs.rlalloc.RLAllocEnv` (also exported as
+* ``raw_env(...)``: the unwrapped class :class:`~hss_gym.envs.rlalloc.env.RLAllocEnv` (also exported as
   ``RLAllocEnv``).
 
 ## Version History
@@ -117,8 +117,8 @@ from typing import Any
 import gymnasium
 
 import hss_gym  # noqa: F401  (its import registers the ids; a submodule's import runs it first anyway)
-from hss_gym.envs.rlalloc import RLAllocEnv
-from hss_gym.envs.rlalloc import RLAllocEnv as raw_env
+from hss_gym.envs.rlalloc.env import RLAllocEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv as raw_env
 
 __all__ = ["env", "raw_env", "RLAllocEnv"]
 

@@ -612,7 +612,7 @@ def test_placements_that_do_not_evict_need_the_fits_feature():
         ev[name] = run_episode(p, env, seed=0).metrics.evictions
     assert ev["harmonia_paper"] > 500 and ev["harmonia"] * 20 < ev["harmonia_paper"], ev
     p = make_policy("harmonia", seed=0)
-    from hss_gym.envs.parallel import HSSParallelEnv
+    from hss_gym.envs.hss.env import HSSParallelEnv
     with pytest.raises(ValueError, match="room_feature='binary'"):
         run_episode(p, HSSParallelEnv("cost_opt", "learn-hot-scan", n_requests=100), seed=0)
 
@@ -621,8 +621,8 @@ def test_room_feature_fits_bins_say_whether_the_request_fits():
     """room_feature='fits': fast_cap is 0 exactly when the request's pages exceed the fast
     device's free pages, else 1 + the free fraction in sevenths; 'binary': 0 or 7 on the same
     condition; 'fraction' is the published bins."""
-    from hss_gym.envs.parallel import HSSParallelEnv
-    from hss_gym.envs.features import feature_names
+    from hss_gym.envs.hss.env import HSSParallelEnv
+    from hss_gym.envs.hss.features import feature_names
     with pytest.raises(ValueError, match="room_feature"):
         HSSParallelEnv("perf_opt", "ycsb-b", n_requests=10, room_feature="free")
     k = feature_names(2, "harmonia").index("fast_cap")

@@ -17,7 +17,7 @@ import pytest
 import hss_gym
 import hss_gym.benchmarks.problems.hss as hss_problem
 import hss_gym.config as config_module
-import hss_gym.envs.fleetio as fleetio_env
+import hss_gym.envs.fleetio.env as fleetio_env
 from hss_gym.benchmarks.problems import get_problem
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.hss import HSS

@@ -62,7 +62,7 @@ def _hss_section(title: str) -> str:
 
 def test_hss_observation_tables_match_the_code() -> None:
     """docs/hss.md's feature order and bins are the env's (both feature sets)."""
-    from hss_gym.envs.features import feature_bins, feature_names
+    from hss_gym.envs.hss.features import feature_bins, feature_names
     section = _hss_section("Observations")
     rows = [r.split("|") for r in section.splitlines() if re.match(r"^\| \d+ \| \w+ \|", r)]
     assert [(int(r[1]), r[2].strip()) for r in rows] == list(enumerate(feature_names(2)))
@@ -78,7 +78,7 @@ def test_hss_options_and_infos_tables_are_complete() -> None:
 
     from hss_gym import hss_v0
     from hss_gym.config import HSSConfig
-    from hss_gym.envs.parallel import HSSParallelEnv
+    from hss_gym.envs.hss.env import HSSParallelEnv
     options = _hss_section("Options")
     documented = set(re.findall(r"`(\w+)`", options))
     env_opts = set(inspect.signature(HSSParallelEnv.__init__).parameters) - {"self", "config_options"}
@@ -166,5 +166,5 @@ def test_found_by_name_sees_a_module_without_its_test_file() -> None:
     assert found_by_name("hss_gym/cli.py", names) and found_by_name("hss_gym/fleetio_v1.py", names)
     assert found_by_name("hss_gym/envs/_contract.py", ["contract"])
     assert found_by_name("hss_gym/workloads/readers/__init__.py", ["readers_property"])
-    assert not found_by_name("hss_gym/envs/parallel.py", names)
+    assert not found_by_name("hss_gym/envs/hss/single.py", names)
     assert not found_by_name("hss_gym/client.py", names)

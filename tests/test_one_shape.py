@@ -16,10 +16,10 @@ from hss_gym import fleetio_v0, fleetio_v1, hss_v0, lqoco_v0, rlalloc_v0
 from hss_gym.agents import fleetio, lqoco, make_env, make_policy, rlalloc, run_episode
 from hss_gym.agents.base import run_hss_episode
 from hss_gym.agents.problems import PROBLEMS, problem_of
-from hss_gym.envs.fleetio import FleetIOEnv
-from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.parallel import HSSParallelEnv
-from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
+from hss_gym.envs.hss.env import HSSParallelEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv
 
 
 def _metrics(result: Any) -> str:

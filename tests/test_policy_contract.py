@@ -20,9 +20,9 @@ from hss_gym.agents.fleetio import FleetIOPolicy
 from hss_gym.agents.heuristics import HPS
 from hss_gym.agents.lqoco import ControlPolicy
 from hss_gym.agents.rlalloc import AllocPolicy
-from hss_gym.envs.fleetio import FleetIOEnv
-from hss_gym.envs.lqoco import LQoCoEnv
-from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv
 
 
 def test_list_policies_names_every_problem_as_make_policy_takes_them():

@@ -1,4 +1,4 @@
-"""The native vector envs (hss_gym/envs/vector.py) give exactly what Gymnasium's SyncVectorEnv
+"""The native vector envs (hss_gym/envs/hss/vector.py) give exactly what Gymnasium's SyncVectorEnv
 gives over the same envs (observations, rewards, episode ends, bit for bit, across next-step
 autoresets), over one thread or two; the batched two-agent env what N two-agent envs give; bad
 arguments fail clearly."""
@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 
 import hss_gym  # noqa: F401  (registers the ids)
 from hss_gym.envs import HSSParallelEnv
-from hss_gym.envs.vector import MigrationVectorEnv, ParallelVectorEnv, PlacementVectorEnv
+from hss_gym.envs.hss.vector import MigrationVectorEnv, ParallelVectorEnv, PlacementVectorEnv
 
 # short episodes (a 150-400-request trace, part of its requests decisions): autoresets come early
 SHORT = {"workload": "ycsb-a", "n_requests": 150}
@@ -172,7 +172,7 @@ def test_sb3_adapter_is_dummy_vec_env():
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from hss_gym.envs.sb3 import SB3VecEnv
+    from hss_gym.envs.hss.sb3 import SB3VecEnv
     n = 3
     ours = SB3VecEnv(gym.make_vec("hss/Placement-v0", num_envs=n, **SHORT))
     ref = DummyVecEnv([lambda: gym.make("hss/Placement-v0", **SHORT) for _ in range(n)])

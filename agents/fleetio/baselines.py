@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from hss_gym.agents.base import BasePolicy, EpisodeResult
-from hss_gym.envs.fleetio import N_CHANNELS, FleetIOEnv
+from hss_gym.envs.fleetio.env import N_CHANNELS, FleetIOEnv
 from hss_gym.workloads.fleetio import mix_workloads
 
 

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from hss_gym.agents.fleetio.policy import HEADS
-from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
 
 TRAIN_MIXES = ("train2a", "train2b", "train4", "train8")
 

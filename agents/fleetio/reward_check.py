@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hss_gym.agents.fleetio.registry import make_policy
-from hss_gym.envs.fleetio import FleetIOEnv
+from hss_gym.envs.fleetio.env import FleetIOEnv
 
 
 def hand_actions(env: FleetIOEnv, offer: int) -> dict[str, np.ndarray]:

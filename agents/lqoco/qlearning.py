@@ -32,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from hss_gym.agents.lqoco.base import ControlPolicy
-from hss_gym.envs.lqoco import N_STATES, category, decode_state
+from hss_gym.envs.lqoco.env import N_STATES, category, decode_state
 
 KEEP, FAST_DEC, FAST_INC = 2, 1, 4
 

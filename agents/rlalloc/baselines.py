@@ -32,7 +32,7 @@ import numpy as np
 
 from hss_gym.agents.base import BasePolicy, EpisodeResult
 from hss_gym.agents.models import ProblemModel
-from hss_gym.envs.rlalloc import RLAllocEnv, static_allocation
+from hss_gym.envs.rlalloc.env import RLAllocEnv, static_allocation
 
 
 class AllocPolicy(BasePolicy):

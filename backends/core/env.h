@@ -1,12 +1,12 @@
 /* The HSS environment in C: the observation features and one env's step (hss_env_*).
  *
- * hss_env_step is what one step of hss_gym.envs.parallel.HSSParallelEnv does to the simulator:
+ * hss_env_step is what one step of hss_gym.envs.hss.env.HSSParallelEnv does to the simulator:
  * finish the pending request on the placement agent's device, queue the migration agent's move
  * of the candidate page, begin the next request, pick the next candidate and write both agents'
  * observations. The binding's HSS.env_step (module.c) is this with Python arguments (the rewards
  * are then computed in Python); the batched envs of vec.h step each env with it too.
  *
- * The feature table (names, order, bins) is defined here only: hss_gym/envs/features.py reads it
+ * The feature table (names, order, bins) is defined here only: hss_gym/envs/hss/features.py reads it
  * through the binding (feature_layout).
  */
 #ifndef HSS_ENV_H

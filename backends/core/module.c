@@ -845,7 +845,7 @@ static PyTypeObject HSSType = {
 /* ------------------------------------------------------------------ VecEnv */
 
 /* VecEnv(n, mode, nfeat, arrays, threads=1): a batch of n HSS envs stepped in one call (vec.h),
- * for hss_gym/envs/vector.py; mode 0 both agents, 1 placement learns, 2 migration learns.
+ * for hss_gym/envs/hss/vector.py; mode 0 both agents, 1 placement learns, 2 migration learns.
  * `arrays`: a dict of the shared NumPy arrays the steps read and write (held until the object
  * goes): act_p, act_m (int64 [n]), skip (bool [n]), obs_p, obs_m (float32 or int64 [n, nfeat]),
  * rew_p, rew_m (float64 [n]), trunc, acting_p, acting_m (bool [n]); those a mode does not use

@@ -4,7 +4,7 @@
  * rewards too (Sibyl's L_ref / latency for placement, Harmonia's eq. 3 for migration), the same
  * floating-point operations in the same order as the Python envs, so the results are identical.
  * Three modes: both agents (hss/Harmonia-v0), or one learner with the other agent fixed, as
- * hss_gym.envs.single.SingleAgentEnv does (hss/Placement-v0, hss/Migration-v0): the learner's
+ * hss_gym.envs.hss.single.SingleAgentEnv does (hss/Placement-v0, hss/Migration-v0): the learner's
  * step then runs on through the requests on which it has no decision. Episode starts (resets)
  * stay in Python: a slot is (re)loaded after its env was reset there; a slot flagged in `skip`
  * is left alone for that call (Gymnasium's next-step autoreset). The batch can be split over

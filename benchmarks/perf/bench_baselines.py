@@ -28,7 +28,7 @@ from typing import Any  # noqa: E402
 
 from hss_gym.agents import make_env, make_policy, run_episode  # noqa: E402
 from hss_gym.agents.base import Infos, Obs, Policy, stay_action  # noqa: E402
-from hss_gym.envs.parallel import HSSParallelEnv  # noqa: E402
+from hss_gym.envs.hss.env import HSSParallelEnv  # noqa: E402
 
 DEFAULT = ("rnn_hss,sibyl+rnn_hss,sibyl+k_svm,k_svm,archivist,oracle,sibyl,sapm,harmonia,random,"
            "hps,cde,fast_only")

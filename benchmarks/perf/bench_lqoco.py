@@ -21,7 +21,7 @@ import gymnasium as gym
 
 import hss_gym  # noqa: F401
 from hss_gym.agents.lqoco import POLICIES, make_policy, run_episode
-from hss_gym.envs.lqoco import LQoCoEnv
+from hss_gym.envs.lqoco.env import LQoCoEnv
 
 
 class NoopEnv(gym.Env):

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from hss_gym.agents.rlalloc import AllocPolicy, make_policy, run_episode
-from hss_gym.envs.rlalloc import RLAllocEnv
+from hss_gym.envs.rlalloc.env import RLAllocEnv
 
 TARGET = 200.0
 

@@ -1,4 +1,4 @@
-"""Throughput of the native vector envs (hss_gym/envs/vector.py) against Gymnasium's SyncVectorEnv.
+"""Throughput of the native vector envs (hss_gym/envs/hss/vector.py) against Gymnasium's SyncVectorEnv.
 
 Requirements (docs/performance.md), measured in one run:
 
@@ -28,7 +28,7 @@ import gymnasium as gym
 import numpy as np
 
 import hss_gym  # noqa: F401  (registers the ids)
-from hss_gym.envs.vector import ParallelVectorEnv
+from hss_gym.envs.hss.vector import ParallelVectorEnv
 
 
 def rate(step: Callable[[], Any], n: int, seconds: float, reps: int) -> float:

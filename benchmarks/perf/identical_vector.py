@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 import hss_gym  # noqa: F401  (registers the ids)
-from hss_gym.envs.vector import ParallelVectorEnv
+from hss_gym.envs.hss.vector import ParallelVectorEnv
 
 CASES = [("hss/Placement-v0", "ycsb-b", 3000), ("hss/Migration-v0", "ycsb-b", 3000),
          ("hss/Placement-v0", "ycsb-a", 2000), ("hss/Placement-v0", "ycsb-f", 2000)]

@@ -1,7 +1,7 @@
 """Single-agent Gymnasium environments built on the two-agent env.
 
 ``SingleAgentEnv(parallel_env, agent, other_policy)`` exposes one agent of
-:class:`~hss_gym.envs.parallel.HSSParallelEnv` as a ``gymnasium.Env``, the other agent following a
+:class:`~hss_gym.envs.hss.env.HSSParallelEnv` as a ``gymnasium.Env``, the other agent following a
 fixed policy. It advances through requests on which the learner has no decision (the other agent
 still acts, the HSS still serves them) so **every step is a decision**; rewards earned on skipped
 requests (the migration agent's delayed reward) are added to the next returned reward.
@@ -31,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 from hss_gym.envs._contract import not_reset
-from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
+from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
 from hss_gym.render import RENDER_MODES
 
 Policy = Callable[[np.ndarray, dict[str, Any]], int]

@@ -41,8 +41,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hss_gym.backends import _core
-from hss_gym.envs.parallel import AGENTS, HSSParallelEnv
-from hss_gym.envs.single import SingleAgentEnv, migration_env, placement_env
+from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
+from hss_gym.envs.hss.single import SingleAgentEnv, migration_env, placement_env
 from hss_gym.metrics import compute_metrics
 
 #: the C batch's modes (backends/core/vec.h HSS_VEC_*)

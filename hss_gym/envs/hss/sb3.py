@@ -1,7 +1,7 @@
 """Stable-Baselines3's ``VecEnv`` over the native vector envs: SB3's algorithms on N HSS envs
 stepped in one C call.
 
->>> from hss_gym.envs.sb3 import SB3VecEnv
+>>> from hss_gym.envs.hss.sb3 import SB3VecEnv
 >>> venv = SB3VecEnv(gym.make_vec("hss/Placement-v0", num_envs=8, n_requests=20_000))
 >>> model = stable_baselines3.PPO("MlpPolicy", venv)
 
@@ -23,14 +23,14 @@ import numpy as np
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 except ImportError as e:  # pragma: no cover - the sb3 extra is installed in the test environments
-    raise ImportError("hss_gym.envs.sb3 needs Stable-Baselines3: pip install 'hss-gym[sb3]'") from e
+    raise ImportError("hss_gym.envs.hss.sb3 needs Stable-Baselines3: pip install 'hss-gym[sb3]'") from e
 
-from hss_gym.envs.vector import MigrationVectorEnv, PlacementVectorEnv
+from hss_gym.envs.hss.vector import MigrationVectorEnv, PlacementVectorEnv
 
 
 class SB3VecEnv(VecEnv):
-    """SB3's ``VecEnv`` over a :class:`~hss_gym.envs.vector.PlacementVectorEnv` or
-    :class:`~hss_gym.envs.vector.MigrationVectorEnv` (or what ``gym.make_vec`` made of one)."""
+    """SB3's ``VecEnv`` over a :class:`~hss_gym.envs.hss.vector.PlacementVectorEnv` or
+    :class:`~hss_gym.envs.hss.vector.MigrationVectorEnv` (or what ``gym.make_vec`` made of one)."""
 
     def __init__(self, venv: "PlacementVectorEnv | MigrationVectorEnv") -> None:
         inner = getattr(venv, "unwrapped", venv)

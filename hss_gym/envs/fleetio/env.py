@@ -18,8 +18,8 @@ from pettingzoo import ParallelEnv
 from hss_gym import render
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_int, check_multidiscrete_action, check_real,
                                     check_reals, env_closed, episode_over, not_reset)
-from hss_gym.envs.fleetio_flash import MB, FlashBackend
-from hss_gym.envs.fleetio_gsb import Action, AdmissionControl, GsbPool
+from hss_gym.envs.fleetio.flash import MB, FlashBackend
+from hss_gym.envs.fleetio.gsb import Action, AdmissionControl, GsbPool
 from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.workloads import fleetio as wl
 from hss_gym.backends.flash import load_profile

@@ -24,7 +24,7 @@ from hss_gym import render
 from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
                                     env_closed, episode_over, not_reset)
-from hss_gym.envs.features import ROOM_FEATURES, feature_flags, feature_names, observation_space
+from hss_gym.envs.hss.features import ROOM_FEATURES, feature_flags, feature_names, observation_space
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode

@@ -1,0 +1,1 @@
+"""L-QoCo's environment (:mod:`hss_gym.lqoco_v0`, ``hss/LQoCo-v0``) in :mod:`.env`."""

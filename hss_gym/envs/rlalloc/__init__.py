@@ -1,0 +1,1 @@
+"""RLAlloc's environment (:mod:`hss_gym.rlalloc_v0`, ``hss/RLAlloc-v0``) in :mod:`.env`."""
