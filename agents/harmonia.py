@@ -420,7 +420,7 @@ class MigrationAgent(_C51Policy):
       best move's expected return is positive; stays are not stored (as in the paper, where a
       page whose target is its own device is not a candidate). The support [-2, 1] puts an
       untried move at about -0.5, so an untrained agent stays (from a random network with
-      epsilon 0.001 the old agent moved up to 2,000 pages to the wrong device);
+      epsilon 0.001 the old agent moved pages to the wrong device until training caught up);
     * **per-page credit of a move**, against staying: ``-P`` (eq. 3's penalty
       ``penalty * (1/acc_intr + 1/migr_intr)`` of the page); plus or minus the measured cost of one
       critical-path eviction (in eq.-2 reward, from the placements that evicted against those

@@ -27,7 +27,7 @@ Deviations from the paper, each measured (docs/rlalloc.md):
 * **Input standardisation** (``QNetwork.obs_mean/obs_std``, from the offline data): without it
   even Adam did not fit the graded labels (held-out agreement stayed at the no-op rate).
 * **Graded labels** (above) instead of a one-hot large-margin loss: without standardisation the
-  margin loss stayed at 0.77-0.80 (SGD with momentum, Adam; greedy ~ no-op); with
+  margin loss did not fall (SGD with momentum, Adam; greedy ~ no-op; docs/rlalloc.md); with
   standardisation only the graded form was tried.
 * A schedule of minutes, not the paper's 100k-step decay and "10G samples".
 
