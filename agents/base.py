@@ -159,8 +159,8 @@ def run_hss_episode(policy: Policy, env: Any, seed: int = 0,
 
     Python's cyclic garbage collector is paused for the episode: each step allocates a few dicts
     and tuples, which reference counting frees, and the collections they trigger would scan the
-    whole heap (NumPy, PyTorch) for nothing, ~20% of the env's step (a 50,000-request Harmonia
-    episode leaves ~300 objects in cycles; they are collected after).
+    whole heap (NumPy, PyTorch) for nothing; the few objects an episode leaves in cycles are
+    collected after it (measured in docs/performance.md).
     """
     start = time.perf_counter()
     raw = env.unwrapped

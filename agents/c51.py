@@ -14,9 +14,9 @@ highest expected value. As in Sibyl (ISCA'22) and Harmonia (arXiv 2503.20507, se
   with autograd and ``torch.optim.Adam`` in :mod:`hss_gym.agents.c51_torch` (the reference the C
   kernel is tested against; edit it to try a new loss; it needs PyTorch, the ``agents`` extra).
   Both compute the same update; the C kernel takes
-  ~20x less time per minibatch (benchmarks/perf/bench_agents.py: 146 vs 2,896 µs for 128 samples
-  on a loaded machine; ~80 µs of CPU for Harmonia's placement network), which is what lets the
-  agents learn online at the environment's speed;
+  an order of magnitude less time per minibatch (measured by benchmarks/perf/bench_agents.py; the
+  numbers are in docs/performance.md), which is what lets the agents learn online at the
+  environment's speed;
 * **experience replay** of the last ``buffer_size`` (1000) transitions ``(s, a, r, s', discount)``,
   with uniformly sampled minibatches of ``batch_size``; the discount of the next state is gamma
   unless the transition gives its own (0: terminal; per-page credit, :mod:`hss_gym.agents.credit`,

@@ -138,8 +138,8 @@ class PlacementAgent(_C51Policy):
     the cleaner holds the fast device near its target (2% free) for most of a run, a fraction
     the agent hardly saw while it explored an emptier device, and with the free fraction in its
     observation it learned to send rewrites of fast-resident pages to the slow device in those
-    states (msr-rsrch_1 cost_opt, seed 0: 734 of 11,264 later writes that fit, at 6 ms each on
-    the disk; docs/learning-diagnostics.md). On real traces the
+    states, each then paying a disk access (measured in docs/learning-diagnostics.md). On real
+    traces the
     critical-path evictions were where the agents lost to Slow-Only (docs/learning-diagnostics.md);
     a page then reaches a full fast device through the migration agent, whose moves run in idle
     time.
@@ -152,8 +152,8 @@ class PlacementAgent(_C51Policy):
     that continues the previous one (its offset is where that one ended) takes the previous
     request's choice, so a random choice is made once per sequential run. Random choices per
     request split a sequential stream between the devices (on a disk every piece then costs a
-    seek): on blkparse-wiscsee (673 requests, all in the warm-up) that made the reference agents
-    up to 1.06x Slow-Only on cost_opt.
+    seek), which made the reference agents slower than Slow-Only on a short sequential trace
+    explored entirely in the warm-up (measured in docs/learning-diagnostics.md).
 
     ``first_reads`` ("place", the papers' environment contract; the reference agents: "home"):
     who places a page first touched by a read. With "home" the agent places writes only, as
@@ -163,8 +163,7 @@ class PlacementAgent(_C51Policy):
     later re-reads, while it fills the device and makes the cleaner move pages; the immediate
     reward (the read is served from home either way) cannot tell the two choices apart, so the
     agents placed such reads on the fast device at random and the cleaning slowed every request
-    (msnfs-disksim perf_opt: 60,331 of 130,483 reads placed on the fast device, 219,724 pages
-    cleaned, reads 1.16x Slow-Only's mean; docs/learning-diagnostics.md).
+    (measured in docs/learning-diagnostics.md).
 
     ``prior`` (None: the network alone decides; the reference agents: ``"fit"``): the agent starts
     from the ``fit_first`` rule (:mod:`hss_gym.agents.rules`: the fastest device the request fits
@@ -192,7 +191,7 @@ class PlacementAgent(_C51Policy):
     that many requests ends there too (terminal, its own reward). Without it a page never used
     again (a scan) reports its outcome ``horizon`` requests late; when the hot set moves, the
     agent's first-touch placements then oscillate between fast and slow with that delay
-    (learn-phase perf_opt: 1.36x the best fixed policy, 0.97x with it).
+    (measured in docs/learning-diagnostics.md, "the learning rate and the idle horizon").
     """
 
     name = "harmonia_placement"
@@ -421,7 +420,7 @@ class MigrationAgent(_C51Policy):
       best move's expected return is positive; stays are not stored (as in the paper, where a
       page whose target is its own device is not a candidate). The support [-2, 1] puts an
       untried move at about -0.5, so an untrained agent stays (from a random network with
-      epsilon 0.001 the old agent moved up to 2,000 pages to the wrong device);
+      epsilon 0.001 the old agent moved pages to the wrong device until training caught up);
     * **per-page credit of a move**, against staying: ``-P`` (eq. 3's penalty
       ``penalty * (1/acc_intr + 1/migr_intr)`` of the page); plus or minus the measured cost of one
       critical-path eviction (in eq.-2 reward, from the placements that evicted against those
@@ -445,8 +444,8 @@ class MigrationAgent(_C51Policy):
     exploration budget while the running mean of that charge exceeds the measured eviction cost
     (the most a background move saves besides its reads).
 
-    The environment's system-level eq.-3 reward pays the moves and the stays of one period the same
-    (0.00794 vs 0.00793 in the replay), so it cannot tell the agent which page to move.
+    The environment's system-level eq.-3 reward pays the moves and the stays of one period all but
+    the same (docs/learning-diagnostics.md), so it cannot tell the agent which page to move.
 
     ``credit="system"``: the environment's eq.-3 reward as published, credited to the moves in
     ``infos["migration"]["credit"]`` and shared by the latest ``x`` stays before it (transition
@@ -634,9 +633,9 @@ class MigrationAgent(_C51Policy):
 #: budget of 100 exploratory moves (probability 0.1 per candidate, only into an empty migration
 #: queue and only while the fast device evicts), training from 16 stored moves, greedy moves only
 #: into an empty queue while the fast device evicts, and each executed move charged what it
-#: delayed host I/O. Measured (3-5 seeds) against the agent without them: learning-v1 perf_opt
-#: cells 2-9% faster, hot-scan cost_opt 10% faster, msr-excerpt perf_opt 1.4% faster; msr and
-#: learn-phase cost_opt within 0.6%. They need the placement agent's eviction reports
+#: delayed host I/O. Against the agent without them they make the perf_opt cells faster and leave
+#: the cost_opt cells within their seeds' spread (measured in docs/learning-diagnostics.md, where
+#: the adoption is recorded). They need the placement agent's eviction reports
 #: (``MigrationAgent.placed``), which only Harmonia gives, so a bare MigrationAgent (e.g. in
 #: ``cde+rl_migr``) keeps its plain defaults.
 HARMONIA_MIGRATION = dict(explore_moves=100, explore_rate=0.1, learn_start=16, idle_only=True,

@@ -35,9 +35,10 @@ import numpy as np
 from hss_gym.agents.c51 import C51Config
 from hss_gym.agents.harmonia import REFERENCE, PlacementAgent
 
-#: As Harmonia's placement agent (see PLACEMENT_DEFAULTS), with lr 3e-3 instead of Sibyl's 1e-4
-#: (docs/learning-diagnostics.md: at 1e-4 the loss went 3.94 -> 3.81 in 10k requests; 1e-3 left
-#: learn-phase perf_opt at 1.41x the best fixed policy, and the synthetic workloads 13% slower).
+#: As Harmonia's placement agent (see PLACEMENT_DEFAULTS), with lr 3e-3 instead of Sibyl's 1e-4:
+#: at 1e-4 the loss hardly fell within an episode, and at 1e-3 the agent stayed well behind the
+#: best fixed policy on learn-phase and was slower on the synthetic workloads (measured in
+#: docs/learning-diagnostics.md).
 SIBYL_DEFAULTS = C51Config(hidden=(20, 30), gamma=0.9, lr=3e-3, epsilon=0.001, batch_size=128,
                            buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 

@@ -13,8 +13,8 @@
   copies of first-touch *reads* from the home device to the faster device a policy placed them
   on (``preloaded=False``): placing data is the HSS's job, so a fill counts as necessary, while
   every migration or eviction copy is extra. WA >= 1, and 1.0 means no page was copied twice.
-  Dividing by host writes alone would explode on read-mostly traces (4 writes and 5,000
-  migrations gave WA = 21,905); so WA is ``None`` ("n/a" in reports) when the denominator is
+  Dividing by host writes alone would explode on read-mostly traces (a handful of writes against
+  thousands of migrations; docs/inputs.md); so WA is ``None`` ("n/a" in reports) when the denominator is
   below :data:`WA_MIN_FRACTION` (1%) of the host traffic (bytes read + written): such a run
   wrote too little for a ratio to mean anything, and its copies are in ``migration_bytes``;
 * migration traffic per device: pages copied in and out (migrations + evictions);

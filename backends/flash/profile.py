@@ -18,7 +18,7 @@ PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 BUILTIN = ("mqsim-default", "rlalloc", "fleetio", "fleetio-v0")
 # A scaled plane keeps at least this many blocks: each stream holds an open data block and a GC
 # block per plane, and GC needs full blocks to choose from (with 8 streams and 16-32 blocks per
-# plane, GC storms dominate: write amplification 8-200 measured; with 64 blocks, normal).
+# plane, GC storms dominate; with 64 blocks, GC behaves normally: measured in docs/flash-model.md).
 MIN_BLOCKS = 64
 # MQSim's CMD_Suspension_Support values: which array operations a read (or, for erases, a program)
 # may suspend.
