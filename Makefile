@@ -112,8 +112,8 @@ build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h 
 	  agents/c51_async.c agents/page_credit.c -lm -o $@
 
 # The flash SSD model's core (channels, chips, FTL, GC).
-FLASH_C := backends/flash/flash.c backends/flash/cache.c backends/flash/precondition.c
-build/test_flash_asan: tests/c/test_flash.c $(FLASH_C) backends/flash/flash.h backends/flash/flash_internal.h backends/flash/cache.h
+FLASH_C := backends/flash/flash.c backends/flash/cache.c backends/flash/ftl.c backends/flash/precondition.c
+build/test_flash_asan: tests/c/test_flash.c $(FLASH_C) backends/flash/flash.h backends/flash/model.h backends/flash/cache.h backends/flash/ftl.h
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ibackends/flash tests/c/test_flash.c $(FLASH_C) -lm -o $@

@@ -88,8 +88,10 @@ uring = Extension(
 
 flash = Extension(
     "hss_gym.backends._flash",
-    sources=["backends/flash/module.c", "backends/flash/flash.c", "backends/flash/cache.c", "backends/flash/precondition.c"],
-    depends=["backends/flash/flash.h", "backends/flash/flash_internal.h", "backends/flash/cache.h", "backends/binding.h"],
+    sources=["backends/flash/module.c", "backends/flash/flash.c", "backends/flash/cache.c", "backends/flash/ftl.c",
+             "backends/flash/precondition.c"],
+    depends=["backends/flash/flash.h", "backends/flash/model.h", "backends/flash/cache.h", "backends/flash/ftl.h",
+             "backends/binding.h"],
     include_dirs=["backends/flash", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )

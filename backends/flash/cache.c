@@ -453,15 +453,13 @@ void cache_write_done(fl_sim *s, int32_t t)
     }
 }
 
-void on_dram_done(fl_sim *s, int32_t d)
+int32_t cache_dram_done(fl_sim *s, int32_t d)
 {
     dram_t x = s->dx[d];
     s->dx[d].next = s->dx_free;
     s->dx_free = d;
-    s->batching++;
-    if (x.type == DX_USER) {
-        if (--s->rq[x.arg].remaining == 0) finish_request(s, x.arg);
-    } else if (x.type == DX_EVICT) {
+    if (x.type == DX_USER) return --s->rq[x.arg].remaining == 0 ? x.arg : -1;
+    if (x.type == DX_EVICT) {
         for (int32_t t = x.arg; t >= 0;) {
             int32_t nx = s->tx[t].next;
             s->tx[t].next = -1;
@@ -469,7 +467,12 @@ void on_dram_done(fl_sim *s, int32_t d)
             t = nx;
         }
     }
-    /* MQSim frees the channel after handling the event: transfers it started wait their turn */
+    return -1;
+}
+
+/* MQSim frees the channel after handling the event: transfers started meanwhile waited their turn */
+void cache_dram_next(fl_sim *s)
+{
     s->dram_busy = 0;
     int32_t nd = -1;
     if (!s->c.cache_partitioned) {
@@ -481,7 +484,6 @@ void on_dram_done(fl_sim *s, int32_t d)
         }
     }
     if (nd >= 0) dram_start(s, nd);
-    if (--s->batching == 0) flush_dirty(s);
 }
 
 /* A request with the data cache on: a write absorbed (write caching), or a read whose pages the

@@ -1,6 +1,6 @@
 /* The flash SSD model's preconditioning (fl_precondition, see flash.h): the FTL state of a device
  * filled before the first request, as after random overwrites under greedy GC. */
-#include "flash_internal.h"
+#include "ftl.h"
 
 #include <math.h>
 

@@ -1,8 +1,10 @@
-/* The flash SSD model's state and the helpers its units share: the core (flash.c: construction,
- * FTL, scheduling, events, counters), the DRAM data cache (cache.c) and the preconditioning
- * (precondition.c). Not part of the model's interface (flash.h). */
-#ifndef HSS_FLASH_INTERNAL_H
-#define HSS_FLASH_INTERNAL_H
+/* The flash SSD model's state (struct fl_sim and its parts) and the small helpers that all its units
+ * share, at the bottom of them: the core (flash.c: construction, requests, the event loop, counters),
+ * the DRAM data cache (cache.c), the FTL (ftl.c: event queue, mapping, GC, scheduling; ftl.h says
+ * how the units call one another) and the preconditioning (precondition.c). Not part of the model's
+ * interface (flash.h). */
+#ifndef HSS_FLASH_MODEL_H
+#define HSS_FLASH_MODEL_H
 
 #include "flash.h"
 
@@ -11,8 +13,8 @@
 #include <string.h>
 
 #define NONE 0xFFFFFFFFu
-/* helpers shared by the uncached and the data-cache paths (a request's admission and completion,
- * update reads) stay inlined in the uncached one, the hot path with the cache off */
+/* helpers of the hot path with the cache off (a request's completion, a write's update read) that
+ * other paths call too: inlined in that one */
 #if defined(__GNUC__)
 #define FL_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -301,23 +303,5 @@ static inline int32_t tx_alloc(fl_sim *s)
 }
 
 static inline void tx_release(fl_sim *s, int32_t i) { s->tx[i].next = s->tx_free; s->tx_free = i; }
-
-
-/* ------------------------------------------------------------------ the core's functions for the other units */
-
-FL_INTERNAL void ev_push(fl_sim *s, int64_t t, int type, int arg);
-/* FTL: a write's physical page; a plane's GC check; the plane of a host write of lpn */
-FL_INTERNAL int place_write(fl_sim *s, int32_t t);
-FL_INTERNAL void gc_check(fl_sim *s, uint32_t pl);
-FL_INTERNAL uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn);
-/* scheduling: a transaction into chip queue q; the kick of the channels that admission touched */
-FL_INTERNAL void enqueue_tx(fl_sim *s, int32_t t, int q);
-FL_INTERNAL void flush_dirty(fl_sim *s);
-/* host side (defined inline in the core's uncached path, its hot path) */
-FL_INTERNAL void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any, int64_t data_bytes, int prio);
-FL_INTERNAL void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio);
-FL_INTERNAL void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, uint32_t bytes,
-                         int prio);
-FL_INTERNAL void finish_request(fl_sim *s, int32_t r);
 
 #endif
