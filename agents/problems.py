@@ -32,7 +32,7 @@ from typing import Any, Callable
 from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.envs.lqoco.env import LQoCoEnv
 from hss_gym.envs.rlalloc.env import RLAllocEnv
-from hss_gym.workloads.msr_streams import workload_options
+from hss_gym.envs.rlalloc.workloads import workload_options
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ As ``fleetio_v1``; ``profile`` defaults to ``"fleetio-v0"``.
 
 * ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.env.FleetIOEnv` on profile ``fleetio-v0``
   (``FleetIOEnv`` is exported here too);
-* ``env(...)``: its AEC form, wrapped in ``OrderEnforcingWrapper``; ``raw_env(...)``: unwrapped.
+* ``env(...)``: its AEC form, wrapped in ``OrderEnforcingWrapper``; ``raw_env(...)``: unwrapped;
+* the tenants, as ``fleetio_v1``: ``MIXES``, ``workload_names``, ``get_workload``, ``trace_tenants``.
 
 ## Version History
 * v0 (hss-gym 0.4.0): the environment of :mod:`hss_gym.fleetio_v1` before its SSD suspended
@@ -46,8 +47,9 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from hss_gym.envs.fleetio.env import FleetIOEnv
+from hss_gym.envs.fleetio.workloads import MIXES, get_workload, trace_tenants, workload_names
 
-__all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv"]
+__all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv", "MIXES", "get_workload", "trace_tenants", "workload_names"]
 
 PROFILE = "fleetio-v0"
 

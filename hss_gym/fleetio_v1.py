@@ -66,7 +66,7 @@ Truncation after ``windows`` decision windows (60 = 2 simulated minutes); no ter
 ## Arguments
 ``mix`` (``"mix1"``..``"mix5"`` of Table 5, ``"train2a"``/``"train2b"``/``"train4"``/``"train8"``,
 or a list of workload names / tenant objects, e.g. from
-:func:`hss_gym.workloads.fleetio.trace_tenants`), ``windows`` (60), ``window_s`` (2.0),
+:func:`trace_tenants`), ``windows`` (60), ``window_s`` (2.0),
 ``beta`` (0.6), ``alpha`` (None = per class; a float or a list per vSSD), ``slo_guar`` (0.01),
 ``slo_us`` (list per vSSD; None = profiled), ``isolation`` ("fleetio" | "hardware" | "software" |
 "adaptive" | "static"), ``channels`` (channel counts per vSSD for the home partition / "static"),
@@ -85,7 +85,10 @@ a built-in name, a JSON / ssdconfig.xml path or a ``FlashProfile``), ``render_mo
 * ``parallel_env(mix, ...)``: the :class:`~hss_gym.envs.fleetio.env.FleetIOEnv` (``FleetIOEnv`` is
   exported here too);
 * ``env(...)``: its AEC form (PettingZoo's ``parallel_to_aec``), wrapped in ``OrderEnforcingWrapper``;
-* ``raw_env(...)``: the AEC form unwrapped.
+* ``raw_env(...)``: the AEC form unwrapped;
+* the tenants, from :mod:`hss_gym.envs.fleetio.workloads`: ``MIXES`` (Table 5's mixes),
+  ``workload_names()``, ``get_workload(name, **overrides)`` (a workload, ``.instance()`` a tenant)
+  and ``trace_tenants(path, ...)`` (one tenant per volume of a real trace).
 
 ## Version History
 * v1 (hss-gym 0.5.2): the SSD (profile ``fleetio``) suspends programs and erases for
@@ -108,8 +111,9 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from hss_gym.envs.fleetio.env import FleetIOEnv, parallel_env
+from hss_gym.envs.fleetio.workloads import MIXES, get_workload, trace_tenants, workload_names
 
-__all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv"]
+__all__ = ["env", "raw_env", "parallel_env", "FleetIOEnv", "MIXES", "get_workload", "trace_tenants", "workload_names"]
 
 
 def raw_env(*args: Any, **kwargs: Any) -> AECEnv:

@@ -67,7 +67,7 @@ of names or (name, periods) pairs, a trace file path or ``Trace``), ``period_s``
 ``weights`` ((0.5, 0.25, 0.25)), ``magnitudes``, ``bypass_us`` (None = host queue; a number =
 bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.0),
 ``rate_bounds`` ((0.05, 20)), ``load`` (1.0; scales the offered load), ``burst``
-(dict of :class:`~hss_gym.workloads.lqoco.Burst` fields), ``cache``/``tier`` (dicts of
+(dict of :class:`~hss_gym.envs.lqoco.workloads.Burst` fields), ``cache``/``tier`` (dicts of
 :class:`~hss_gym.backends.lqoco.model.CacheSpec` / ``TierSpec`` fields overriding the config),
 ``w_bins`` ((0.05, 0.3, 0.7)), ``p_tol`` (0.05), ``b_band`` ((0.9, 1.05)), ``bdp_window`` (10),
 ``trace_speedup`` ("auto" or a factor),
@@ -76,7 +76,9 @@ bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.
 * ``env(**kwargs)``: ``gymnasium.make("hss/LQoCo-v0", **kwargs)`` (order enforcing; the passive
   env checker is off, as for every hss-gym id); :meth:`~hss_gym.envs.lqoco.env.LQoCoEnv.step_rate`
   and the other methods through ``env.unwrapped``;
-* ``raw_env``: the unwrapped class :class:`hss_gym.envs.lqoco.env.LQoCoEnv`.
+* ``raw_env``: the unwrapped class :class:`hss_gym.envs.lqoco.env.LQoCoEnv`;
+* the workloads, from :mod:`hss_gym.envs.lqoco.workloads`: ``MIXES`` (Table 4's request mixes by
+  name), ``ADAPT_SEQUENCE`` (the ``"adapt"`` workload's names) and ``Burst`` (the ``burst`` fields).
 
 ## Version History
 * v0 (hss-gym 0.4.0): the environment described here: the batched cache/storage-tier simulator
@@ -93,8 +95,9 @@ import gymnasium
 
 import hss_gym  # noqa: F401  (its import registers the ids; a submodule's import runs it first anyway)
 from hss_gym.envs.lqoco.env import LQoCoEnv as raw_env
+from hss_gym.envs.lqoco.workloads import ADAPT_SEQUENCE, MIXES, Burst
 
-__all__ = ["env", "raw_env"]
+__all__ = ["env", "raw_env", "ADAPT_SEQUENCE", "MIXES", "Burst"]
 
 
 def env(**kwargs: Any) -> gymnasium.Env:

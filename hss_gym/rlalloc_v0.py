@@ -99,7 +99,9 @@ Baselines that are allocation rules rather than chip moves (Static, Dynamic) dri
   :meth:`~hss_gym.envs.rlalloc.env.RLAllocEnv.set_allocation` and the other methods through
   ``env.unwrapped``);
 * ``raw_env(...)``: the unwrapped class :class:`~hss_gym.envs.rlalloc.env.RLAllocEnv` (also exported as
-  ``RLAllocEnv``).
+  ``RLAllocEnv``);
+* the streams, from :mod:`hss_gym.envs.rlalloc.workloads`: ``STREAMS`` (Table I's names, in its
+  order), ``TABLE_I`` (their specs) and ``standin(name, ...)`` (a stream's synthetic stand-in trace).
 
 ## Version History
 * v0 (hss-gym 0.4.0): the environment described here: Table II's SSD on the flash model (profile
@@ -119,8 +121,9 @@ import gymnasium
 import hss_gym  # noqa: F401  (its import registers the ids; a submodule's import runs it first anyway)
 from hss_gym.envs.rlalloc.env import RLAllocEnv
 from hss_gym.envs.rlalloc.env import RLAllocEnv as raw_env
+from hss_gym.envs.rlalloc.workloads import STREAMS, TABLE_I, standin
 
-__all__ = ["env", "raw_env", "RLAllocEnv"]
+__all__ = ["env", "raw_env", "RLAllocEnv", "STREAMS", "TABLE_I", "standin"]
 
 
 def env(**kwargs: Any) -> gymnasium.Env:

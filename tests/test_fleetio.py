@@ -9,9 +9,9 @@ import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 from hss_gym import fleetio_v1
+from hss_gym.envs.fleetio import workloads as wl
 from hss_gym.envs.fleetio.env import FleetIOEnv, classify, load_clusters
 from hss_gym.envs.fleetio.gsb import Action, AdmissionControl, GsbPool
-from hss_gym.workloads import fleetio as wl
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 HOME4 = [(0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15)]

@@ -16,7 +16,7 @@ from hss_gym.agents.lqoco import make_policy, run_episode
 from hss_gym.agents.lqoco.baselines import CoTo
 from hss_gym.agents.lqoco.qlearning import FAST_DEC, FAST_INC, KEEP, AdaptiveBound, LQoCo, LQoCoDK
 from hss_gym.envs.lqoco.env import LQoCoEnv, category, decode_state, reward_of, state_index
-from hss_gym.workloads.lqoco import ADAPT_SEQUENCE, MIXES
+from hss_gym.envs.lqoco.workloads import ADAPT_SEQUENCE, MIXES
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 ROOT = Path(__file__).resolve().parents[1]

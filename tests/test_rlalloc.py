@@ -12,7 +12,7 @@ import pytest
 import hss_gym  # noqa: F401  (registers the env)
 from hss_gym import rlalloc_v0
 from hss_gym.envs.rlalloc.env import RLAllocEnv, decode_flat, encode_flat, static_allocation
-from hss_gym.workloads.msr_streams import GB, STREAMS, TABLE_I, spec, standin, stream_trace
+from hss_gym.envs.rlalloc.workloads import GB, STREAMS, TABLE_I, spec, standin, stream_trace
 from hss_gym.workloads.trace import WRITE
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"

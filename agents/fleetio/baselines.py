@@ -24,7 +24,7 @@ import numpy as np
 
 from hss_gym.agents.base import BasePolicy, EpisodeResult
 from hss_gym.envs.fleetio.env import N_CHANNELS, FleetIOEnv
-from hss_gym.workloads.fleetio import mix_workloads
+from hss_gym.envs.fleetio.workloads import mix_workloads
 
 
 _SSDKEEPER_CACHE: dict[tuple, tuple[int, ...]] = {}

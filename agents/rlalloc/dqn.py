@@ -57,7 +57,7 @@ from torch import nn
 
 from hss_gym.agents.rlalloc.baselines import AllocPolicy, DemandPolicy, pair_scores
 from hss_gym.envs.rlalloc.env import RLAllocEnv
-from hss_gym.workloads.msr_streams import STREAMS
+from hss_gym.envs.rlalloc.workloads import STREAMS
 
 WEIGHTS = os.path.join(os.path.dirname(__file__), "weights", "dqn_table1.npz")
 HIDDEN = 500

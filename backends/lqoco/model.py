@@ -49,7 +49,7 @@ from hss_gym.backends.sim import DeviceProfile, load_profile, timing_params
 
 
 class RequestMix(Protocol):
-    """What the simulator reads of a workload's request mix (``hss_gym.workloads.lqoco.Mix``,
+    """What the simulator reads of a workload's request mix (``hss_gym.envs.lqoco.workloads.Mix``,
     Table 4's columns): cache block and request sizes in bytes (``io_max`` > 0: sizes uniform in
     [io, io_max]) and whether the requests are sequential."""
 

@@ -19,7 +19,7 @@ from hss_gym.agents import make_env, run_episode
 from hss_gym.agents.fleetio import POLICIES, make_policy
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
-from hss_gym.workloads.fleetio import MIXES
+from hss_gym.envs.fleetio.workloads import MIXES
 
 REFERENCE = "hardware_isolation"
 CONFIGS = ("fleetio",)

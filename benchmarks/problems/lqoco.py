@@ -18,7 +18,7 @@ from typing import Any
 from hss_gym.agents import make_env, run_episode
 from hss_gym.agents.lqoco.base import POLICIES, make_policy
 from hss_gym.backends.lqoco.model import CONFIGS
-from hss_gym.workloads.lqoco import MIXES
+from hss_gym.envs.lqoco.workloads import MIXES
 from hss_gym.benchmarks.claims import claims_of, load
 from hss_gym.benchmarks.problems import Metric, Problem
 from hss_gym.benchmarks.report import png

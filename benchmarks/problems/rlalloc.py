@@ -27,7 +27,7 @@ from hss_gym.agents import make_env, run_episode
 from hss_gym.agents.rlalloc import make_policy
 from hss_gym.benchmarks.claims import claims_of
 from hss_gym.benchmarks.problems import Metric, Problem, flash_profile_precheck
-from hss_gym.workloads.msr_streams import workload_options
+from hss_gym.envs.rlalloc.workloads import workload_options
 
 CONFIGS = ("rlalloc",)
 POLICIES = ("static", "dynamic", "random", "demand", "rlalloc_dqn")

@@ -1,4 +1,5 @@
-"""Environments, one sub-package per problem, each with its env in ``env.py``: ``hss/`` (the
+"""Environments, one sub-package per problem, each with its env in ``env.py`` (and the problem's own
+workloads in ``workloads.py``; the HSS problem's are :mod:`hss_gym.workloads`): ``hss/`` (the
 two-agent HSS PettingZoo env and the Gymnasium single-agent and vector HSS envs), ``fleetio/``
 (FleetIO's multi-vSSD PettingZoo env), ``rlalloc/`` and ``lqoco/``; ``_contract.py`` is the
 misuse contract the four share."""

@@ -1,8 +1,10 @@
-"""Workloads: the columnar request representation, trace readers, synthetic generators of the
-papers' workloads (Harmonia Table 4) and mixes (Table 5), and trace statistics. The other
-problems' workloads are modules of their own here, imported by name: :mod:`.fleetio` (FleetIO's
-tenants and Table 5 mixes), :mod:`.msr_streams` (RLAlloc's Table I streams) and :mod:`.lqoco`
-(L-QoCo's Table 4 workloads).
+"""Workloads: the columnar request representation, trace readers, the trace catalogue and cache,
+synthetic generators of the HSS papers' workloads (Harmonia Table 4) and mixes (Table 5), the
+learning scenarios and training split, and trace statistics: what every problem reads traces
+through. The other problems' own workloads live with their envs: ``hss_gym/envs/fleetio/workloads.py``
+(FleetIO's tenants and Table 5 mixes), ``hss_gym/envs/rlalloc/workloads.py`` (RLAlloc's Table I
+streams) and ``hss_gym/envs/lqoco/workloads.py`` (L-QoCo's Table 4 workloads); their versioned
+modules re-export what a user needs of them.
 
 >>> from hss_gym.workloads import make_trace, load_trace, describe
 >>> tr = make_trace("ycsb-b", n=100_000, seed=0)

@@ -18,10 +18,10 @@ from pettingzoo import ParallelEnv
 from hss_gym import render
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_int, check_multidiscrete_action, check_real,
                                     check_reals, env_closed, episode_over, not_reset)
+from hss_gym.envs.fleetio import workloads as wl
 from hss_gym.envs.fleetio.flash import MB, FlashBackend
 from hss_gym.envs.fleetio.gsb import Action, AdmissionControl, GsbPool
 from hss_gym.render import RENDER_MODES, check_render_mode
-from hss_gym.workloads import fleetio as wl
 from hss_gym.backends.flash import load_profile
 
 N_CHANNELS = 16  # Table 3's SSD (the flash profile ``fleetio``)
@@ -35,8 +35,8 @@ _CLASS_CACHE: dict[Any, tuple[str, float]] = {}
 
 def load_clusters() -> dict[str, Any]:
     """The shipped §3.4 k-means model (centroids, scaling, class -> alpha); see
-    ``python -m hss_gym.workloads.fleetio_cluster`` which regenerates it."""
-    text = resources.files("hss_gym.workloads").joinpath("fleetio_clusters.json").read_text()
+    ``python -m hss_gym.envs.fleetio.cluster`` which regenerates it."""
+    text = resources.files("hss_gym.envs.fleetio").joinpath("clusters.json").read_text()
     return json.loads(text)
 
 

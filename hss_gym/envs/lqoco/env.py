@@ -18,8 +18,8 @@ import numpy as np
 from hss_gym import render
 from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_real, check_reals,
                                     env_closed, episode_over, not_reset)
+from hss_gym.envs.lqoco.workloads import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
 from hss_gym.backends.lqoco.model import CONFIGS, CacheSim, CacheSpec, Tier, TierSpec
-from hss_gym.workloads.lqoco import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
 from hss_gym.render import RENDER_MODES, check_render_mode
 
 W_NAMES = ("ExtremelyLow", "Low", "Mid", "High")

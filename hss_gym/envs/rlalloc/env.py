@@ -18,7 +18,7 @@ from hss_gym import render
 from hss_gym.render import RENDER_MODES, check_render_mode
 from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_multidiscrete_action,
                                     check_real, check_reals, env_closed, episode_over, not_reset)
-from hss_gym.workloads.msr_streams import STREAMS, stream_trace
+from hss_gym.envs.rlalloc.workloads import STREAMS, stream_trace
 from hss_gym.workloads.trace import WRITE
 from hss_gym.backends import flash
 

@@ -1,6 +1,6 @@
-"""Regenerate ``fleetio_clusters.json``: FleetIO §3.4's workload classes by k-means.
+"""Regenerate ``clusters.json``: FleetIO §3.4's workload classes by k-means.
 
-    python -m hss_gym.workloads.fleetio_cluster        # needs scikit-learn (extra "agents")
+    python -m hss_gym.envs.fleetio.cluster        # needs scikit-learn (extra "agents")
 
 Windows of 10k requests are sampled from the 9 FleetIO workloads (Table 4 + training set), the
 four features (read MB/s, write MB/s, LPA entropy, mean KiB; log1p, standardised) clustered
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from hss_gym.workloads import fleetio as wl
+from hss_gym.envs.fleetio import workloads as wl
 
 K = 3  # Fig. 6's three classes
 ALPHA = {"LC-1": 0.025, "LC-2": 0.005, "TO": 0.0}
 UNIFIED_ALPHA = 0.01
-OUT = Path(__file__).with_name("fleetio_clusters.json")
+OUT = Path(__file__).with_name("clusters.json")
 
 
 def sample_windows(n_windows: int = 20, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -61,7 +61,7 @@ def main() -> None:
            "centroids": km.cluster_centers_.tolist(), "labels": labels, "alpha": ALPHA,
            "unified_alpha": UNIFIED_ALPHA, "max_dist": float(2 * d.max()),
            "members": {n: labels[major[j]] for j, n in enumerate(names)}, "test_accuracy": acc,
-           "command": "python -m hss_gym.workloads.fleetio_cluster"}
+           "command": "python -m hss_gym.envs.fleetio.cluster"}
     OUT.write_text(json.dumps(out, indent=1) + "\n")
     print(f"test accuracy {acc:.3f}; classes {out['members']}; wrote {OUT}")
 

@@ -135,7 +135,7 @@ def standin(name: str, duration_us: float | None = None, seed: int = 0,
     op = np.where(is_write, WRITE, READ).astype(np.uint8)
     return Trace(time_us=t, op=op, offset=offset, size=nbytes,
                  stream=np.full(n, stream_id, dtype=np.uint16), name=f"standin-{s.name}",
-                 source={"generator": "hss_gym.workloads.msr_streams.standin", "stream": s.name,
+                 source={"generator": "hss_gym.envs.rlalloc.workloads.standin", "stream": s.name,
                          "seed": seed, "duration_us": duration_us, "region": [base, size]})
 
 
