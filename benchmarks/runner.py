@@ -70,6 +70,20 @@ def _single_thread() -> None:
             pass
 
 
+def start_method() -> str:
+    """How the pool's workers start: ``fork`` (fastest) only where it is safe, ``spawn`` otherwise.
+    A child forked while another thread of this process holds a lock (malloc's, while a C51 agent's
+    background trainer of an earlier episode in this process is still at work; torch's OpenMP pool)
+    waits for that lock forever, so fork needs this process to have one thread (``/proc/self/task``
+    counts native threads too) and no torch."""
+    if not sys.platform.startswith("linux") or "torch" in sys.modules:
+        return "spawn"
+    try:
+        return "fork" if len(os.listdir("/proc/self/task")) == 1 else "spawn"
+    except OSError:  # pragma: no cover - no procfs
+        return "spawn"
+
+
 def _worker_init(parent: int) -> None:
     """Pool worker start-up: one thread, and die with the parent (a killed bench must not leave
     orphan workers running queued jobs; Linux PR_SET_PDEATHSIG)."""
@@ -185,9 +199,7 @@ def run_local(jobs: list[dict[str, Any]], workers: int, emit: Callable[[dict[str
             emit(run_job(j))
         return
     import multiprocessing as mp
-    # fork is fastest, but not safe once torch (OpenMP threads) is loaded in this process
-    method = "fork" if sys.platform.startswith("linux") and "torch" not in sys.modules else "spawn"
-    ctx = mp.get_context(method)
+    ctx = mp.get_context(start_method())
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_worker_init,
                              initargs=(os.getpid(),)) as ex:
         futs = {ex.submit(run_job, j): j for j in jobs}

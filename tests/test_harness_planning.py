@@ -6,12 +6,15 @@ results files named on the command line, output directories, and validate's samp
 from __future__ import annotations
 
 import json
+import os
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from hss_gym.benchmarks.results import check_out_dir, gather_results, job_key, SCHEMA
-from hss_gym.benchmarks.runner import declare_training, jobs_to_run, make_jobs, wants_ray
+from hss_gym.benchmarks.runner import declare_training, jobs_to_run, make_jobs, start_method, wants_ray
 from hss_gym.benchmarks.suites import load_suite, with_overrides, without_missing_extras
 from hss_gym.benchmarks.validate import sampling
 
@@ -124,3 +127,20 @@ def test_validate_samples_one_run_per_cell_unless_told_otherwise() -> None:
     assert sampling(False, 5) == (5, False)
     assert sampling(True, None) == sampling(True, 5) == (None, False)
 
+
+
+def test_workers_fork_only_from_a_single_threaded_process():
+    """A pool worker forked while another thread holds a lock (a C51 agent's background trainer
+    still at work after an earlier episode, in malloc) waits for it forever: the bench hung so in CI.
+    The runner forks only from a process with one thread (native threads counted) and no torch."""
+    release = threading.Event()
+    t = threading.Thread(target=release.wait)
+    t.start()
+    try:
+        assert start_method() == "spawn"
+    finally:
+        release.set()
+        t.join()
+    single = sys.platform.startswith("linux") and len(os.listdir("/proc/self/task")) == 1
+    if single and "torch" not in sys.modules:
+        assert start_method() == "fork"
