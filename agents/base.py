@@ -209,6 +209,7 @@ POLICIES: dict[str, str] = {
     "fit_first": "hss_gym.agents.rules:FitFirst",
     "fit_first_reuse": "hss_gym.agents.rules:fit_first_reuse",
     "fit_first_reuse_ra": "hss_gym.agents.rules:fit_first_reuse_ra",
+    "fit_first_ref": "hss_gym.agents.rules:fit_first_ref",
     "archivist": "hss_gym.agents.archivist:Archivist",
     "k_svm": "hss_gym.agents.ksvm:KSVM",
     "rnn_hss": "hss_gym.agents.rnn_hss:RNNHSS",

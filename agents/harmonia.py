@@ -43,7 +43,8 @@ from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
 from hss_gym.agents.c51 import C51Agent, C51Config, load_state, save_state
 from hss_gym.agents.cleaner import READAHEAD_PAGES, Cleaner
 from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
-from hss_gym.backends.base import READ
+from hss_gym.agents.streams import WriteStreams
+from hss_gym.backends.base import READ, WRITE
 from hss_gym.envs.hss.env import HSSParallelEnv
 from hss_gym.envs.hss.features import feature_names
 
@@ -138,15 +139,16 @@ class PlacementAgent(_C51Policy):
     the cleaner holds the fast device near its target (2% free) for most of a run, a fraction
     the agent hardly saw while it explored an emptier device, and with the free fraction in its
     observation it learned to send rewrites of fast-resident pages to the slow device in those
-    states, each then paying a disk access (measured in docs/learning-diagnostics.md). On real
-    traces the
-    critical-path evictions were where the agents lost to Slow-Only (docs/learning-diagnostics.md);
-    a page then reaches a full fast device through the migration agent, whose moves run in idle
-    time.
+    states, each then paying a disk access. On real traces the critical-path evictions were where
+    the agents lost to Slow-Only; a page then reaches a full fast device through the migration
+    agent, whose moves run in idle time (both measured in docs/learning-diagnostics.md).
 
     ``clean`` (None: off; the reference ``harmonia`` and ``sibyl``: 0.02): a :class:`Cleaner`
     keeping that fraction of a faster device free in idle time while this agent's choices are sent
-    past it; needs ``evict=False``. ``victims`` and ``readahead`` are the cleaner's.
+    past it; needs ``evict=False``. ``victims`` and ``readahead`` are the cleaner's. ``streams``
+    (False; the reference agents: True; needs ``clean``): on an HSS whose home device is a disk, a
+    long sequential write stream asks for no cleaning and leaves a slower middle device for the
+    disk (:mod:`hss_gym.agents.streams`).
 
     ``seq_explore`` (False; the reference agents: True): during the exploration warm-up, a request
     that continues the previous one (its offset is where that one ended) takes the previous
@@ -202,7 +204,7 @@ class PlacementAgent(_C51Policy):
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
                  seq_explore: bool = False, first_reads: str = "place", prior: str | None = None,
                  deviate: float = 0.1, margin: float = 0.1, explore_budget: float | None = None,
-                 min_tries: int = 0, victims: str = "lru", readahead: int = 0) -> None:
+                 min_tries: int = 0, victims: str = "lru", readahead: int = 0, streams: bool = False) -> None:
         super().__init__(config, seed, train)
         if prior not in (None, "fit"):
             raise ValueError(f"prior must be None or 'fit', got {prior!r}")
@@ -223,6 +225,9 @@ class PlacementAgent(_C51Policy):
             self._explore_left = 0
         if clean is not None and evict:
             raise ValueError("clean needs placements that do not evict (evict=False)")
+        if streams and clean is None:
+            raise ValueError("streams needs the cleaner (clean=...)")
+        self.streams = bool(streams)
         if first_reads not in ("place", "home"):
             raise ValueError(f"first_reads must be 'place' or 'home', got {first_reads!r}")
         self.evict, self.seq_explore, self.first_reads = bool(evict), bool(seq_explore), first_reads
@@ -266,6 +271,7 @@ class PlacementAgent(_C51Policy):
         self._rule_lat = 0.0  # running mean latency of the placements that followed the rule
         if self.cleaner is not None:
             self.cleaner.reset(env)
+        self._streams = WriteStreams(env) if self.streams else None
 
     def load_state(self, state: dict[str, Any], source: str) -> None:
         super().load_state(state, source)
@@ -303,10 +309,16 @@ class PlacementAgent(_C51Policy):
         chosen = a
         if not self.evict:  # a device the request does not fit: the next slower one
             a = self._fit(obs, a)
-            if a != chosen and not self._exploring:  # a greedy choice wanted it
-                self.wanted_at[chosen] = self.env.step_index
+            streams, step, home = self._streams, self.env.step_index, False
+            long = streams is not None and request[1] == WRITE and streams.write(request[2], request[3])
+            if long:  # a long write stream on a disk-homed HSS
+                home = streams.home()  # type: ignore[union-attr]
+                a = self._top if home else a
+                streams.placed(step, a, request[3])  # type: ignore[union-attr]
+            if a != chosen and not self._exploring and not (long and a == self._top):
+                self.wanted_at[chosen] = step  # a greedy choice wanted it
             if self.prior is not None:
-                self._deviated = a != self._fit(obs, 0)
+                self._deviated = a != (self._top if home else self._fit(obs, 0))
         if a == chosen:  # the agent's choice, not the room check's
             self._tries[a] += 1
         if self.cleaner is not None:
@@ -645,11 +657,9 @@ HARMONIA_MIGRATION = dict(explore_moves=100, explore_rate=0.1, learn_start=16, i
 class Harmonia(Combined):
     """Both agents together: Harmonia. See the module docstring and HARMONIA_MIGRATION.
 
-    The class's defaults are the agents as published (policy ``harmonia_paper``); the reference
-    policy ``harmonia`` is :func:`harmonia` (:data:`REFERENCE`). ``evict=False``: placements never
-    evict on the critical path (:class:`PlacementAgent`) and the migration agent is told when the
-    fast device is full; ``clean``, ``seq_explore`` and ``first_reads``: see :class:`PlacementAgent`.
-    """
+    The defaults are the agents as published (``harmonia_paper``); the reference ``harmonia`` is
+    :func:`harmonia`. The placement options are :class:`PlacementAgent`'s; with ``evict=False`` the
+    migration agent is also told when the fast device is full."""
 
     name = "harmonia"
 
@@ -659,11 +669,11 @@ class Harmonia(Combined):
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
                  prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
                  explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru",
-                 readahead: int = 0) -> None:
+                 readahead: int = 0, streams: bool = False) -> None:
         super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
                                         first_reads=first_reads, prior=prior, deviate=deviate, margin=margin,
                                         explore_budget=explore_budget, min_tries=min_tries, victims=victims,
-                                        readahead=readahead),
+                                        readahead=readahead, streams=streams),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -764,21 +774,15 @@ class Harmonia(Combined):
         return sum(p.agent.memory_bytes() for p in (self.placement, self.migration) if p.agent)
 
 
-#: The reference Harmonia (policy ``harmonia``): the papers' two agents, with placements that never
-#: evict on the critical path, a cleaner that keeps room on the fast device in idle time, and the
-#: placement network's one hidden layer 32 wide (Table 2: 10; 10 was too small to learn the real
-#: traces), trained on minibatches of 64 (Table 2: 128; half the cost per gradient step, for the
-#: 50k requests/s requirement, at the same results). Each deviation, why, and its measured effect
-#: on the real and synthetic suites: docs/learning-diagnostics.md. ``harmonia_paper`` is the agents
-#: as published (critical-path evictions, 7-10-102, minibatches of 128). ``first_reads="home"``: the
-#: placement agent places writes, as the paper's does; reads of unseen pages stay on the home device.
-#: ``prior="fit"``, ``margin=1.0``: it starts from the fit_first rule (see PlacementAgent);
-#: ``explore_budget=0.02``, ``min_tries=64``: exploration costs at most 2% of the latency seen, and
-#: the network is trusted only on devices tried a minibatch's worth of times. ``victims="reuse"``:
-#: cleanings take first the pages learned to be dead; ``readahead``: sequential re-read streams are
-#: promoted to the fast device ahead of the reads (``Cleaner``; so does ``fit_first_reuse_ra``).
+#: The reference Harmonia (policy ``harmonia``; ``harmonia_paper`` is the agents as published): the
+#: papers' two agents with placements that never evict on the critical path (``evict``), started from
+#: the fit_first rule (``prior``, ``margin``, a warm-up costing at most 2% of the latency seen, a device
+#: trusted after ``min_tries``), the :class:`Cleaner` (room in idle time, learned victims, readahead),
+#: long write streams sent to a home disk as it streams them (``streams``), and a placement network
+#: 32 wide trained on minibatches of 64. ``fit_first_ref`` has every part but the networks. Each
+#: deviation from the paper and its measured effect: docs/agents.md, docs/learning-diagnostics.md.
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
-                 explore_budget=0.02, min_tries=64, victims="reuse", readahead=READAHEAD_PAGES)
+                 explore_budget=0.02, min_tries=64, victims="reuse", readahead=READAHEAD_PAGES, streams=True)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
 

@@ -11,7 +11,10 @@ A learned agent that does not beat it has learned nothing that pays (docs/learni
 (``victims="reuse"``: its cleanings take first the pages the HSS learned are not read again), and
 ``fit_first_reuse_ra`` adds their readahead (a sequential stream re-reading data at home has its
 next pages promoted to the fast device in idle time, while the promoted pages are read there). It has no network: it is the rule the
-reference agents' networks must beat, with every other part of theirs, learned or not.
+reference agents' networks must beat, with every other part of theirs, learned or not, up to
+0.9.0. ``fit_first_ref`` is the rule with every part of the reference agents but their networks,
+whatever version: since 0.10.0 also their handling of long write streams on a disk-homed HSS
+(:mod:`hss_gym.agents.streams`).
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ class FitFirst(PlacementAgent):
     learns = False
     env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
 
-    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru", readahead: int = 0) -> None:
+    def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru", readahead: int = 0,
+                 streams: bool = False) -> None:
         super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home", victims=victims,
-                         readahead=readahead)
-        self.name = "fit_first" + ("" if victims == "lru" else f"_{victims}") + ("_ra" if readahead else "")
+                         readahead=readahead, streams=streams)
+        self.name = ("fit_first_ref" if streams else
+                     "fit_first" + ("" if victims == "lru" else f"_{victims}") + ("_ra" if readahead else ""))
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         Policy.reset(self, env, seed)  # no network to build
@@ -61,3 +66,10 @@ def fit_first_reuse(seed: int = 0) -> FitFirst:
 def fit_first_reuse_ra(seed: int = 0) -> FitFirst:
     """``fit_first_reuse`` with the reference agents' readahead (``REFERENCE["readahead"]`` pages)."""
     return FitFirst(seed=seed, victims="reuse", readahead=REFERENCE["readahead"])
+
+
+def fit_first_ref(seed: int = 0) -> FitFirst:
+    """``fit_first`` with every part of the reference agents but their networks (:data:`REFERENCE`):
+    the learned victim order, the readahead and the long write streams' rules."""
+    return FitFirst(seed=seed, victims=REFERENCE["victims"], readahead=REFERENCE["readahead"],
+                    streams=REFERENCE["streams"])

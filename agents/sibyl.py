@@ -56,9 +56,9 @@ class Sibyl(PlacementAgent):
                  clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
                  prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
                  explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru",
-                 readahead: int = 0) -> None:
+                 readahead: int = 0, streams: bool = False) -> None:
         super().__init__(config, seed, train, credit, horizon, idle_horizon, evict, clean, seq_explore, first_reads,
-                         prior, deviate, margin, explore_budget, min_tries, victims, readahead)
+                         prior, deviate, margin, explore_budget, min_tries, victims, readahead, streams)
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty

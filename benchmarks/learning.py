@@ -47,7 +47,7 @@ FIXED = {"always_fast": AlwaysFast, "slow_only": lambda: make_policy("slow_only"
          "hps": lambda: make_policy("hps"), "cde": lambda: make_policy("cde")}
 #: The strongest simple rules built from the reference agents' parts (:mod:`hss_gym.agents.rules`),
 #: judged apart from FIXED: the learners' lead over it is an open requirement (docs/learning-diagnostics.md).
-RULES = {name: (lambda name=name: make_policy(name)) for name in ("fit_first", "fit_first_reuse", "fit_first_reuse_ra")}
+RULES = {name: (lambda name=name: make_policy(name)) for name in ("fit_first", "fit_first_reuse", "fit_first_reuse_ra", "fit_first_ref")}
 
 
 def before_fix(name: str, seed: int) -> Policy:

@@ -300,7 +300,12 @@ def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
     from hss_gym.agents.harmonia import REFERENCE
     ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
     assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True, "first_reads": "home", "prior": "fit",
-                         "margin": 1.0, "explore_budget": 0.02, "min_tries": 64, "victims": "reuse", "readahead": 32}
+                         "margin": 1.0, "explore_budget": 0.02, "min_tries": 64, "victims": "reuse", "readahead": 32,
+                         "streams": True}
+    rules = [make_policy(p) for p in ("fit_first", "fit_first_reuse", "fit_first_reuse_ra", "fit_first_ref")]
+    assert [r.streams for r in rules] == [False, False, False, True] and ref.placement.streams
+    assert rules[-1].name == "fit_first_ref" and rules[-1].cleaner.readahead == 32 and rules[-1].cleaner.victims == "reuse"
+    assert not paper.placement.streams
     assert (ref.placement.cleaner.victims, make_policy("fit_first").cleaner.victims) == ("reuse", "lru")
     assert [make_policy(p).cleaner.readahead for p in ("fit_first", "fit_first_reuse", "fit_first_reuse_ra")] == [0, 0, 32]
     assert make_policy("fit_first_reuse_ra").name == "fit_first_reuse_ra" and ref.placement.cleaner.readahead == 32

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hss_gym.agents import Combined, InvalidActionError, Policy, make_env, make_policy, run_episode
+from hss_gym.agents.harmonia import PlacementAgent
 from hss_gym.agents.rules import FitFirst
 from hss_gym.agents.heuristics import (CDE, HPS, FastUntilFull, PageHistory, RandomPolicy, bulk_migrate,
                                        fit_capacity, page_devices, unique_rows)
@@ -578,3 +579,34 @@ def test_readahead_promotes_sequential_re_reads_and_stops_where_it_does_not_pay(
     assert mean["fit_first_reuse_ra", False] < 1.02 * mean["fit_first_reuse", False], mean
     with pytest.raises(ValueError, match="readahead"):
         FitFirst(readahead=-1)
+
+
+def test_long_write_streams_go_to_a_home_disk_as_it_streams_them():
+    """``streams`` (the reference agents' and ``fit_first_ref``'s): one sequential stream of 600
+    writes of 256 KiB, arriving faster than a disk writes them (as blkparse-wiscsee's), with the
+    faster devices holding a tenth of it. Without it, the cleaner's batches into the disk stall the
+    stream (cost_opt), and on quad the stream fills the QLC drive past its SLC cache, slower than
+    the disk: both slower than Slow-Only. With it, the stream overflows to the disk untouched and
+    leaves the QLC drive: faster than Slow-Only. Random writes form no long stream (nothing
+    changes), and neither does anything on an HSS whose home is an SSD (perf_opt)."""
+    m = 600
+    seq = Trace(np.arange(m, dtype=np.float64) * 600.0, np.ones(m, np.int8), np.arange(m, dtype=np.int64) << 18,
+                np.full(m, 1 << 18, np.int64), name="stream")
+    rng = np.random.default_rng(0)
+    rnd = Trace(np.arange(4000, dtype=np.float64) * 300.0, np.ones(4000, np.int8),
+                rng.integers(0, 20_000, 4000).astype(np.int64) << 12, np.full(4000, 4096, np.int64), name="random")
+    mean = {}
+    for config, trace in (("cost_opt", seq), ("quad", seq), ("perf_opt", seq), ("cost_opt", rnd)):
+        for name in ("slow_only", "fit_first_reuse_ra", "fit_first_ref"):
+            p = make_policy(name)
+            env = make_env(p, config, trace, n_requests=len(trace))
+            run_episode(p, env, seed=0)
+            mean[config, trace.name, name] = float(env.latencies().mean())
+    for config in ("cost_opt", "quad"):
+        slow = mean[config, "stream", "slow_only"]
+        assert mean[config, "stream", "fit_first_reuse_ra"] > 1.1 * slow, mean
+        assert mean[config, "stream", "fit_first_ref"] < 0.98 * slow, mean
+    for config, name in (("perf_opt", "stream"), ("cost_opt", "random")):
+        assert mean[config, name, "fit_first_ref"] == mean[config, name, "fit_first_reuse_ra"], mean
+    with pytest.raises(ValueError, match="streams needs the cleaner"):
+        PlacementAgent(streams=True)

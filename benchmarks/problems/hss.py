@@ -51,8 +51,8 @@ CURVE = "mean latency (µs) per 1,000 requests"
 REFERENCE_AGENTS = ("harmonia", "sibyl")
 #: rules built from the reference agents' parts with no network (agents/rules.py): what their
 #: networks must beat (fit_first learns nothing; fit_first_reuse learns its victim order;
-#: fit_first_reuse_ra adds the readahead)
-RULES = ("fit_first", "fit_first_reuse", "fit_first_reuse_ra")
+#: fit_first_reuse_ra adds the readahead; fit_first_ref has every part, the write streams' too)
+RULES = ("fit_first", "fit_first_reuse", "fit_first_reuse_ra", "fit_first_ref")
 LEARNED = frozenset({"harmonia", "harmonia_paper", "sibyl", "sibyl_paper", "sapm", "cde+rl_migr", "sibyl+k_svm", "sibyl+rnn_hss",
                      "archivist", "k_svm", "rnn_hss", "random"})
 #: reader options a track may give for trace files (all of them, or per file name pattern in
