@@ -32,6 +32,12 @@ def seek_amortising_pages(profile: Any) -> int:
     return int(position_us * profile.write_bandwidth_mbps / PAGE_SIZE)
 
 
+def first_chunk_pages(profile: Any) -> int:
+    """Pages an SSD transfers in one 4 KiB write's service time: a cleaning's first chunk in an
+    idle period, so a host request arriving during it waits about one more small write."""
+    return max(1, int(profile.write_latency_us * profile.write_bandwidth_mbps / PAGE_SIZE))
+
+
 class Cleaner:
     """Room on the faster devices for what the placement agent sends there (``clean=...``).
 
@@ -60,6 +66,12 @@ class Cleaner:
       each started only while both devices have a free server, so a host request waits behind a
       chunk per server, not the whole batch (an I/O scheduler's idle class). A batch into a disk
       runs whole: resuming it after a host request would cost another seek.
+    * **Chunks that grow within an idle period**, into the home device when it is an SSD: each
+      idle period's first chunk is what the SSD transfers in one small write's service time
+      (:func:`first_chunk_pages`; 4 pages for the catalogue's SSDs), doubling up to
+      ``min_batch``, so a host request that ends a short idle period waits behind a small chunk.
+      Into a middle device the chunks stay whole: its own cleaning must keep pace behind it, and
+      smaller chunks there let write-heavy traces fill the faster devices.
     * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
       a full migration queue's oldest move does (requests the fast device turned away can keep the
       slower one from ever idling).
@@ -105,6 +117,9 @@ class Cleaner:
         self._min_batch = [max(self.min_batch, min(seek[d + 1], self._caps[d] // 8)) for d in range(self._home)]
         #: the chunks of a batch into each device's next: min_batch into an SSD, none into a disk
         self._chunk = [0 if seek[d + 1] else self.min_batch for d in range(self._home)]
+        #: the first chunk of an idle period into each device's next: into an SSD home only (0: whole chunks)
+        self._first = [first_chunk_pages(env.cfg.devices[d + 1]) if d + 1 == self._home and not seek[d + 1] else 0
+                       for d in range(self._home)]
 
     def __call__(self, step: int, wanted_at: list[int]) -> None:
         """Ask for this step's cleaning (``wanted_at``: the placement agent's, per device)."""
@@ -121,9 +136,9 @@ class Cleaner:
                                               self._min_batch[t]), used[t])  # room on t first
                         t += 1
                     if not core.clean_pending:
-                        core.clean(d, pages, False, self._chunk[d])
+                        core.clean(d, pages, False, self._chunk[d], self._first[d])
                         self._asked_at = step
                     elif step - self._asked_at >= self.patience:
-                        core.clean(d, pages, True, self._chunk[d])
+                        core.clean(d, pages, True, self._chunk[d], self._first[d])
                         self._asked_at = step
                     return

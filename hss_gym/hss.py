@@ -160,13 +160,14 @@ class HSS:
         """Queue a move of ``page`` to ``target`` (False when it is already there or queued)."""
         return self.core.enqueue(page, target)
 
-    def clean(self, device: int, pages: int, force: bool = False, chunk: int = 0) -> bool:
+    def clean(self, device: int, pages: int, force: bool = False, chunk: int = 0, first: int = 0) -> bool:
         """Move ``device``'s ``pages`` least recently used pages to the next slower device in idle
         time (after the queued moves): as one batch, or with ``chunk`` > 0 in chunks of that many
         pages, each started only while both devices have a free server (host I/O then waits
-        behind a chunk, not the batch). With one already pending: False, or with ``force`` that
-        one's next chunk runs now at low priority and this one is asked for instead."""
-        return self.core.clean(device, pages, force, chunk)
+        behind a chunk, not the batch); with ``first`` > 0, each idle period's chunks start at
+        ``first`` pages and double up to ``chunk``. With one already pending: False, or with
+        ``force`` that one's next chunk runs now at low priority and this one is asked for instead."""
+        return self.core.clean(device, pages, force, chunk, first)
 
     def move(self, page: int, target: int, t: float) -> float:
         """Move a page now (critical-path migration); return the completion time."""

@@ -610,3 +610,37 @@ def test_long_write_streams_go_to_a_home_disk_as_it_streams_them():
         assert mean[config, name, "fit_first_ref"] == mean[config, name, "fit_first_reuse_ra"], mean
     with pytest.raises(ValueError, match="streams needs the cleaner"):
         PlacementAgent(streams=True)
+
+
+def test_cleaning_chunks_into_an_ssd_home_grow_within_an_idle_period():
+    """The reference cleaner's chunks into the home device, when it is an SSD, start at what it
+    transfers in one small write's service time (4 pages for the catalogue's SSDs) and double
+    within each idle period: reads of a mix of random reads and writes on perf_opt wait behind
+    smaller chunks than with whole 64-page chunks (p99 about halved), at no cost to the cleaning.
+    Into a disk or a middle device the chunks stay as they were."""
+    rng = np.random.default_rng(0)
+    m = 6000
+    op = (rng.random(m) < 0.5).astype(np.int8)
+    trace = Trace(np.cumsum(rng.exponential(60.0, m)), op, rng.integers(0, 30_000, m).astype(np.int64) << 12,
+                  np.where(op == 1, 8 * 4096, 4096).astype(np.int64), name="mix")
+    p99, cleaned = {}, {}
+    for grow in (True, False):
+        p = make_policy("fit_first_ref")
+        env = make_env(p, "perf_opt", trace, n_requests=m)
+        if not grow:  # whole chunks from the start, as before 0.10.0
+            def whole(env: object, reset=p.cleaner.reset, cleaner=p.cleaner) -> None:
+                reset(env)
+                cleaner._first = [0]
+            p.cleaner.reset = whole
+        run_episode(p, env, seed=0)
+        assert p.cleaner._first == ([4] if grow else [0])
+        reads = env.latencies()[op == 0]
+        p99[grow], cleaned[grow] = float(np.percentile(reads, 99)), env.hss.counters()["cleaned_pages"]
+    assert p99[True] < 0.6 * p99[False], p99
+    assert cleaned[True] > 0.95 * cleaned[False], cleaned
+    for config, first in (("cost_opt", [0]), ("tri", [0, 0]), ("quad", [0, 0, 0]), ("pmem", [4])):
+        p = make_policy("fit_first_ref")
+        env = make_env(p, config, trace, n_requests=100)
+        env.reset(seed=0)
+        p.reset(env)
+        assert p.cleaner._first == first, config

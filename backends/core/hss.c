@@ -897,12 +897,21 @@ static double busy_until(const hss *h, int a, int b)
 }
 
 /* Run the pending cleaning's next chunk (hss_clean; all of it without chunks) from `start`:
- * evict_batch's moves, counted as migrations. */
+ * evict_batch's moves, counted as migrations. With clean_first, an idle period's chunks start at
+ * that size and double up to clean_chunk, so a host request that ends a short idle period waits
+ * behind a small chunk, and a long one still runs in full chunks. */
 static int run_clean(hss *h, double start)
 {
     uint64_t before = h->c.evictions, freed;
     double done;
-    uint32_t k = h->clean_chunk && h->clean_k > h->clean_chunk ? h->clean_chunk : h->clean_k;
+    uint32_t c = h->clean_chunk;
+    if (c && h->clean_first) {
+        c = h->clean_run ? 2 * h->clean_run : h->clean_first;
+        if (c > h->clean_chunk)
+            c = h->clean_chunk;
+        h->clean_run = c;
+    }
+    uint32_t k = c && h->clean_k > c ? c : h->clean_k;
     h->clean_k -= k;
     int rc = evict_batch(h, h->clean_dev, k, start, &done, &freed, HSS_F_CLEANED);
     if (freed < k)
@@ -1015,6 +1024,7 @@ static void readahead(hss *h, const hss_req *r)
 
 int hss_run_idle(hss *h, double t)
 {
+    h->clean_run = 0; /* an idle period begins: a cleaning's chunks start small again */
     while (h->mq_len) {
         hss_mq_ent *e = &h->mq[h->mq_head];
         hss_page *pg = pt_get(&h->pt, e->page);
@@ -1070,7 +1080,7 @@ int hss_run_idle(hss *h, double t)
     return HSS_OK;
 }
 
-int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk)
+int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk, uint32_t first)
 {
     if (d < 0 || d >= h->home || k == 0)
         return HSS_EINVAL;
@@ -1091,6 +1101,7 @@ int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk)
     h->clean_dev = d;
     h->clean_k = k;
     h->clean_chunk = chunk;
+    h->clean_first = first;
     return 1;
 }
 

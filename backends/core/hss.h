@@ -170,6 +170,8 @@ typedef struct hss {
     double dead_ghost[4];      /* cleaned pages predicted dead and their reads after (on the slower
                                 * device); the same of the others (decaying): dead_first */
     uint32_t clean_chunk;      /* its pages per chunk (0: one batch) */
+    uint32_t clean_first;      /* its first chunk in an idle period, doubling up to clean_chunk (0: clean_chunk) */
+    uint32_t clean_run;        /* the last chunk of the current idle period (0: none yet) */
     uint32_t readahead;        /* most pages a read stream prefetches ahead (0: off) */
     uint64_t ra_next[HSS_RA_STREAMS]; /* recent read streams: the page after each one's last read */
     uint32_t ra_win[HSS_RA_STREAMS];  /* ... and its window (pages ahead) */
@@ -246,7 +248,7 @@ int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was f
  * runs its next chunk (all of it with chunk = 0) now at low priority (as a full migration queue's
  * oldest move) and asks for the new one instead. Returns 1 when asked, or an error for a bad
  * device or k. */
-int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk);
+int hss_clean(hss *h, int d, uint32_t k, int force, uint32_t chunk, uint32_t first);
 int hss_enqueue(hss *h, uint64_t page, int target);    /* 1 queued, 0 ignored (stay/invalid) */
 /* Run queued migrations that can start before time t (idle time). */
 int hss_run_idle(hss *h, double t);

@@ -399,13 +399,15 @@ static PyObject *HSS_candidate(HSSObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *HSS_clean(HSSObject *self, PyObject *args)
 {
     int d, force = 0;
-    long long k, chunk = 0;
-    if (!PyArg_ParseTuple(args, "iL|pL", &d, &k, &force, &chunk))
+    long long k, chunk = 0, first = 0;
+    if (!PyArg_ParseTuple(args, "iL|pLL", &d, &k, &force, &chunk, &first))
         return NULL;
-    if (d < 0 || d >= self->h.home || k < 1 || k > UINT32_MAX || chunk < 0 || chunk > UINT32_MAX)
+    if (d < 0 || d >= self->h.home || k < 1 || k > UINT32_MAX || chunk < 0 || chunk > UINT32_MAX || first < 0
+        || first > UINT32_MAX)
         return PyErr_Format(PyExc_ValueError, "clean: need 0 <= device < %d (not the home device), 1 <= k < 2**32 "
-                            "and 0 <= chunk < 2**32, got %d, %lld, %lld", self->h.home, d, k, chunk);
-    int rc = hss_clean(&self->h, d, (uint32_t)k, force, (uint32_t)chunk);
+                            "and 0 <= chunk, first < 2**32, got %d, %lld, %lld, %lld", self->h.home, d, k, chunk,
+                            first);
+    int rc = hss_clean(&self->h, d, (uint32_t)k, force, (uint32_t)chunk, (uint32_t)first);
     if (rc < 0)
         return raise_rc(rc), NULL;
     return PyBool_FromLong(rc);
@@ -808,8 +810,9 @@ static PyMethodDef HSS_methods[] = {
     {"candidate", (PyCFunction)HSS_candidate, METH_NOARGS, "next migration candidate page, or None"},
     {"enqueue", (PyCFunction)HSS_enqueue, METH_VARARGS, "enqueue(page, target) -> queued?"},
     {"clean", (PyCFunction)HSS_clean, METH_VARARGS,
-     "clean(device, k, force=False, chunk=0) -> asked? move the device's k LRU pages down in idle time, as "
-     "one batch or in chunks of `chunk` pages; with one pending: False, or with force run its next chunk now"},
+     "clean(device, k, force=False, chunk=0, first=0) -> asked? move the device's k LRU pages down in idle time, "
+     "as one batch or in chunks of `chunk` pages (with `first`, each idle period's chunks start at `first` pages "
+     "and double); with one pending: False, or with force run its next chunk now"},
     {"move", (PyCFunction)HSS_move, METH_VARARGS, "move(page, target, t) -> completion: migrate now"},
     {"remap", (PyCFunction)HSS_remap, METH_VARARGS, "remap(page, target): move instantly, no device time"},
     {"page", (PyCFunction)HSS_page, METH_VARARGS, "page(page) -> metadata dict or None"},

@@ -106,8 +106,13 @@ static int run(int ndev, int qd, int mq, uint64_t span_pages, int nreq)
         if (hss_candidate(&h, &page))
             CHECK(hss_enqueue(&h, page, (int)(rnd() % (uint64_t)ndev)) >= 0, "enqueue");
         if (i % 37 == 0) { /* a background cleaning of a faster device (cascades included) */
-            int rc = hss_clean(&h, (int)(rnd() % (uint64_t)(ndev - 1)), 1 + (uint32_t)(rnd() % 64),
-                               (int)(rnd() & 1), (uint32_t)(rnd() % 3) * 8);
+            int cd = (int)(rnd() % (uint64_t)(ndev - 1)); /* drawn in a fixed order */
+            uint32_t ck = 1 + (uint32_t)(rnd() % 64);
+            int force = (int)(rnd() & 1);
+            uint32_t chunk = (uint32_t)(rnd() % 3) * 8, first = (uint32_t)(rnd() % 3);
+            if (readahead_on)
+                first = 0; /* whole chunks leave the readahead room to work with */
+            int rc = hss_clean(&h, cd, ck, force, chunk, first);
             CHECK(rc == 0 || rc == 1, "clean rc %d", rc);
         }
         if (i % 50 == 0) {
@@ -334,8 +339,10 @@ static int test_leaf_runs(void)
 /* A cleaning asked for in chunks runs each chunk only while both devices have a free server:
  * with one server each, a host request arriving right after the devices freed up lets one chunk
  * run before it (and waits for that chunk at most); a long idle gap runs the rest. Without
- * chunks the whole batch runs in the first idle time. */
-static int test_clean_chunks(uint32_t chunk)
+ * chunks the whole batch runs in the first idle time. With `first`, that one chunk is `first`
+ * pages, and a second short idle period starts at `first` again (the chunks grow only within
+ * one idle period). */
+static int test_clean_chunks(uint32_t chunk, uint32_t first)
 {
     simdev dev[2];
     simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
@@ -352,16 +359,21 @@ static int test_clean_chunks(uint32_t chunk)
         CHECK(hss_finish(&h, 0, &lat) == HSS_OK, "finish");
     }
     CHECK(h.dev[0].used_pages == 800, "fast holds %llu", (unsigned long long)h.dev[0].used_pages);
-    CHECK(hss_clean(&h, 0, 640, 0, chunk) == 1, "clean asked");
-    double idle = simdev_free_at(&dev[0]) > simdev_free_at(&dev[1]) ? simdev_free_at(&dev[0]) : simdev_free_at(&dev[1]);
-    /* a read of a home page arriving just after the devices are free */
-    CHECK(hss_begin(&h, idle + 1, SIMDEV_READ, 900 * 4096, 4096) == HSS_OK, "begin read");
-    CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish read");
-    uint64_t first = 800 - h.dev[0].used_pages;
-    CHECK(first == (chunk ? chunk : 640u), "first idle slot cleaned %llu pages (chunk %u)", (unsigned long long)first,
-          chunk);
-    CHECK(h.clean_k == 640u - first, "pending %u", h.clean_k);
-    CHECK(hss_begin(&h, idle + 1e7, SIMDEV_READ, 901 * 4096, 4096) == HSS_OK, "begin later read");
+    CHECK(hss_clean(&h, 0, 640, 0, chunk, first) == 1, "clean asked");
+    uint64_t want = chunk ? (first ? first : chunk) : 640u, cleaned = 0;
+    for (int slot = 0; slot < (first ? 2 : 1); slot++) {
+        double idle = simdev_free_at(&dev[0]) > simdev_free_at(&dev[1]) ? simdev_free_at(&dev[0])
+                                                                         : simdev_free_at(&dev[1]);
+        /* a read of a home page arriving just after the devices are free */
+        CHECK(hss_begin(&h, idle + 1, SIMDEV_READ, (900 + (uint64_t)slot) * 4096, 4096) == HSS_OK, "begin read");
+        CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish read");
+        uint64_t now = 800 - h.dev[0].used_pages - cleaned;
+        CHECK(now == want, "idle slot %d cleaned %llu pages (chunk %u, first %u)", slot, (unsigned long long)now,
+              chunk, first);
+        cleaned += now;
+    }
+    CHECK(h.clean_k == 640u - cleaned, "pending %u", h.clean_k);
+    CHECK(hss_begin(&h, simdev_free_at(&dev[1]) + 1e7, SIMDEV_READ, 910 * 4096, 4096) == HSS_OK, "begin later read");
     CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish later read");
     CHECK(h.dev[0].used_pages == 160 && h.clean_k == 0, "after a long idle gap: %llu held, %u pending",
           (unsigned long long)h.dev[0].used_pages, h.clean_k);
@@ -395,7 +407,7 @@ static int test_reuse_victims(int on)
     for (uint64_t base = A; base <= B; base += B, t += 1e4) /* 100 pages of A, then 100 of B, on fast */
         CHECK(hss_begin(&h, t, SIMDEV_WRITE, base * 4096, 100 * 4096) == HSS_OK && hss_finish(&h, 0, &lat) == HSS_OK,
               "fill");
-    CHECK(hss_clean(&h, 0, 100, 0, 0) == 1, "clean asked");
+    CHECK(hss_clean(&h, 0, 100, 0, 0, 0) == 1, "clean asked");
     CHECK(hss_begin(&h, t + 1e7, SIMDEV_READ, 900 * 4096, 4096) == HSS_OK && hss_finish(&h, 1, &lat) == HSS_OK,
           "a request after idle time");
     CHECK(h.c.cleaned == 100, "cleaned %llu", (unsigned long long)h.c.cleaned);
@@ -463,7 +475,7 @@ static int test_readahead(uint32_t window)
                   && hss_finish(&h, 1, &lat) == HSS_OK, "triple %llu, read %llu", (unsigned long long)k,
                   (unsigned long long)i);
             if (i == 2)
-                CHECK(hss_clean(&h, 0, 1000, 1, 0) >= 0, "clean"); /* the wasted prefetches move down */
+                CHECK(hss_clean(&h, 0, 1000, 1, 0, 0) >= 0, "clean"); /* the wasted prefetches move down */
         }
     CHECK(h.c.prefetch_hits == 0 && h.pf_outcome[1] > 0, "hits %llu, wasted %g", (unsigned long long)h.c.prefetch_hits,
           h.pf_outcome[1]);
@@ -518,8 +530,9 @@ int main(void)
     tests++; test_device_model();
     tests++; test_replay();
     tests++; test_leaf_runs();
-    tests++; test_clean_chunks(64);
-    tests++; test_clean_chunks(0);
+    tests++; test_clean_chunks(64, 0);
+    tests++; test_clean_chunks(64, 4);
+    tests++; test_clean_chunks(0, 0);
     tests++; test_reuse_victims(1);
     tests++; test_reuse_victims(0);
     tests++; test_readahead(32);
@@ -532,8 +545,8 @@ int main(void)
         tests++; run(ndev, 32, 3, 200, 3000);   /* the same with reuse victims */
         tests++; run(ndev, 1, 10, 4096, 3000);
         readahead_on = 16;
-        tests++; run(ndev, 32, 3, 200, 3000);   /* with readahead too */
-        tests++; run(ndev, 1, 10, 4096, 3000);
+        tests++; run(ndev, 32, 3, 200, 6000);   /* with readahead too */
+        tests++; run(ndev, 1, 10, 4096, 6000);
         reuse_on = 0;
         readahead_on = 0;
     }
