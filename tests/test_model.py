@@ -282,6 +282,8 @@ def test_clean_moves_the_lru_pages_down_in_idle_time_as_one_batch():
         h.clean(1, 1)
     with pytest.raises(ValueError, match="k < 2"):
         h.clean(0, 0)
+    with pytest.raises(ValueError, match="chunk, first < 2"):
+        h.clean(0, 1, chunk=64, first=-1)
 
 
 def test_clean_waits_for_idle_time():
