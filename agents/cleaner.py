@@ -66,12 +66,15 @@ class Cleaner:
       each started only while both devices have a free server, so a host request waits behind a
       chunk per server, not the whole batch (an I/O scheduler's idle class). A batch into a disk
       runs whole: resuming it after a host request would cost another seek.
-    * **Chunks that grow within an idle period**, into the home device when it is an SSD: each
-      idle period's first chunk is what the SSD transfers in one small write's service time
-      (:func:`first_chunk_pages`; 4 pages for the catalogue's SSDs), doubling up to
-      ``min_batch``, so a host request that ends a short idle period waits behind a small chunk.
-      Into a middle device the chunks stay whole: its own cleaning must keep pace behind it, and
-      smaller chunks there let write-heavy traces fill the faster devices.
+    * **Small chunks while the cleaning is ahead**, into the home device when it is an SSD: every
+      chunk is what the SSD transfers in one small write's service time (:func:`first_chunk_pages`;
+      4 pages for the catalogue's SSDs), so a host request arriving during one waits about one
+      more small write. While the cleaning is behind (the cleaned device has less than half its
+      ``free`` goal free, or a write was sent past it within the last ``patience`` requests), each
+      idle period's chunks start there and double up to ``min_batch``, so a long idle period
+      still cleans at full speed. Into a middle device the chunks stay whole: its own cleaning
+      must keep pace behind it, and smaller chunks there let write-heavy traces fill the faster
+      devices.
     * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
       a full migration queue's oldest move does (requests the fast device turned away can keep the
       slower one from ever idling).
@@ -135,10 +138,14 @@ class Cleaner:
                         d, pages = t, min(max(used[t] + pages - (self._caps[t] - self._goal[t]),
                                               self._min_batch[t]), used[t])  # room on t first
                         t += 1
+                    chunk = self._chunk[d]
+                    if self._first[d] and 2 * (self._caps[d] - used[d]) >= self._goal[d] \
+                            and step - wanted_at[d] > self.patience:
+                        chunk = self._first[d]  # ahead: every chunk one small write's service time
                     if not core.clean_pending:
-                        core.clean(d, pages, False, self._chunk[d], self._first[d])
+                        core.clean(d, pages, False, chunk, self._first[d])
                         self._asked_at = step
                     elif step - self._asked_at >= self.patience:
-                        core.clean(d, pages, True, self._chunk[d], self._first[d])
+                        core.clean(d, pages, True, chunk, self._first[d])
                         self._asked_at = step
                     return

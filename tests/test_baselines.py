@@ -644,3 +644,31 @@ def test_cleaning_chunks_into_an_ssd_home_grow_within_an_idle_period():
         env.reset(seed=0)
         p.reset(env)
         assert p.cleaner._first == first, config
+
+
+def test_cleaning_chunks_stay_small_while_the_cleaning_is_ahead():
+    """Into an SSD home, a cleaning asked while the cleaned device has at least half its goal free
+    and no write was sent past it within ``patience`` requests runs every chunk at the first
+    chunk's size (one small write's service time); behind (less free, or a recent write turned
+    away) its chunks grow as before."""
+
+    class Core:
+        clean_pending = False
+
+        def __init__(self, used: list[int]) -> None:
+            self.used_pages, self.calls = used, []
+
+        def clean(self, d: int, pages: int, force: bool, chunk: int, first: int) -> None:
+            self.calls.append((d, chunk, first))
+
+    p = make_policy("fit_first_ref")
+    env = make_env(p, "perf_opt", "ycsb-b", n_requests=100)
+    env.reset(seed=0)
+    p.reset(env)
+    c = p.cleaner
+    cap, goal, step = c._caps[0], c._goal[0], 10_000
+    for free, wanted, chunk in ((goal - 1, step - c.patience - 1, 4), (goal - 1, step - c.patience, 64),
+                                ((goal - 1) // 2, step - c.patience - 1, 64)):
+        c._core = Core([cap - free, 0])
+        c(step, [wanted, -(1 << 30)])
+        assert c._core.calls == [(0, chunk, 4)], (free, wanted)
