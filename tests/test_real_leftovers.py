@@ -53,7 +53,8 @@ def _run_backend(paths: list[Path], state: Path, sig: int, inherited: int = sign
     as its disposition of SIGTERM and SIGHUP (default: SIG_DFL, whatever the test runner has, e.g.
     SIGHUP ignored under ``nohup``). While it runs, the files it created are open but unlinked."""
     code = textwrap.dedent(f"""
-        import signal, time
+        import faulthandler, signal, time
+        faulthandler.enable()  # a SIGABRT from the test below prints where the process hangs
         for s in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(s, signal.Handlers({int(inherited)}))
         from hss_gym.backends import real
@@ -74,8 +75,15 @@ def _run_backend(paths: list[Path], state: Path, sig: int, inherited: int = sign
     try:
         p.wait(timeout=60 if inherited == signal.SIG_DFL else 3)
     except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+        if inherited == signal.SIG_DFL:  # it should have died: have it print its threads' stacks
+            p.send_signal(signal.SIGABRT)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     return p
 
 
