@@ -63,7 +63,11 @@ def _run_backend(paths: list[Path], state: Path, sig: int, inherited: int = sign
         for mib in range({write_mib}):
             b.io({len(paths) - 1}, 1, mib * 256, 256, 0.0)
         print("ready", flush=True)
-        time.sleep(60)
+        # Short sleeps: a signal the kernel hands to another thread (NumPy's OpenBLAS workers)
+        # does not cut the main thread's sleep short, and Python runs handlers in the main thread
+        # only, so one long sleep would delay the handler to its end (a rare 60 s hang).
+        for _ in range(600):
+            time.sleep(0.1)
     """)
     env = {**os.environ, leftovers.STATE_ENV: str(state)}
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
