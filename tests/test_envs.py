@@ -11,6 +11,7 @@ from pettingzoo.test import parallel_api_test
 
 import hss_gym
 from hss_gym.envs import HSSParallelEnv
+from hss_gym.envs._contract import EpisodeStateError
 from hss_gym.workloads import Trace
 
 PAGE = 4096
@@ -301,3 +302,27 @@ def test_fast_step_is_step_without_the_dicts(features):
     assert n == 3000 and not envs[1].agents and paid > 0
     np.testing.assert_array_equal(envs[0].latencies(), envs[1].latencies())
     assert envs[0].metrics() == envs[1].metrics()
+
+
+def test_fast_step_checks_the_placement_and_says_when_it_cannot_run():
+    """fast_step is the episode's C stepper: a placement outside the devices is refused where the
+    request needs one, and before reset(), after the episode's end and after close() it says so."""
+    env = HSSParallelEnv("perf_opt", "ycsb-b", n_requests=200)
+    with pytest.raises(EpisodeStateError, match=r"before reset\(\)"):
+        env.fast_step(0, -1)
+    _, infos = env.reset(seed=0)
+    needs = infos["placement"]["acting"]
+    while not needs:
+        needs = env.fast_step(0, -1)[10]
+    step = env.step_index
+    with pytest.raises(ValueError, match=r"placement must be a device in 0\.\.1, got 2"):
+        env.fast_step(2, -1)
+    assert env.step_index == step  # nothing happened
+    while env.agents:
+        env.fast_step(0, -1)
+    assert env.step_index == 200
+    with pytest.raises(RuntimeError, match="the episode has ended"):
+        env.fast_step(0, -1)
+    env.close()
+    with pytest.raises(EpisodeStateError, match=r"after close\(\): the env is closed"):
+        env.fast_step(0, -1)

@@ -6,6 +6,8 @@
  *                             the HSS core (hss.c) over a SimDevices object, with one env's step
  *                             and features (env.c). Python wrappers in hss_gym/hss.py.
  *   VecEnv(n, mode, nfeat, arrays)  a batch of envs stepped in one call (vec.c).
+ *   Episode(core, ...)        one env's episode stepped in C (vec.c's slot step), behind
+ *                             HSSParallelEnv.step and fast_step.
  *   feature_layout(n_devices, flags)  the features' names and bins (env.c's table).
  * This file only converts arguments and errors.
  */
@@ -1091,6 +1093,253 @@ static PyTypeObject VecEnvType = {
     .tp_getset = VecEnv_getset,
 };
 
+/* ------------------------------------------------------------------ Episode */
+
+/* Episode(core, time_us, op, offset, size, end, needs, flags, scan, ref_us, penalty, reward_n,
+ *         reward_x, latency_reward, obs, actions, empty, empty_args, agents, complete=None):
+ * one episode of hss_gym.envs.hss.env.HSSParallelEnv stepped in C, the env's step without its
+ * dicts. `core` is an HSS whose env_begin started the episode (its latencies included); the
+ * episode's `end` requests are the columns time_us, op, offset, size (float64, uint8, int64,
+ * int64); `needs` whether the first needs a placement; then the env's feature flags, migration
+ * switch and reward parameters (vec.h); `obs` the first observations (placement, migration);
+ * `actions` an int64 array of 2 * end entries that gets each step's (place, move), what a copy of
+ * the env replays; empty(*empty_args) gives a fresh observation array; the list `agents` is
+ * emptied when the episode ends (PettingZoo's env.agents); `complete` (None: the
+ * simulated devices) is the real backend's complete(core, t) -> the latency measured for the
+ * request arriving at t, which replaces the simulated one. */
+typedef struct {
+    PyObject_HEAD
+    hss_vec_slot s;
+    int ready, raw;
+    PyObject *core, *empty, *empty_args, *agents, *complete;
+    PyObject *obs_p, *obs_m;   /* the observations of the request observed now */
+    PyObject *executed;        /* decision steps of the moves the last step ran or dropped (a list) */
+    double move_delay;         /* the migration delay those moves added */
+    Py_buffer req[4], acts;
+} EpisodeObject;
+
+static void Episode_dealloc(EpisodeObject *self)
+{
+    if (self->ready) {
+        bind_release(self->req, 4);
+        PyBuffer_Release(&self->acts);
+    }
+    hss_vec_slot_free(&self->s);
+    Py_XDECREF(self->core);
+    Py_XDECREF(self->empty);
+    Py_XDECREF(self->empty_args);
+    Py_XDECREF(self->agents);
+    Py_XDECREF(self->complete);
+    Py_XDECREF(self->obs_p);
+    Py_XDECREF(self->obs_m);
+    Py_XDECREF(self->executed);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Episode_init(EpisodeObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"core", "time_us", "op", "offset", "size", "end", "needs", "flags", "scan", "ref_us",
+                             "penalty", "reward_n", "reward_x", "latency_reward", "obs", "actions", "empty",
+                             "empty_args", "agents", "complete", NULL};
+    PyObject *core, *cols[4], *obs, *acts, *empty, *empty_args, *agents, *complete = Py_None;
+    long long end;
+    int needs, flags, scan, reward_n, reward_x, latency_reward;
+    double ref_us, penalty;
+    if (self->ready)
+        return bind_raise(PyExc_RuntimeError, "Episode is initialised once");
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!OOOOLpiiddiipO!OOO!O!|O", kwlist, &HSSType, &core, &cols[0],
+                                     &cols[1], &cols[2], &cols[3], &end, &needs, &flags, &scan, &ref_us, &penalty,
+                                     &reward_n, &reward_x, &latency_reward, &PyTuple_Type, &obs, &acts, &empty,
+                                     &PyTuple_Type, &empty_args, &PyList_Type, &agents, &complete))
+        return -1;
+    HSSObject *c = (HSSObject *)core;
+    if (!c->ready || !c->lat_held || !c->h.cur.active)
+        return bind_raise(PyExc_ValueError, "Episode: the HSS has no episode begun (env_begin with latencies)");
+    if (end < 1 || reward_n < 1 || reward_x < 1 || PyTuple_GET_SIZE(obs) != 2)
+        return bind_raise(PyExc_ValueError, "Episode: need end, reward_n, reward_x >= 1 and obs = (placement, "
+                          "migration)");
+    Py_buffer b[4] = {{0}}, a = {0};
+    if (get_buf(cols[0], 'd', 0, &b[0], "time_us") < 0 || get_buf(cols[1], 'B', 0, &b[1], "op") < 0
+        || get_buf(cols[2], 'q', 0, &b[2], "offset") < 0 || get_buf(cols[3], 'q', 0, &b[3], "size") < 0
+        || get_buf(acts, 'q', 1, &a, "actions") < 0) {
+        bind_release(b, 4);
+        return -1;
+    }
+    if (b[0].shape[0] < end || b[1].shape[0] < end || b[2].shape[0] < end || b[3].shape[0] < end
+        || a.shape[0] < 2 * end) {
+        bind_release(b, 4);
+        PyBuffer_Release(&a);
+        return bind_raise(PyExc_ValueError, "Episode: the columns need end entries and actions 2 * end");
+    }
+    memcpy(self->req, b, sizeof b);
+    self->acts = a;
+    self->ready = 1;
+    Py_INCREF(core), Py_INCREF(empty), Py_INCREF(empty_args), Py_INCREF(agents), Py_INCREF(complete);
+    self->core = core, self->empty = empty, self->empty_args = empty_args, self->agents = agents;
+    self->complete = complete;
+    self->obs_p = PyTuple_GET_ITEM(obs, 0), self->obs_m = PyTuple_GET_ITEM(obs, 1);
+    Py_INCREF(self->obs_p), Py_INCREF(self->obs_m);
+    if (!(self->executed = PyList_New(0)))
+        return -1;
+    hss_vec_slot *s = &self->s;
+    s->h = &c->h, s->e = &c->e;
+    s->t = b[0].buf, s->op = b[1].buf, s->off = b[2].buf, s->size = b[3].buf;
+    s->i = 0, s->end = end, s->needs = needs;
+    s->flags = flags, s->scan = scan, s->latency_reward = latency_reward;
+    s->ref_us = ref_us, s->penalty = penalty, s->reward_n = reward_n, s->reward_x = reward_x;
+    hss_vec_slot_clear(s);
+    return 0;
+}
+
+static PyObject *steps_list(const long long *steps, size_t n)
+{
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t k = 0; l && k < n; k++) {
+        PyObject *v = PyLong_FromLongLong(steps[k]);
+        if (!v)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, (Py_ssize_t)k, v);
+    }
+    return l;
+}
+
+/* step(place, move) -> HSSParallelEnv.fast_step's tuple: (obs_p, obs_m, r_place, r_migr, latency,
+ * evicted, credit, executed, move_delay_us, done, needs, candidate, device). */
+static PyObject *Episode_step(EpisodeObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "step(place, move) takes 2 arguments (%zd given)", nargs);
+    long place = PyLong_AsLong(args[0]), move = PyLong_AsLong(args[1]);
+    if ((place == -1 || move == -1) && PyErr_Occurred())
+        return NULL;
+    hss_vec_slot *s = &self->s;
+    if (!self->ready || s->i >= s->end)
+        return PyErr_Format(PyExc_RuntimeError, "fast_step(): the episode has ended; call reset() for a new one");
+    if (s->needs && (place < 0 || place >= s->h->ndev))
+        return PyErr_Format(PyExc_ValueError, "placement must be a device in 0..%d, got %ld", s->h->ndev - 1, place);
+    long long i = s->i;
+    PyObject *po = PyObject_Call(self->empty, self->empty_args, NULL);
+    PyObject *mo = po ? PyObject_Call(self->empty, self->empty_args, NULL) : NULL;
+    if (!mo) {
+        Py_XDECREF(po);
+        return NULL;
+    }
+    Py_buffer b[2] = {{0}};
+    int raw, rc;
+    if (get_obs_pair((HSSObject *)self->core, po, mo, s->flags, b, &raw) < 0)
+        goto fail;
+    int64_t *acts = self->acts.buf;
+    acts[2 * i] = place, acts[2 * i + 1] = move;
+    hss_env_out o;
+    rc = hss_slot_advance(s, raw, (int)place, (int)move, b[0].buf, b[1].buf, &o);
+    double latency = o.latency, rp, rm;
+    if (rc == HSS_OK && self->complete != Py_None) {  /* measured on the real devices */
+        PyObject *r = PyObject_CallFunction(self->complete, "Od", self->core, s->t[i]);
+        latency = r ? PyFloat_AsDouble(r) : -1.0;
+        Py_XDECREF(r);
+        if (PyErr_Occurred()) {
+            bind_release(b, 2);
+            goto fail;
+        }
+        if (s->e->lat && i < s->e->nlat)
+            s->e->lat[i] = latency;
+    }
+    if (rc == HSS_OK)
+        rc = hss_slot_rewards(s, &o, latency, &rp, &rm);
+    int done = s->i >= s->end;
+    if (rc == HSS_OK && done) {  /* the final observations: zeros */
+        memset(b[0].buf, 0, (size_t)b[0].len);
+        memset(b[1].buf, 0, (size_t)b[1].len);
+    }
+    bind_release(b, 2);
+    if (rc != HSS_OK) {
+        raise_rc(rc);
+        goto fail;
+    }
+    if (done && PyList_SetSlice(self->agents, 0, PyList_GET_SIZE(self->agents), NULL) < 0)
+        goto fail;
+    PyObject *executed = steps_list(s->ran_step, s->ran_len);
+    PyObject *credit = executed ? steps_list(s->credit, s->credited ? s->credit_len : 0) : NULL;
+    if (!credit) {
+        Py_XDECREF(executed);
+        goto fail;
+    }
+    Py_INCREF(po), Py_INCREF(mo), Py_INCREF(executed);
+    Py_SETREF(self->obs_p, po);
+    Py_SETREF(self->obs_m, mo);
+    Py_SETREF(self->executed, executed);
+    self->move_delay = o.delay;
+    long long cand = done ? -1 : s->e->cand;
+    int dev = done ? -1 : s->e->cand_dev;
+    return Py_BuildValue("(NNdddLNNdNNLi)", po, mo, rp, rm, latency, o.evicted, credit, executed, o.delay,
+                         PyBool_FromLong(done), PyBool_FromLong(s->needs), cand, dev);
+fail:
+    Py_DECREF(po);
+    Py_DECREF(mo);
+    return NULL;
+}
+
+/* finish(): the episode was stepped to its end elsewhere (a VecEnv slot took it over). */
+static PyObject *Episode_finish(EpisodeObject *self, PyObject *Py_UNUSED(ignored))
+{
+    self->s.i = self->s.end, self->s.needs = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Episode_obs(EpisodeObject *self, void *Py_UNUSED(closure))
+{
+    return PyTuple_Pack(2, self->obs_p, self->obs_m);
+}
+
+static PyObject *Episode_executed(EpisodeObject *self, void *Py_UNUSED(closure))
+{
+    Py_INCREF(self->executed);
+    return self->executed;
+}
+
+BIND_GETTER(Episode_get_i, EpisodeObject, PyLong_FromLongLong(self->s.i))
+BIND_GETTER(Episode_get_end, EpisodeObject, PyLong_FromLongLong(self->s.end))
+BIND_GETTER(Episode_get_needs, EpisodeObject, PyBool_FromLong(self->s.needs))
+BIND_GETTER(Episode_get_cand, EpisodeObject, PyLong_FromLongLong(self->s.i < self->s.end ? self->s.e->cand : -1))
+BIND_GETTER(Episode_get_cand_dev, EpisodeObject, PyLong_FromLong(self->s.i < self->s.end ? self->s.e->cand_dev : -1))
+BIND_GETTER(Episode_get_move_delay, EpisodeObject, PyFloat_FromDouble(self->move_delay))
+BIND_GETTER(Episode_get_window_open, EpisodeObject, PyBool_FromLong(self->s.window_left || self->s.exe_len))
+
+static PyMethodDef Episode_methods[] = {
+    {"step", (PyCFunction)(void (*)(void))Episode_step, METH_FASTCALL,
+     "step(place, move) -> (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, executed, move_delay_us, done, "
+     "needs, candidate, device)"},
+    {"finish", (PyCFunction)Episode_finish, METH_NOARGS, "finish(): the episode was stepped to its end elsewhere"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Episode_getset[] = {
+    {"i", (getter)Episode_get_i, NULL, "index of the request observed now", NULL},
+    {"end", (getter)Episode_get_end, NULL, "requests in the episode", NULL},
+    {"needs", (getter)Episode_get_needs, NULL, "whether the request observed now needs a placement", NULL},
+    {"cand", (getter)Episode_get_cand, NULL, "the migration candidate (-1: none)", NULL},
+    {"cand_dev", (getter)Episode_get_cand_dev, NULL, "the candidate's device (-1: none)", NULL},
+    {"obs", (getter)Episode_obs, NULL, "the observations of the request observed now (placement, migration)", NULL},
+    {"executed", (getter)Episode_executed, NULL, "decision steps of the moves the last step ran or dropped", NULL},
+    {"move_delay", (getter)Episode_get_move_delay, NULL, "the migration delay (us) those moves added", NULL},
+    {"window_open", (getter)Episode_get_window_open, NULL, "eq. 3 has moves counted or a window open", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject EpisodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hss_gym.backends._core.Episode",
+    .tp_basicsize = sizeof(EpisodeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One HSSParallelEnv episode stepped in C (see source).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Episode_init,
+    .tp_dealloc = (destructor)Episode_dealloc,
+    .tp_methods = Episode_methods,
+    .tp_getset = Episode_getset,
+};
+
 /* ------------------------------------------------------------------ module */
 
 /* feature_layout(n_devices, flags=0) -> ((name, bins), ...): the observation's features in order
@@ -1132,7 +1381,7 @@ static struct PyModuleDef coremodule = {
 
 PyMODINIT_FUNC PyInit__core(void)
 {
-    PyObject *m = bind_module(&coremodule, (PyTypeObject *[]){&SimDevicesType, &HSSType, &VecEnvType, NULL});
+    PyObject *m = bind_module(&coremodule, (PyTypeObject *[]){&SimDevicesType, &HSSType, &VecEnvType, &EpisodeType, NULL});
     if (m && (PyModule_AddIntConstant(m, "PAGE_BYTES", 4096) < 0
               || PyModule_AddIntConstant(m, "PAGE_META_BYTES", (long)sizeof(hss_page)) < 0
               || PyModule_AddIntConstant(m, "MAX_REQUEST_PAGES", (long)HSS_MAX_REQ_PAGES) < 0

@@ -40,29 +40,49 @@ static double pairwise_sum(const double *a, size_t n)
     return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
 }
 
-/* Harmonia's eq. 3, as HSSParallelEnv._migration_reward: count the moves run; once reward_x have,
- * average the next reward_n latencies. `ran` moves are popped from the env's FIFO first. */
+/* Grow a slot's array to hold `need` entries of `size` bytes (capacity *cap, doubled). */
+static int grow(void **a, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return HSS_OK;
+    size_t c = *cap ? 2 * *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*a, c * size);
+    if (!p)
+        return HSS_ENOMEM;
+    *a = p, *cap = c;
+    return HSS_OK;
+}
+
+/* Harmonia's eq. 3: count the moves run; once reward_x have, average the next reward_n latencies.
+ * `ran` moves are popped from the env's FIFO first (their decision steps into s->ran_step); a
+ * window credits the decision steps of the moves counted when it opened (s->credit). */
 static int migration_reward(hss_vec_slot *s, double latency, size_t ran, double *r)
 {
     *r = 0.0;
-    if (s->exe_len + ran > s->exe_cap) {
-        size_t cap = s->exe_cap ? 2 * s->exe_cap : 64;
-        while (cap < s->exe_len + ran)
-            cap *= 2;
-        double *p = realloc(s->exe, cap * sizeof *p);
-        if (!p)
-            return HSS_ENOMEM;
-        s->exe = p, s->exe_cap = cap;
+    if (grow((void **)&s->exe, &s->exe_cap, s->exe_len + ran, sizeof *s->exe) != HSS_OK
+        || grow((void **)&s->exe_step, &s->step_cap, s->exe_len + ran, sizeof *s->exe_step) != HSS_OK
+        || grow((void **)&s->ran_step, &s->ran_cap, ran, sizeof *s->ran_step) != HSS_OK)
+        return HSS_ENOMEM;
+    for (size_t k = 0; k < ran; k++) {
+        hss_pend p = hss_env_pop(s->e);
+        s->ran_step[k] = s->exe_step[s->exe_len] = p.step;
+        s->exe[s->exe_len++] = p.pen;
     }
-    for (size_t k = 0; k < ran; k++)
-        s->exe[s->exe_len++] = hss_env_pop(s->e).pen;
+    s->ran_len = ran;
     if (s->window_left) {
         s->window_sum += latency;
         if (--s->window_left == 0) {
             double sum = 1e-9 > s->window_sum ? 1e-9 : s->window_sum;  /* Python's max(sum, 1e-9) */
             *r = s->ref_us * (double)s->reward_n / sum - s->window_pen;
+            s->credited = 1;
         }
     } else if (s->exe_len >= (size_t)s->reward_x) {
+        if (grow((void **)&s->credit, &s->credit_cap, s->exe_len, sizeof *s->credit) != HSS_OK)
+            return HSS_ENOMEM;
+        memcpy(s->credit, s->exe_step, s->exe_len * sizeof *s->credit);
+        s->credit_len = s->exe_len;
         s->window_pen = s->penalty * (pairwise_sum(s->exe, s->exe_len) / (double)s->exe_len);
         s->exe_len = 0;
         s->window_left = s->reward_n;
@@ -71,29 +91,41 @@ static int migration_reward(hss_vec_slot *s, double latency, size_t ran, double 
     return HSS_OK;
 }
 
-/* One two-agent step of slot s (HSSParallelEnv.fast_step): rewards into *rp, *rm; rows as asked. */
-static int slot_step(hss_vec_slot *s, int raw, int place, int move, double *rp, double *rm, void *row_p,
-                     void *row_m)
+int hss_slot_advance(hss_vec_slot *s, int raw, int place, int move, void *row_p, void *row_m, hss_env_out *o)
 {
-    int needs_before = s->needs;
     long long i = s->i, nxt = i + 1;
     int next = nxt < s->end;
     if (s->e->cand < 0)
         move = -1;
-    hss_env_out o;
-    int rc = hss_env_step(s->h, s->e, place, move, next, next ? s->t[nxt] : 0.0, next ? s->op[nxt] : 0,
-                          next ? (uint64_t)s->off[nxt] : 0, next ? (uint64_t)s->size[nxt] : 1, s->scan, s->flags,
-                          raw, i, row_p, row_m, &o);
-    if (rc != HSS_OK)
-        return rc;
+    s->ran_len = 0, s->credited = 0;
+    return hss_env_step(s->h, s->e, place, move, next, next ? s->t[nxt] : 0.0, next ? s->op[nxt] : 0,
+                        next ? (uint64_t)s->off[nxt] : 0, next ? (uint64_t)s->size[nxt] : 1, s->scan, s->flags,
+                        raw, i, row_p, row_m, o);
+}
+
+int hss_slot_rewards(hss_vec_slot *s, const hss_env_out *o, double latency, double *rp, double *rm)
+{
+    int rc;
     *rm = 0.0;
-    if (o.ran || s->window_left || s->exe_len >= (size_t)s->reward_x)
-        if ((rc = migration_reward(s, o.latency, o.ran, rm)) != HSS_OK)
+    if (o->ran || s->window_left || s->exe_len >= (size_t)s->reward_x)
+        if ((rc = migration_reward(s, latency, o->ran, rm)) != HSS_OK)
             return rc;
-    *rp = needs_before && o.latency > 0 ? s->ref_us / o.latency : 0.0;
-    s->i = nxt;
-    s->needs = next && o.needs;
+    if (s->latency_reward)
+        *rp = -latency / s->ref_us;
+    else
+        *rp = s->needs && latency > 0 ? s->ref_us / latency : 0.0;
+    s->i++;
+    s->needs = s->i < s->end && o->needs;
     return HSS_OK;
+}
+
+/* One two-agent step of slot s (HSSParallelEnv.fast_step): rewards into *rp, *rm; rows as asked. */
+static int slot_step(hss_vec_slot *s, int raw, int place, int move, double *rp, double *rm, void *row_p,
+                     void *row_m)
+{
+    hss_env_out o;
+    int rc = hss_slot_advance(s, raw, place, move, row_p, row_m, &o);
+    return rc != HSS_OK ? rc : hss_slot_rewards(s, &o, o.latency, rp, rm);
 }
 
 static void zero_row(void *row, int nfeat, int raw)
@@ -167,9 +199,20 @@ static int vec_range(hss_vec *v, int lo, int hi, int *bad)
 
 void hss_vec_slot_clear(hss_vec_slot *s)
 {
-    s->exe_len = 0;
+    s->exe_len = s->ran_len = s->credit_len = 0;
+    s->credited = 0;
     s->window_left = 0;
     s->window_sum = s->window_pen = 0.0;
+}
+
+void hss_vec_slot_free(hss_vec_slot *s)
+{
+    free(s->exe);
+    free(s->exe_step);
+    free(s->ran_step);
+    free(s->credit);
+    s->exe = NULL, s->exe_step = s->ran_step = s->credit = NULL;
+    s->exe_cap = s->step_cap = s->ran_cap = s->credit_cap = 0;
 }
 
 int hss_vec_init(hss_vec *v, int n, int mode, int nfeat, int raw)
@@ -344,7 +387,7 @@ void hss_vec_free(hss_vec *v)
     v->pool = NULL;
     if (v->s)
         for (int k = 0; k < v->n; k++)
-            free(v->s[k].exe);
+            hss_vec_slot_free(&v->s[k]);
     free(v->s);
     v->s = NULL;
 }

@@ -35,10 +35,17 @@ typedef struct hss_vec_slot {
     int flags, scan, place_dev;   /* features; migration on; MIGRATION mode's placement device */
     double ref_us, penalty;       /* reward parameters (the env's) */
     int reward_n, reward_x;
+    int latency_reward;           /* placement reward -latency / ref_us on every step (else ref_us / latency) */
     double *exe;                  /* eq. 3: penalty terms of the moves run since the last window began */
-    size_t exe_len, exe_cap;
+    long long *exe_step;          /* ... and their decision steps */
+    size_t exe_len, exe_cap, step_cap;
     int window_left;              /* eq. 3: latencies still to average in the open window */
     double window_sum, window_pen;
+    long long *ran_step;          /* decision steps of the moves the last step ran (or dropped) */
+    size_t ran_len, ran_cap;
+    long long *credit;            /* decision steps the open (or just closed) window credits */
+    size_t credit_len, credit_cap;
+    int credited;                 /* the last step closed a window: its reward credits `credit` */
 } hss_vec_slot;
 
 typedef struct hss_vec_pool hss_vec_pool;
@@ -60,7 +67,15 @@ typedef struct hss_vec {
 /* An empty batch of n slots (reset each with hss_vec_slot_clear before use); HSS_ENOMEM. */
 int hss_vec_init(hss_vec *v, int n, int mode, int nfeat, int raw);
 void hss_vec_free(hss_vec *v);
-void hss_vec_slot_clear(hss_vec_slot *s); /* a new episode: empty reward state (keeps its buffer) */
+void hss_vec_slot_clear(hss_vec_slot *s); /* a new episode: empty reward state (keeps its buffers) */
+void hss_vec_slot_free(hss_vec_slot *s);  /* its buffers */
+/* One step of a slot in two halves, for a caller that measures the latency itself (the real
+ * backend): hss_slot_advance steps the simulator (hss_env_step with the slot's next request) and
+ * hss_slot_rewards computes both rewards from `latency` and moves the slot on to the next request.
+ * The reward of the placement agent: ref_us / latency when the request needed a placement, else 0
+ * (latency_reward: -latency / ref_us on every step); of the migration agent: eq. 3. */
+int hss_slot_advance(hss_vec_slot *s, int raw, int place, int move, void *row_p, void *row_m, hss_env_out *o);
+int hss_slot_rewards(hss_vec_slot *s, const hss_env_out *o, double latency, double *rp, double *rm);
 /* Step every slot not skipped, the threads taking a few slots at a time. Returns HSS_OK or an
  * error (*bad: the slot that failed; other slots may have been stepped). */
 int hss_vec_step(hss_vec *v, int *bad);

@@ -6,6 +6,8 @@
  *   - one thread and three threads give the same observations, rewards and episode ends, bit for bit;
  *   - rewards are finite (placement's >= 0), float observations in [0, 1], an episode ends exactly
  *     when its trace runs out, and an ended env's observation rows are zeros;
+ *   - a closed eq.-3 window credits at least reward_x decision steps, increasing and before the
+ *     step that closed it (where moves are made, windows close), and a move runs after its decision;
  *   - everything is freed (LeakSanitizer).
  * Prints "N passed, 0 failed" (or exits non-zero at the first violation). */
 #include <math.h>
@@ -117,6 +119,7 @@ static int run(int mode, int threads, int flags, float *out_obs, double *out_rew
             return 1;
     float *obs = mode == HSS_VEC_MIGRATION ? obs_m : obs_p;
     double *rew = mode == HSS_VEC_MIGRATION ? rew_m : rew_p;
+    int credits = 0;
     for (int t = 0; t < STEPS; t++) {
         for (int k = 0; k < NENV; k++) {
             act_p[k] = (int64_t)(rnd() % NDEV);
@@ -128,6 +131,14 @@ static int run(int mode, int threads, int flags, float *out_obs, double *out_rew
             hss_vec_slot *s = &v.s[k];
             CHECK(isfinite(rew[k]) && (mode == HSS_VEC_MIGRATION || rew[k] >= 0), "reward %g", rew[k]);
             CHECK(trunc[k] == (s->i >= s->end) || skip[k], "end flag");
+            /* a window that closed credits the decision steps counted when it opened, oldest
+             * first, at least reward_x of them, all before this step */
+            credits += s->credited;
+            for (size_t c = 0; s->credited && c < s->credit_len; c++)
+                CHECK(s->credit_len >= (size_t)s->reward_x && s->credit[c] < s->i
+                      && (c == 0 || s->credit[c - 1] < s->credit[c]), "credit steps");
+            for (size_t c = 0; c < s->ran_len; c++)
+                CHECK(s->ran_step[c] < s->i, "a move ran before it was decided");
             for (int f = 0; f < nf; f++) {
                 float o = obs[k * nf + f];
                 CHECK(o >= 0.0f && o <= 1.0f, "observation %g", o);
@@ -150,6 +161,7 @@ static int run(int mode, int threads, int flags, float *out_obs, double *out_rew
     }
     CHECK(!(flags & HSS_FEAT_BINARY) || most > 64, "the FIFO did not grow");
     CHECK(flags || most_exe > 64, "the moves counted for eq. 3 did not outgrow their buffer");
+    CHECK(mode == HSS_VEC_PLACEMENT || credits > 0, "mode %d: no window closed", mode);
     hss_vec_free(&v);
     for (int k = 0; k < NENV; k++) {
         hss_env_free(&en[k].e);

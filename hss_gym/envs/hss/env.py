@@ -11,8 +11,6 @@ import copy
 import difflib
 import inspect
 import warnings
-from array import array
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +23,7 @@ from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
                                     env_closed, episode_over, not_reset)
 from hss_gym.envs.hss.features import ROOM_FEATURES, feature_flags, feature_names, observation_space
+from hss_gym.backends._core import Episode
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -139,8 +138,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self.episode_window: tuple[int, int] | None = None  # the episode's (start, stop) in the trace read
         self._started = False  # reset() has run (step() before it raises)
         self._closed = False  # close() has run, and no reset() since
-        self._action_log = array("q")  # fast_step's (place, move) pairs since reset(): replayed by deepcopy/pickle
-        self._append_action = self._action_log.append
+        self._ep: Episode | None = None  # the episode's C stepper (reset() makes it; fast_step is its step)
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -234,46 +232,42 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         # Requests as Python tuples: indexing them is far cheaper than NumPy scalars per step.
         self._reqs = list(zip(tr.time_us[:self._end].tolist(), tr.op[:self._end].tolist(),
                               tr.offset[:self._end].tolist(), tr.size[:self._end].tolist()))
-        self._i = 0
         self._latencies = np.empty(self._end, dtype=np.float64)  # written by the core's env_step
-        self._executed: deque[tuple[int, float]] = deque()  # executed moves not yet rewarded
-        self._window_left = 0
-        self._window_sum = 0.0
-        self._window_credit: list[int] = []
-        self._window_pen = 0.0
-        self._ran: list[int] = []  # decision steps of the moves executed (or dropped) this step
-        self._move_delay = 0.0
         self.agents = list(AGENTS)
         self._started = True
         self._closed = False
-        self._action_log = array("q")
-        self._append_action = self._action_log.append
-        self._obs = self._new_obs()
-        self._needs, cand = self._hss.core.env_begin(*self._reqs[0], *self._obs, self._feature_flags,
-                                                     self.migration_enabled, self._latencies)
-        self._cand = None if cand < 0 else cand
-        infos = self._infos(0.0, [], 0, bool(self._needs), cand, -1 if cand < 0 else self._candidate_device())
-        return {"placement": self._obs[0], "migration": self._obs[1]}, infos
+        self._actions = np.empty(2 * self._end, dtype=np.int64)  # the steps' (place, move): copies replay them
+        obs = self._new_obs()
+        core = self._hss.core
+        needs, cand = core.env_begin(*self._reqs[0], *obs, self._feature_flags, self.migration_enabled,
+                                     self._latencies)
+        self._ep = Episode(core, tr.time_us, tr.op, tr.offset, tr.size, self._end, needs, self._feature_flags,
+                           self.migration_enabled, self.reward_ref_us, self.penalty, self.reward_n, self.reward_x,
+                           self._latency_reward, obs, self._actions, np.empty, (self._obs_shape, self._dtype),
+                           self.agents, None if self._real is None else self._real.complete)
+        self.fast_step = self._ep.step  # type: ignore[method-assign]
+        infos = self._infos(0.0, [], [], 0.0, 0, bool(needs), cand, -1 if cand < 0 else self._candidate_device())
+        return {"placement": obs[0], "migration": obs[1]}, infos
 
     def _new_obs(self) -> tuple[np.ndarray, np.ndarray]:
         shape = self._obs_space.shape
         return np.empty(shape, dtype=self._dtype), np.empty(shape, dtype=self._dtype)
 
-    def _infos(self, latency: float, credit: list[int], evicted: int, needs: bool, page: int,
-               device: int) -> dict[str, dict[str, Any]]:
+    def _infos(self, latency: float, credit: list[int], executed: list[int], move_delay: float, evicted: int,
+               needs: bool, page: int, device: int) -> dict[str, dict[str, Any]]:
         # Fresh arrays per call (Gymnasium's data-reuse check; users keep what they are given).
-        step, mask = self._i, self._mask
+        step, mask = self._ep.i, self._mask
         return {
             "placement": {"acting": needs, "action_mask": mask.copy(), "step": step,
                           "latency_us": latency, "evicted": evicted},
             "migration": {"acting": page >= 0, "action_mask": mask.copy(), "step": step,
-                          "credit": credit, "executed": self._ran, "move_delay_us": self._move_delay,
+                          "credit": credit, "executed": executed, "move_delay_us": move_delay,
                           "page": page, "device": device},
         }
 
     def _candidate_device(self) -> int:
         """The candidate's device, read back from the migration observation's curr_dev bin."""
-        v = self._obs[1].item(self._curr_dev_index)
+        v = self._ep.obs[1].item(self._curr_dev_index)
         return int(v) if self.raw_bins else int(v * self._dev_scale + 0.5)
 
     def _action(self, actions: dict[str, Any], agent: str) -> int:
@@ -292,18 +286,22 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
             check_agent_keys(actions, AGENTS)
         # Both agents' actions are checked (also one that is not acting, whose action is ignored);
         # fast path for a plain in-range int, check_discrete_action for anything else.
-        n = self._act_space.n
+        n, ep = self._act_space.n, self._ep
         place, move = actions["placement"], actions["migration"]
+        no_cand = ep.cand < 0
         if type(place) is not int or not 0 <= place < n:
             place = self._action(actions, "placement")
-        if (type(move) is not int or not 0 <= move < n) and not (move == -1 and self._cand is None):
+        if (type(move) is not int or not 0 <= move < n) and not (move == -1 and no_cand):
             move = self._action(actions, "migration")  # -1: the "device" infos give when nothing is judged
-        if not self._needs:
+        if not ep.needs:
             place = 0
-        if self._cand is None:
+        if no_cand:
             move = -1
-        obs_p, obs_m, r_place, r_migr, latency, evicted, credit, _, _, done, needs, page, dev = self.fast_step(place, move)
-        infos = self._infos(latency, credit, evicted, needs, page, dev)
+        (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, executed, move_delay, done, needs, page,
+         dev) = self.fast_step(place, move)
+        if done:
+            self.agents = []
+        infos = self._infos(latency, credit, executed, move_delay, evicted, needs, page, dev)
         if done:
             summary = self.metrics().to_dict()
             for a in AGENTS:
@@ -314,63 +312,19 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
     def fast_step(self, place: int, move: int) -> tuple[np.ndarray, np.ndarray, float, float, float, int, list[int],
                                                         list[int], float, bool, bool, int, int]:
         """:meth:`step` without PettingZoo's dicts, for a policy's own episode loop
-        (:meth:`hss_gym.agents.base.Policy.run_fast`). ``place`` and ``move`` must be valid device
-        indices (not checked; ignored for an agent that is not acting). Returns, in order: the
-        next observations (placement, migration), the rewards (placement, migration), then the
-        infos: ``latency_us``, ``evicted``, ``credit``, ``executed``, ``move_delay_us``, whether
-        the episode ended, and for the next request whether the placement agent acts, the
-        migration candidate (``page``) and its ``device`` (-1, -1: none); the step index is
-        :attr:`step_index`. The lists are fresh; the observations too, as :meth:`step`'s."""
-        i = self._i
-        log = self._append_action  # what a copy replays (ReplayCopy)
-        log(place)
-        log(move)
-        needs_before = self._needs
-        self._i = nxt = i + 1
-        done = nxt >= self._end
-        shape, dtype = self._obs_shape, self._dtype
-        obs_p, obs_m = np.empty(shape, dtype), np.empty(shape, dtype)
-        core = self._hss.core
-        # The core finishes the request, queues the move, begins the next request, writes the
-        # observations and the latency, and keeps the FIFO of queued moves (backends/core/env.c).
-        latency, evicted, ran, self._ran, self._move_delay, needs, cand, dev = core.env_step(
-            place, move, None if done else self._reqs[nxt], obs_p, obs_m, self._feature_flags, self.migration_enabled, i)
-        if self._real is not None:  # measured on the real devices
-            latency = self._latencies[i] = self._real.complete(core, self._reqs[i][0])
-        if ran or self._window_left or len(self._executed) >= self.reward_x:
-            r_migr, credit = self._migration_reward(latency, ran or [])
-        else:  # nothing to count or pay this step (the common case)
-            r_migr, credit = 0.0, []
-        if self._latency_reward:
-            r_place = -latency / self.reward_ref_us
-        else:
-            r_place = self.reward_ref_us / latency if needs_before and latency > 0 else 0.0
-        if done:
-            obs_p, obs_m = np.zeros_like(obs_p), np.zeros_like(obs_m)
-            needs, cand, dev = False, -1, -1
-            self.agents = []
-        self._obs = (obs_p, obs_m)
-        self._needs = needs = bool(needs)
-        self._cand = None if cand < 0 else cand
-        return (obs_p, obs_m, r_place, r_migr, latency, evicted, credit, self._ran, self._move_delay, done, needs,
-                cand, dev)
+        (:meth:`hss_gym.agents.base.Policy.run_fast`). ``place`` and ``move`` must be device
+        indices (ignored for an agent that is not acting; ``place`` is checked where it is not).
+        Returns, in order: the next observations (placement, migration), the rewards (placement,
+        migration), then the infos: ``latency_us``, ``evicted``, ``credit``, ``executed``,
+        ``move_delay_us``, whether the episode ended, and for the next request whether the
+        placement agent acts, the migration candidate (``page``) and its ``device`` (-1, -1: none);
+        the step index is :attr:`step_index`. The lists are fresh; the observations too, as
+        :meth:`step`'s. After the episode's last step :attr:`agents` is empty.
 
-    def _migration_reward(self, latency: float, ran: list[tuple[int, float]]) -> tuple[float, list[int]]:
-        """Harmonia eq. 3: count executed moves; once x, average the next n latencies."""
-        self._executed.extend(ran)
-        if self._window_left:
-            self._window_sum += latency
-            self._window_left -= 1
-            if self._window_left == 0:
-                r = self.reward_ref_us * self.reward_n / max(self._window_sum, 1e-9) - self._window_pen
-                return r, self._window_credit
-        elif len(self._executed) >= self.reward_x:
-            batch = list(self._executed)  # everything executed since the last window began
-            self._executed.clear()
-            self._window_credit = [s for s, _ in batch]
-            self._window_pen = self.penalty * float(np.mean([p for _, p in batch]))
-            self._window_left, self._window_sum = self.reward_n, 0.0
-        return 0.0, []
+        It is the episode's C stepper (``backends/core``: ``Episode``, vec.c's slot step: the
+        simulator's step, the rewards and the observations in one call), set by :meth:`reset`;
+        this method only says why there is none (the env is closed or was never reset)."""
+        raise self.not_running("hss/Harmonia-v0 fast_step")
 
     # ------------------------------------------------------------------ extras
     # Privileged views for baselines that need more than the observation (heuristics reading the
@@ -392,13 +346,13 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
     @property
     def step_index(self) -> int:
         """Index in :attr:`trace` of the request the agents are observing now."""
-        return self._i
+        return self._ep.i if self._ep is not None else 0
 
     @property
     def request(self) -> tuple[float, int, int, int]:
         """The request the agents are observing now: (time_us, op, offset, size); time_us is its
         arrival in the trace."""
-        return self._reqs[min(self._i, self._end - 1)]
+        return self._reqs[min(self.step_index, self._end - 1)]
 
     @property
     def requests(self) -> list[tuple[float, int, int, int]]:
@@ -414,19 +368,20 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
 
     def latencies(self) -> np.ndarray:
         """Latency (µs) of each request served so far in this episode, in trace order (a copy)."""
-        return self._latencies[:self._i].copy()
+        return self._latencies[:self.step_index].copy()
 
     def metrics(self) -> RunMetrics:
         """Metrics of the requests served so far in this episode."""
-        if self._hss is None or self._i == 0:
+        i = self.step_index
+        if self._hss is None or i == 0:
             raise RuntimeError("no request has been served yet")
-        return compute_metrics(self._latencies[:self._i], self._hss.counters())
+        return compute_metrics(self._latencies[:i], self._hss.counters())
 
     def state(self) -> np.ndarray:
         """Global state: both agents' observations concatenated."""
         if self._hss is None:
             raise RuntimeError("call reset() first")
-        return np.concatenate(self._obs)
+        return np.concatenate(self._ep.obs)  # type: ignore[union-attr]
 
     def render(self) -> "str | np.ndarray | None":
         """The state as ``render_mode`` asks: ``"ansi"`` one text line (step, mean latency, pages
@@ -441,8 +396,9 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         c = self._hss.counters()
         used = ", ".join(f"{p.id} {u}/{cap if d < self.cfg.n_devices - 1 else '∞'}"
                          for d, (p, u, cap) in enumerate(zip(self.cfg.devices, c["used_pages"], self._hss.capacities)))
-        mean = self._latencies[:self._i].mean() if self._i else float("nan")
-        return (f"step {self._i}/{self._end}  mean latency {mean:.1f} us  pages [{used}]  "
+        i = self.step_index
+        mean = self._latencies[:i].mean() if i else float("nan")
+        return (f"step {i}/{self._end}  mean latency {mean:.1f} us  pages [{used}]  "
                 f"queue {c['queue_length']}/{self.cfg.queue_size}  migrations {c['migrations']}  "
                 f"evictions {c['evictions']}")
 
@@ -460,8 +416,9 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         n = self.cfg.n_devices
         cv = render.Canvas(max(240, 24 + 20 * n + 24 + 10 + 80), 400)  # taller with 5+ devices
         c = self._hss.counters()
-        mean = self._latencies[:self._i].mean() if self._i else float("nan")
-        cv.text(8, 6, f"STEP {self._i}/{self._end}  MEAN {mean:.0f} US")
+        i = self.step_index
+        mean = self._latencies[:i].mean() if i else float("nan")
+        cv.text(8, 6, f"STEP {i}/{self._end}  MEAN {mean:.0f} US")
         footprint = max(self._trace.footprint_pages(), 1) if self._trace is not None else 1
         y = 24
         for d, (p, used, cap) in enumerate(zip(self.cfg.devices, c["used_pages"], self._hss.capacities)):
@@ -476,7 +433,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         cv.text(296, y + 3, f"{c['queue_length']}/{self.cfg.queue_size} MIGR {c['migrations']}", scale=1)
         y += 24
         k = self.RENDER_LATENCIES
-        lat = self._latencies[max(0, self._i - k):self._i]
+        lat = self._latencies[max(0, i - k):i]
         cv.text(8, y, f"LATENCY, LAST {k} REQUESTS (LOG 1US-100MS)", scale=1)
         y += 10
         h = cv.height - y - 8
@@ -509,6 +466,8 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
             self._real.close()
             self._real = None
         self._hss = None
+        self._ep = None
+        self.__dict__.pop("fast_step", None)  # the class's: it says the env is closed
         self.agents = []
         self._closed = True
 
@@ -519,12 +478,12 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
                 "_rng": copy.deepcopy(self._rng)}
 
     def _replay_tail(self) -> list[tuple[str, tuple, dict[str, Any]]]:
-        return [("_replay_fast_steps", (self._action_log.tobytes(),), {})] if self._started and self._action_log else []
+        i = self.step_index
+        return [("_replay_fast_steps", (self._actions[:2 * i].tobytes(),), {})] if self._started and i else []
 
     def _replay_fast_steps(self, packed: bytes) -> None:
         """Replay :meth:`fast_step` calls recorded as (place, move) int64 pairs."""
-        acts = array("q")
-        acts.frombytes(packed)
+        acts = np.frombuffer(packed, dtype=np.int64).tolist()
         step = self.fast_step
         for k in range(0, len(acts), 2):
             step(acts[k], acts[k + 1])
@@ -537,7 +496,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
     def _replay_fingerprint(self) -> Any:
         if self._hss is None:
             return None
-        return (self._i, len(self.agents), repr(sorted(self._hss.counters().items())))
+        return (self.step_index, len(self.agents), repr(sorted(self._hss.counters().items())))
 
 
 def _checked_workload(workload: WorkloadSpec) -> WorkloadSpec:

@@ -141,16 +141,17 @@ class _Batch:
     def load(self, k: int) -> None:
         """Slot k takes env k's episode, just begun by its Python reset."""
         p = self.penvs[k]
-        if p._window_left or p._executed:  # a reset has run no move: nothing to carry over
+        ep = p._ep
+        if ep.window_open:  # a reset has run no move: nothing to carry over
             raise RuntimeError(f"env {k}: a migration reward window is open after reset()")
         tr = p._trace
-        self.core.load(k, p._hss.core, tr.time_us, tr.op, tr.offset, tr.size, p._i, p._end, p._needs, p._feature_flags,
+        self.core.load(k, p._hss.core, tr.time_us, tr.op, tr.offset, tr.size, ep.i, p._end, ep.needs, p._feature_flags,
                        p.migration_enabled, self.place_dev, p.reward_ref_us, p.penalty, p.reward_n, p.reward_x)
 
     def ended(self, k: int, infos: dict[str, Any], add_info: Callable[..., dict[str, Any]]) -> dict[str, Any]:
         """Env k's episode ended: bring its Python env to the end and add its metrics to infos."""
         p = self.penvs[k]
-        p._i = p._end
+        p._ep.finish()
         p.agents = []
         summary = compute_metrics(p._latencies[:p._end], p._hss.counters()).to_dict()
         return add_info(infos, {"metrics": summary}, k)
