@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -11,6 +12,7 @@ from pettingzoo.test import parallel_api_test
 
 import hss_gym
 from hss_gym.envs import HSSParallelEnv
+from hss_gym.envs.hss.single import SingleAgentEnv, fixed_device, stay
 from hss_gym.envs._contract import EpisodeStateError
 from hss_gym.workloads import Trace
 
@@ -302,6 +304,41 @@ def test_fast_step_is_step_without_the_dicts(features):
     assert n == 3000 and not envs[1].agents and paid > 0
     np.testing.assert_array_equal(envs[0].latencies(), envs[1].latencies())
     assert envs[0].metrics() == envs[1].metrics()
+
+
+def _single_run(env: SingleAgentEnv, seed: int, steps: int) -> list[Any]:
+    """What a single-agent env returns over ``steps`` random actions, autoresets included."""
+    obs, info = env.reset(seed=seed)
+    rng, out = np.random.default_rng(seed), [(obs.tobytes(), repr(info))]
+    for _ in range(steps):
+        o, r, term, trunc, inf = env.step(int(rng.integers(env.action_space.n)))
+        out.append((o.tobytes(), r, term, trunc, repr({k: v.tobytes() if isinstance(v, np.ndarray) else v
+                                                        for k, v in inf.items()})))
+        if trunc:
+            obs, info = env.reset()
+            out.append((obs.tobytes(), repr(info)))
+    return out
+
+
+@pytest.mark.parametrize("agent, other, reward", [
+    ("placement", fixed_device(0), "ratio"), ("placement", fixed_device(1), "ratio"), ("placement", stay, "ratio"),
+    ("placement", fixed_device(0), "latency"), ("migration", fixed_device(0), "ratio"),
+    ("migration", fixed_device(1), "ratio")])
+def test_single_agent_env_with_a_constant_other_agent_gives_the_general_paths_results(agent, other, reward):
+    """With a built-in other policy (its action the same on every step) a single-agent step runs on
+    fast_step without the dicts; the same policy wrapped in a function takes the general path,
+    which asks it at every step: every observation, reward, episode end and info is the same,
+    across episode ends, with the migration agent's moves and credits."""
+    def make(policy: Any) -> SingleAgentEnv:
+        return SingleAgentEnv(HSSParallelEnv("perf_opt", "ycsb-b", n_requests=1500, fast_fraction=0.05,
+                                             reward=reward), agent, policy)
+    fast, general = make(other), make(lambda obs, info: other(obs, info))
+    assert fast._const is not None and general._const is None
+    a, b = _single_run(fast, 4, 4000), _single_run(general, 4, 4000)
+    assert sum(len(x) == 2 for x in a) >= 3  # episode ends and resets
+    assert a == b
+    if agent == "migration":
+        assert any("'credit': [" in x[4] and "'credit': []" not in x[4] for x in a if len(x) == 5)
 
 
 def test_fast_step_checks_the_placement_and_says_when_it_cannot_run():

@@ -21,6 +21,11 @@ Registered at ``import hss_gym``:
 Both accept every :class:`HSSParallelEnv` keyword (``config``, ``workload``, ``n_requests``,
 ``trace_window``, ``reward``, ...). An unseeded ``reset()`` draws the episode's seed from the env's
 ``np_random`` (a new episode; the same sequence after the same ``reset(seed=s)``).
+
+With the built-in other policies (:class:`fixed_device`, :func:`stay`), whose action is the same
+on every step, a step runs on the two-agent env's ``fast_step`` (the episode's C stepper) without
+building the two-agent dicts of the requests it passes; any other policy is asked at every step
+through the two-agent ``step``. Both paths give the same results (tested).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from hss_gym.envs._contract import not_reset
+from hss_gym.envs._contract import check_discrete_action, not_reset
 from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
 from hss_gym.render import RENDER_MODES
 
@@ -75,6 +80,18 @@ class SingleAgentEnv(gym.Env):
         self.action_space = parallel_env.action_space(agent)
         self.render_mode = parallel_env.render_mode
         self._obs: dict[str, np.ndarray] | None = None
+        self._const = self._constant_other()
+
+    def _constant_other(self) -> int | None:
+        """The other agent's action when it is the same on every step (a :class:`fixed_device`,
+        or :func:`stay` for the migration agent, which moves nothing: -1), else None. Then
+        :meth:`step` runs on the two-agent env's ``fast_step``, without its dicts; the results are
+        those of the general path, which asks the other policy at every step."""
+        n = self.action_space.n
+        if isinstance(self.other_policy, fixed_device) and type(self.other_policy.device) is int \
+                and 0 <= self.other_policy.device < n:
+            return self.other_policy.device
+        return -1 if self.other == "migration" and self.other_policy is stay else None
 
     def _other_action(self) -> int:
         info = dict(self._infos[self.other])
@@ -119,6 +136,8 @@ class SingleAgentEnv(gym.Env):
             raise not_reset(f"hss/{self.agent.capitalize()}-v0")
         if not self.env.agents:
             raise self.env.not_running(f"hss/{self.agent.capitalize()}-v0")
+        if self._const is not None:
+            return self._step_fast(action, self._const)
         self._credit = []
         acts = {self.agent: action, self.other: self._other_action()}
         self._obs, rew, _, trunc, self._infos = self.env.step(acts)
@@ -127,6 +146,33 @@ class SingleAgentEnv(gym.Env):
         if not done:
             reward, done = self._advance(reward)
         return self._obs[self.agent], float(reward), False, bool(done), self._info()
+
+    def _step_fast(self, action: Any, other: int):
+        """:meth:`step` with the other agent's constant action ``other``, on ``fast_step``."""
+        env, n = self.env, self.action_space.n
+        if type(action) is not int or not 0 <= action < n:
+            action = check_discrete_action(action, n, f"action for {self.agent!r}")
+        step, placing = env.fast_step, self.agent == "placement"
+        out = step(action, other) if placing else step(other, action)
+        reward, credit = out[2 if placing else 3], list(out[6])
+        # on to the learner's next decision: the placement agent acts where the request needs a
+        # placement (out[10]), the migration agent where there is a candidate (out[11] >= 0)
+        while not out[9] and not (out[10] if placing else out[11] >= 0):
+            out = step(0, other) if placing else step(other, -1)
+            reward += out[2 if placing else 3]
+            credit += out[6]
+        done = out[9]
+        mask = env._mask.copy()
+        if placing:
+            info = {"acting": out[10], "action_mask": mask, "step": env.step_index, "latency_us": out[4],
+                    "evicted": out[5]}
+        else:
+            info = {"acting": out[11] >= 0, "action_mask": mask, "step": env.step_index, "credit": credit,
+                    "executed": out[7], "move_delay_us": out[8], "page": out[11], "device": out[12]}
+            self._credit = credit
+        if done:
+            info["metrics"] = env.metrics().to_dict()
+        return out[0 if placing else 1], float(reward), False, bool(done), info
 
     def render(self) -> "str | np.ndarray | None":
         """The two-agent env's picture (``render_mode`` is passed to it: ``"ansi"`` or
