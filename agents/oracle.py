@@ -16,6 +16,11 @@ decisions based on complete knowledge of future I/O access patterns" and migrate
   home device for free, so nothing is ever evicted on the critical path.
 
 It reads the whole trace (``env.trace``), so it is a bound, not a policy a real system can run.
+
+``first_reads="home"`` bounds the policies that do not prefetch: a read touching a page never seen
+before is served from the home device, where that data is (as the reference agents and the rules
+leave first touches), and only later accesses get the free moves. What the default Oracle gains
+beyond it is what predicting first-touch reads could give (docs/learning-diagnostics.md).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import numpy as np
 from hss_gym.agents.base import Infos, Obs, Policy, stay_action
 from hss_gym.backends.sim import timing_params
 from hss_gym.envs.hss.env import HSSParallelEnv
-from hss_gym.workloads.trace import PAGE_SIZE, Trace
+from hss_gym.workloads.trace import PAGE_SIZE, READ, Trace
 
 NEVER = np.iinfo(np.int64).max
 
@@ -57,6 +62,11 @@ class Oracle(Policy):
     name = "oracle"
     agents = ("placement",)
     env_options: ClassVar[dict[str, Any]] = {"migration": False}
+
+    def __init__(self, first_reads: str = "place") -> None:
+        if first_reads not in ("place", "home"):
+            raise ValueError(f"first_reads must be 'place' or 'home', got {first_reads!r}")
+        self.reads_home = first_reads == "home"
 
     def reset(self, env: HSSParallelEnv, seed: int | None = None) -> None:
         super().reset(env, seed)
@@ -112,8 +122,11 @@ class Oracle(Policy):
         lo, hi = self.offsets[i], self.offsets[i + 1]
         first = offset // PAGE_SIZE
         pages = range(first, first + hi - lo)
-        d = self._best_device(env.issue_time_us, op, size, hi - lo)
         where, used, remap, nu = self.where, self.used, self._remap, self.nu
+        if self.reads_home and op == READ and any(p not in where for p in pages):
+            d = self.home  # a first touch is read where its data is
+        else:
+            d = self._best_device(env.issue_time_us, op, size, hi - lo)
         if d != self.home:
             arriving = sum(1 for p in pages if where.get(p) != d)
             if used[d] + arriving > self.cap[d]:

@@ -451,6 +451,32 @@ def test_oracle_never_evicts_on_the_critical_path_and_beats_heuristics(config):
         assert o.metrics.mean_latency_us < r.metrics.mean_latency_us, name
 
 
+def test_oracle_with_first_reads_home_reads_first_touches_at_home():
+    """first_reads="home" (the bound for policies that do not prefetch): a read of pages never
+    seen before is served from the home device; the default Oracle moves them up for free. Later
+    reads of the same pages get the free moves in both."""
+    n = 400
+    off = np.concatenate([np.arange(200) * 4096, np.arange(200) * 4096]).astype(np.int64)
+    tr = Trace(time_us=np.arange(n) * 1000.0, op=np.zeros(n, np.uint8), offset=off, size=np.full(n, 4096, np.int64))
+    served = {}
+    for reads in ("place", "home"):
+        p = make_policy("oracle", first_reads=reads)
+        env = make_env(p, "cost_opt", tr, n_requests=n)
+        obs, infos = env.reset(seed=0)
+        p.reset(env, seed=0)
+        devices = []
+        while env.agents:
+            a = p.act(obs, infos)
+            devices.append(a["placement"])
+            obs, _, _, _, infos = env.step({**a, "migration": -1})
+        served[reads] = devices
+    home = 1
+    assert served["home"][:200] == [home] * 200 and served["place"][:200] == [0] * 200
+    assert served["home"][200:] == served["place"][200:] == [0] * 200  # re-reads: moved up for free
+    with pytest.raises(ValueError, match="first_reads must be 'place' or 'home', got 'prefetch'"):
+        make_policy("oracle", first_reads="prefetch")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("config", ["perf_opt", "cost_opt"])
 @pytest.mark.parametrize("workload", ["ycsb-b", "ssd-02", "lun2", "resnet50", "mix3"])
