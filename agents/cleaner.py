@@ -75,6 +75,14 @@ class Cleaner:
       still cleans at full speed. Into a middle device the chunks stay whole: its own cleaning
       must keep pace behind it, and smaller chunks there let write-heavy traces fill the faster
       devices.
+    * **Room that grows with the writes turned away**, on a device cleaned into an SSD home: its
+      ``free`` goal doubles each time a write is sent past it (it did not fit), at most once per
+      ``patience`` requests, up to an eighth of the device (the cleaner's largest batch), and
+      halves back towards ``free`` once per ``window`` requests in which no write was turned
+      away. A burst of writes faster than the cleaning then finds the room it needs where such
+      bursts come, and the device keeps its data where they do not. Into a disk the goal stays
+      ``free``: a larger goal there means larger disk batches, and the reads behind them wait
+      longer (measured in docs/learning-diagnostics.md).
     * A cleaning still waiting for idle time after ``patience`` requests runs at low priority, as
       a full migration queue's oldest move does (requests the fast device turned away can keep the
       slower one from ever idling).
@@ -123,10 +131,34 @@ class Cleaner:
         #: the first chunk of an idle period into each device's next: into an SSD home only (0: whole chunks)
         self._first = [first_chunk_pages(env.cfg.devices[d + 1]) if d + 1 == self._home and not seek[d + 1] else 0
                        for d in range(self._home)]
+        #: the devices whose goal grows with the writes turned away (cleaned into an SSD home), the
+        #: goal's fraction of each device, and when it last grew and shrank
+        self._grows = [d for d in range(self._home) if self._first[d]]
+        self._frac = [self.free] * self._home
+        self._grown_at = [-(1 << 30)] * self._home
+        self._shrunk_at = [0] * self._home
+
+    def _room(self, step: int, wanted_at: list[int]) -> None:
+        """The goals that grow with the writes turned away: double when one was turned away at
+        this step (at most once per ``patience``), halve after ``window`` requests without."""
+        for d in self._grows:
+            frac = self._frac[d]
+            if wanted_at[d] == step:
+                if step - self._grown_at[d] >= self.patience:
+                    self._grown_at[d] = step
+                    frac = min(0.125, 2.0 * frac)
+            elif frac > self.free and step - wanted_at[d] > self.window and step - self._shrunk_at[d] > self.window:
+                self._shrunk_at[d] = step
+                frac = max(self.free, 0.5 * frac)
+            if frac != self._frac[d]:
+                self._frac[d] = frac
+                self._goal[d] = max(1, int(frac * self._caps[d]))
 
     def __call__(self, step: int, wanted_at: list[int]) -> None:
         """Ask for this step's cleaning (``wanted_at``: the placement agent's, per device)."""
         core = self._core
+        if self._grows:
+            self._room(step, wanted_at)
         for d in range(self._home):
             if step - wanted_at[d] <= self.window:
                 used = core.used_pages
