@@ -958,6 +958,23 @@ static int vec_idle(VecEnvObject *self)
     return 0;
 }
 
+/* An episode's request columns (time_us, op, offset, size: float64, uint8, int64, int64) as
+ * buffers in b[4], each of at least `end` entries: 0, or -1 with none held. */
+static int get_columns(PyObject *const cols[4], long long end, Py_buffer b[4], const char *who)
+{
+    memset(b, 0, 4 * sizeof *b);
+    if (get_buf(cols[0], 'd', 0, &b[0], "time_us") < 0 || get_buf(cols[1], 'B', 0, &b[1], "op") < 0
+        || get_buf(cols[2], 'q', 0, &b[2], "offset") < 0 || get_buf(cols[3], 'q', 0, &b[3], "size") < 0) {
+        bind_release(b, 4);
+        return -1;
+    }
+    if (b[0].shape[0] < end || b[1].shape[0] < end || b[2].shape[0] < end || b[3].shape[0] < end) {
+        bind_release(b, 4);
+        return bind_raise(PyExc_ValueError, "%s: the request columns have fewer than end = %lld entries", who, end);
+    }
+    return 0;
+}
+
 /* load(k, core, time_us, op, offset, size, i, end, needs, flags, scan, place_dev, ref_us, penalty,
  *      reward_n, reward_x): slot k steps `core` (an HSS whose env_begin started the episode, its
  * latencies included) from request i of the episode's `end` requests (float64, uint8, int64,
@@ -984,17 +1001,11 @@ static PyObject *VecEnv_load(VecEnvObject *self, PyObject *args)
                             hss_feature_count(c->h.ndev, flags), v->nfeat);
     if (place_dev < 0 || place_dev >= c->h.ndev || reward_n < 1 || reward_x < 1)
         return PyErr_Format(PyExc_ValueError, "slot %d: place_dev must be a device, reward_n and reward_x >= 1", k);
-    Py_buffer b[4] = {{0}};
-    if (get_buf(cols[0], 'd', 0, &b[0], "time_us") < 0 || get_buf(cols[1], 'B', 0, &b[1], "op") < 0
-        || get_buf(cols[2], 'q', 0, &b[2], "offset") < 0 || get_buf(cols[3], 'q', 0, &b[3], "size") < 0) {
-        bind_release(b, 4);
+    if (i < 0 || i >= end)
+        return PyErr_Format(PyExc_ValueError, "slot %d: need 0 <= i < end, got i = %lld, end = %lld", k, i, end);
+    Py_buffer b[4];
+    if (get_columns(cols, end, b, "VecEnv.load") < 0)
         return NULL;
-    }
-    if (i < 0 || i >= end || b[0].shape[0] < end || b[1].shape[0] < end || b[2].shape[0] < end
-        || b[3].shape[0] < end) {
-        bind_release(b, 4);
-        return PyErr_Format(PyExc_ValueError, "slot %d: need 0 <= i < end <= the columns' length", k);
-    }
     bind_release(&self->req[4 * k], 4);
     memcpy(&self->req[4 * k], b, sizeof b);
     if (!self->core[k])
@@ -1158,18 +1169,14 @@ static int Episode_init(EpisodeObject *self, PyObject *args, PyObject *kw)
     if (end < 1 || reward_n < 1 || reward_x < 1 || PyTuple_GET_SIZE(obs) != 2)
         return bind_raise(PyExc_ValueError, "Episode: need end, reward_n, reward_x >= 1 and obs = (placement, "
                           "migration)");
-    Py_buffer b[4] = {{0}}, a = {0};
-    if (get_buf(cols[0], 'd', 0, &b[0], "time_us") < 0 || get_buf(cols[1], 'B', 0, &b[1], "op") < 0
-        || get_buf(cols[2], 'q', 0, &b[2], "offset") < 0 || get_buf(cols[3], 'q', 0, &b[3], "size") < 0
-        || get_buf(acts, 'q', 1, &a, "actions") < 0) {
-        bind_release(b, 4);
+    Py_buffer b[4], a = {0};
+    if (get_columns(cols, end, b, "Episode") < 0)
         return -1;
-    }
-    if (b[0].shape[0] < end || b[1].shape[0] < end || b[2].shape[0] < end || b[3].shape[0] < end
-        || a.shape[0] < 2 * end) {
+    if (get_buf(acts, 'q', 1, &a, "actions") < 0 || a.shape[0] < 2 * end) {
         bind_release(b, 4);
-        PyBuffer_Release(&a);
-        return bind_raise(PyExc_ValueError, "Episode: the columns need end entries and actions 2 * end");
+        if (a.obj)
+            PyBuffer_Release(&a);
+        return PyErr_Occurred() ? -1 : bind_raise(PyExc_ValueError, "Episode: actions needs 2 * end entries");
     }
     memcpy(self->req, b, sizeof b);
     self->acts = a;
