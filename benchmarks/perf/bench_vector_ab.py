@@ -27,12 +27,14 @@ import numpy as np
 
 import hss_gym  # noqa: F401  (registers the ids)
 import hss_gym.backends.sim
+import hss_gym.envs.hss.env
 import hss_gym.envs.hss.features
 import hss_gym.envs.hss.vector
 import hss_gym.hss
 from hss_gym.backends import _core
 
-USERS = (hss_gym.hss, hss_gym.envs.hss.vector, hss_gym.envs.hss.features, hss_gym.backends.sim)  # modules using _core
+USERS = (hss_gym.hss, hss_gym.envs.hss.env, hss_gym.envs.hss.vector, hss_gym.envs.hss.features,
+         hss_gym.backends.sim)  # modules using _core
 
 
 def use(core: ModuleType) -> None:

@@ -23,7 +23,7 @@ from hss_gym.config import HSSConfig, make_config
 from hss_gym.envs._contract import (ReplayCopy, check_agent_keys, check_discrete_action, check_int, check_real,
                                     env_closed, episode_over, not_reset)
 from hss_gym.envs.hss.features import ROOM_FEATURES, feature_flags, feature_names, observation_space
-from hss_gym.backends._core import Episode
+from hss_gym.backends import _core
 from hss_gym.hss import HSS, check_request_sizes
 from hss_gym.metrics import RunMetrics, compute_metrics
 from hss_gym.render import RENDER_MODES, check_render_mode
@@ -138,7 +138,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         self.episode_window: tuple[int, int] | None = None  # the episode's (start, stop) in the trace read
         self._started = False  # reset() has run (step() before it raises)
         self._closed = False  # close() has run, and no reset() since
-        self._ep: Episode | None = None  # the episode's C stepper (reset() makes it; fast_step is its step)
+        self._ep: _core.Episode | None = None  # the episode's C stepper (reset() makes it; fast_step is its step)
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -241,7 +241,7 @@ class HSSParallelEnv(ReplayCopy, ParallelEnv):
         core = self._hss.core
         needs, cand = core.env_begin(*self._reqs[0], *obs, self._feature_flags, self.migration_enabled,
                                      self._latencies)
-        self._ep = Episode(core, tr.time_us, tr.op, tr.offset, tr.size, self._end, needs, self._feature_flags,
+        self._ep = _core.Episode(core, tr.time_us, tr.op, tr.offset, tr.size, self._end, needs, self._feature_flags,
                            self.migration_enabled, self.reward_ref_us, self.penalty, self.reward_n, self.reward_x,
                            self._latency_reward, obs, self._actions, np.empty, (self._obs_shape, self._dtype),
                            self.agents, None if self._real is None else self._real.complete)
