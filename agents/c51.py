@@ -104,6 +104,18 @@ class C51Config:
                              f"buffer_size >= batch_size >= 1, train_every >= 1, sync_every >= 1, trainer 'c' or 'torch')")
 
 
+def make_config(defaults: C51Config, overrides: "C51Config | dict[str, Any] | None") -> C51Config:
+    """Table-2 defaults with some hyper-parameters overridden (a dict) or replaced (a config)."""
+    if isinstance(overrides, C51Config):
+        return overrides
+    d = dict(defaults.__dict__)
+    for k, v in (overrides or {}).items():
+        if k not in d:
+            raise ValueError(f"unknown C51 hyper-parameter {k!r}; valid: {sorted(d)}")
+        d[k] = v
+    return C51Config(**d)
+
+
 def _mt_words(seed: int, n: int) -> np.ndarray:
     """The first ``n`` 32-bit outputs of the Mersenne Twister seeded with ``seed`` as PyTorch's CPU
     generator seeds it (``init_genrand``, as NumPy's legacy ``RandomState(seed)``)."""

@@ -138,6 +138,11 @@ class Cleaner:
         self._grown_at = [-(1 << 30)] * self._home
         self._shrunk_at = [0] * self._home
 
+    @property
+    def into_ssd_home(self) -> list[int]:
+        """The devices cleaned into the home device where it is an SSD (after :meth:`reset`)."""
+        return list(self._grows)
+
     def _room(self, step: int, wanted_at: list[int]) -> None:
         """The goals that grow with the writes turned away: double when one was turned away at
         this step (at most once per ``patience``), halve after ``window`` requests without."""

@@ -40,7 +40,8 @@ from typing import Any, Callable
 import numpy as np
 
 from hss_gym.agents.base import Combined, Infos, Obs, Policy, overridden
-from hss_gym.agents.c51 import C51Agent, C51Config, load_state, save_state
+from hss_gym.agents.bypass import WriteBypass
+from hss_gym.agents.c51 import C51Agent, C51Config, load_state, make_config, save_state
 from hss_gym.agents.cleaner import READAHEAD_PAGES, Cleaner
 from hss_gym.agents.credit import PAGE_SHIFT, MigrationCredit, PageCredit
 from hss_gym.agents.streams import WriteStreams
@@ -61,18 +62,6 @@ PLACEMENT_DEFAULTS = C51Config(hidden=(10,), gamma=0.9, lr=3e-3, epsilon=0.001, 
                                buffer_size=1000, v_min=0.0, v_max=10.0, explore_steps=1000, train_every=8)
 MIGRATION_DEFAULTS = C51Config(hidden=(10,), gamma=0.1, lr=1e-2, epsilon=0.001, batch_size=256,
                                buffer_size=1000, v_min=-2.0, v_max=1.0, reward_scale=1.0, train_every=4)
-
-
-def make_config(defaults: C51Config, overrides: "C51Config | dict[str, Any] | None") -> C51Config:
-    """Table-2 defaults with some hyper-parameters overridden (a dict) or replaced (a config)."""
-    if isinstance(overrides, C51Config):
-        return overrides
-    d = dict(defaults.__dict__)
-    for k, v in (overrides or {}).items():
-        if k not in d:
-            raise ValueError(f"unknown C51 hyper-parameter {k!r}; valid: {sorted(d)}")
-        d[k] = v
-    return C51Config(**d)
 
 
 class _C51Policy(Policy):
@@ -148,7 +137,9 @@ class PlacementAgent(_C51Policy):
     past it; needs ``evict=False``. ``victims`` and ``readahead`` are the cleaner's. ``streams``
     (False; the reference agents: True; needs ``clean``): on an HSS whose home device is a disk, a
     long sequential write stream asks for no cleaning and leaves a slower middle device for the
-    disk (:mod:`hss_gym.agents.streams`).
+    disk (:mod:`hss_gym.agents.streams`). ``bypass`` (False; the reference agents: True; needs
+    ``clean``): on an HSS whose home device is an SSD, writes go around the fast device while
+    measured epochs say its cleaning costs more than it gives (:mod:`hss_gym.agents.bypass`).
 
     ``seq_explore`` (False; the reference agents: True): during the exploration warm-up, a request
     that continues the previous one (its offset is where that one ended) takes the previous
@@ -204,7 +195,8 @@ class PlacementAgent(_C51Policy):
                  idle_horizon: int | None = 50, evict: bool = True, clean: float | None = None,
                  seq_explore: bool = False, first_reads: str = "place", prior: str | None = None,
                  deviate: float = 0.1, margin: float = 0.1, explore_budget: float | None = None,
-                 min_tries: int = 0, victims: str = "lru", readahead: int = 0, streams: bool = False) -> None:
+                 min_tries: int = 0, victims: str = "lru", readahead: int = 0, streams: bool = False,
+                 bypass: bool = False) -> None:
         super().__init__(config, seed, train)
         if prior not in (None, "fit"):
             raise ValueError(f"prior must be None or 'fit', got {prior!r}")
@@ -225,9 +217,10 @@ class PlacementAgent(_C51Policy):
             self._explore_left = 0
         if clean is not None and evict:
             raise ValueError("clean needs placements that do not evict (evict=False)")
-        if streams and clean is None:
-            raise ValueError("streams needs the cleaner (clean=...)")
-        self.streams = bool(streams)
+        for option in ("streams",) * streams + ("bypass",) * bypass:
+            if clean is None:
+                raise ValueError(f"{option} needs the cleaner (clean=...)")
+        self.streams, self.bypass = bool(streams), bool(bypass)
         if first_reads not in ("place", "home"):
             raise ValueError(f"first_reads must be 'place' or 'home', got {first_reads!r}")
         self.evict, self.seq_explore, self.first_reads = bool(evict), bool(seq_explore), first_reads
@@ -272,6 +265,8 @@ class PlacementAgent(_C51Policy):
         if self.cleaner is not None:
             self.cleaner.reset(env)
         self._streams = WriteStreams(env) if self.streams else None
+        self._bypass = (WriteBypass(env, self.cleaner.into_ssd_home, 2 * self.cleaner.window)  # type: ignore[union-attr]
+                        if self.bypass else None)
 
     def load_state(self, state: dict[str, Any], source: str) -> None:
         super().load_state(state, source)
@@ -295,6 +290,8 @@ class PlacementAgent(_C51Policy):
         """:meth:`decide` on what it reads: ``infos["placement"]["acting"]`` and ``env.request``."""
         if self._credit is not None:
             self._page = request[2] >> PAGE_SHIFT
+        if self._bypass is not None:
+            self._bypass(self.env.step_index)
         if not acting or (request[1] == READ and self._reads_home):
             self._last = None
             if self.cleaner is not None:
@@ -315,10 +312,14 @@ class PlacementAgent(_C51Policy):
                 home = streams.home()  # type: ignore[union-attr]
                 a = self._top if home else a
                 streams.placed(step, a, request[3])  # type: ignore[union-attr]
-            if a != chosen and not self._exploring and not (long and a == self._top):
+            bypass, here = self._bypass, int(obs[self._at] * self._top + 0.5)
+            around = bypass is not None and bypass.skips(request[1], a, here)
+            a = self._top if around else a
+            if a != chosen and not self._exploring and not (long and a == self._top) and not around:
                 self.wanted_at[chosen] = step  # a greedy choice wanted it
             if self.prior is not None:
-                self._deviated = a != (self._top if home else self._fit(obs, 0))
+                rule = self._fit(obs, 0)
+                self._deviated = a != (self._top if home or (bypass and bypass.skips(request[1], rule, here)) else rule)
         if a == chosen:  # the agent's choice, not the room check's
             self._tries[a] += 1
         if self.cleaner is not None:
@@ -658,22 +659,15 @@ class Harmonia(Combined):
     """Both agents together: Harmonia. See the module docstring and HARMONIA_MIGRATION.
 
     The defaults are the agents as published (``harmonia_paper``); the reference ``harmonia`` is
-    :func:`harmonia`. The placement options are :class:`PlacementAgent`'s; with ``evict=False`` the
-    migration agent is also told when the fast device is full."""
+    :func:`harmonia`. ``options`` are :class:`PlacementAgent`'s (``evict``, ``clean``, ...); with
+    ``evict=False`` the migration agent is also told when the fast device is full."""
 
     name = "harmonia"
 
     def __init__(self, placement: "C51Config | dict[str, Any] | None" = None,
                  migration: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, weights: "str | Path | None" = None, evict: bool = True,
-                 clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
-                 prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
-                 explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru",
-                 readahead: int = 0, streams: bool = False) -> None:
-        super().__init__(PlacementAgent(placement, seed, train, evict=evict, clean=clean, seq_explore=seq_explore,
-                                        first_reads=first_reads, prior=prior, deviate=deviate, margin=margin,
-                                        explore_budget=explore_budget, min_tries=min_tries, victims=victims,
-                                        readahead=readahead, streams=streams),
+                 train: bool = True, weights: "str | Path | None" = None, **options: Any) -> None:
+        super().__init__(PlacementAgent(placement, seed, train, **options),
                          MigrationAgent(migration, seed + 1, train, **HARMONIA_MIGRATION), name="harmonia")
         if weights is not None:
             self.load(weights)
@@ -782,7 +776,8 @@ class Harmonia(Combined):
 #: 32 wide trained on minibatches of 64. ``fit_first_ref`` has every part but the networks. Each
 #: deviation from the paper and its measured effect: docs/agents.md, docs/learning-diagnostics.md.
 REFERENCE = dict(evict=False, clean=0.02, seq_explore=True, first_reads="home", prior="fit", margin=1.0,
-                 explore_budget=0.02, min_tries=64, victims="reuse", readahead=READAHEAD_PAGES, streams=True)
+                 explore_budget=0.02, min_tries=64, victims="reuse", readahead=READAHEAD_PAGES, streams=True,
+                 bypass=True)
 REFERENCE_PLACEMENT = {"hidden": (32,), "batch_size": 64}
 
 

@@ -36,9 +36,9 @@ class FitFirst(PlacementAgent):
     env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
 
     def __init__(self, seed: int = 0, clean: float = REFERENCE["clean"], victims: str = "lru", readahead: int = 0,
-                 streams: bool = False) -> None:
+                 streams: bool = False, bypass: bool = False) -> None:
         super().__init__(seed=seed, train=False, evict=False, clean=clean, first_reads="home", victims=victims,
-                         readahead=readahead, streams=streams)
+                         readahead=readahead, streams=streams, bypass=bypass)
         self.name = ("fit_first_ref" if streams else
                      "fit_first" + ("" if victims == "lru" else f"_{victims}") + ("_ra" if readahead else ""))
 
@@ -72,4 +72,4 @@ def fit_first_ref(seed: int = 0) -> FitFirst:
     """``fit_first`` with every part of the reference agents but their networks (:data:`REFERENCE`):
     the learned victim order, the readahead and the long write streams' rules."""
     return FitFirst(seed=seed, victims=REFERENCE["victims"], readahead=REFERENCE["readahead"],
-                    streams=REFERENCE["streams"])
+                    streams=REFERENCE["streams"], bypass=REFERENCE["bypass"])

@@ -18,7 +18,8 @@ import numpy as np
 
 from hss_gym.agents.base import Infos, Obs, Policy
 from hss_gym.agents.c51 import C51Agent, C51Config
-from hss_gym.agents.harmonia import PLACEMENT_DEFAULTS, make_config
+from hss_gym.agents.c51 import make_config
+from hss_gym.agents.harmonia import PLACEMENT_DEFAULTS
 from hss_gym.envs.hss.env import HSSParallelEnv
 
 

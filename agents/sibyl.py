@@ -51,14 +51,8 @@ class Sibyl(PlacementAgent):
     env_options: ClassVar[dict[str, Any]] = {"features": "sibyl", "migration": False}
 
     def __init__(self, config: "C51Config | dict[str, Any] | None" = None, seed: int = 0,
-                 train: bool = True, eviction_penalty: float = 0.001, credit: str = "page",
-                 horizon: int = 2000, idle_horizon: int | None = 50, evict: bool = True,
-                 clean: float | None = None, seq_explore: bool = False, first_reads: str = "place",
-                 prior: str | None = None, deviate: float | None = 0.1, margin: float = 0.1,
-                 explore_budget: float | None = None, min_tries: int = 0, victims: str = "lru",
-                 readahead: int = 0, streams: bool = False) -> None:
-        super().__init__(config, seed, train, credit, horizon, idle_horizon, evict, clean, seq_explore, first_reads,
-                         prior, deviate, margin, explore_budget, min_tries, victims, readahead, streams)
+                 train: bool = True, eviction_penalty: float = 0.001, **options: Any) -> None:
+        super().__init__(config, seed, train, **options)  # PlacementAgent's options
         if eviction_penalty < 0:
             raise ValueError(f"eviction_penalty must be >= 0, got {eviction_penalty}")
         self.eviction_penalty = eviction_penalty

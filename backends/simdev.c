@@ -58,6 +58,7 @@ void simdev_reset(simdev *d, uint64_t seed)
     d->slc_free = d->p.slc_bytes;
     d->slc_time = 0;
     d->head = 0;
+    d->last_end = 0;
     d->rng = seed * 0x9E3779B97F4A7C15ULL + 0xD1B54A32D192ED03ULL;
     if (d->rng == 0)
         d->rng = 1;
@@ -160,6 +161,10 @@ double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, in
     d->chan_free = end;
     d->server_free[s] = end;
     d->st.busy_us += end - start;
+    if (end > d->last_end) {
+        d->st.active_us += end - (start > d->last_end ? start : d->last_end);
+        d->last_end = end;
+    }
 
     if (op == SIMDEV_READ) {
         if (background) { d->st.bg_reads++; d->st.bg_bytes_read += (uint64_t)bytes; }

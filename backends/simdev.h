@@ -49,6 +49,7 @@ typedef struct simdev_stats {
     uint64_t bg_reads, bg_writes, bg_bytes_read, bg_bytes_written; /* migrations, evictions */
     uint64_t seq_ios;          /* HDD accesses that needed no seek */
     double busy_us;            /* summed server-busy time */
+    double active_us;          /* time with at least one I/O in service (union of busy intervals) */
 } simdev_stats;
 
 typedef struct simdev {
@@ -58,6 +59,7 @@ typedef struct simdev {
     double slc_free;           /* free SLC cache bytes */
     double slc_time;           /* end of the last write: idle refill starts there */
     uint64_t head;             /* HDD: slot after the last access (sequential detection) */
+    double last_end;           /* latest completion so far (for active_us) */
     uint64_t rng;              /* xorshift64* state */
     uint64_t used_pages;       /* maintained by the HSS core: utilisation for GC */
     simdev_stats st;

@@ -301,9 +301,11 @@ def test_reference_harmonia_is_the_paper_agent_with_named_deviations():
     ref, paper = make_policy("harmonia", seed=3), make_policy("harmonia_paper", seed=3)
     assert REFERENCE == {"evict": False, "clean": 0.02, "seq_explore": True, "first_reads": "home", "prior": "fit",
                          "margin": 1.0, "explore_budget": 0.02, "min_tries": 64, "victims": "reuse", "readahead": 32,
-                         "streams": True}
+                         "streams": True, "bypass": True}
     rules = [make_policy(p) for p in ("fit_first", "fit_first_reuse", "fit_first_reuse_ra", "fit_first_ref")]
     assert [r.streams for r in rules] == [False, False, False, True] and ref.placement.streams
+    assert [r.bypass for r in rules] == [False, False, False, True] and ref.placement.bypass
+    assert make_policy("sibyl").bypass and not make_policy("sibyl_paper").bypass and not paper.placement.bypass
     assert rules[-1].name == "fit_first_ref" and rules[-1].cleaner.readahead == 32 and rules[-1].cleaner.victims == "reuse"
     assert not paper.placement.streams
     assert (ref.placement.cleaner.victims, make_policy("fit_first").cleaner.victims) == ("reuse", "lru")

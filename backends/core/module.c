@@ -178,11 +178,11 @@ static PyObject *SimDevices_stats(SimDevicesObject *self, PyObject *Py_UNUSED(ig
         const simdev *d = &self->dev[i];
         const simdev_stats *s = &d->st;
         PyObject *o = Py_BuildValue(
-            "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:K,s:d}",
+            "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:K,s:d}",
             "reads", s->reads, "writes", s->writes, "bytes_read", s->bytes_read,
             "bytes_written", s->bytes_written, "bg_reads", s->bg_reads, "bg_writes", s->bg_writes,
             "bg_bytes_read", s->bg_bytes_read, "bg_bytes_written", s->bg_bytes_written,
-            "seq_ios", s->seq_ios, "busy_us", s->busy_us, "used_pages", d->used_pages,
+            "seq_ios", s->seq_ios, "busy_us", s->busy_us, "active_us", s->active_us, "used_pages", d->used_pages,
             "slc_free_bytes", d->slc_free);
         if (!o) {
             Py_DECREF(out);
@@ -474,6 +474,18 @@ static PyObject *HSS_get_used(HSSObject *self, void *Py_UNUSED(closure))
     return l;
 }
 
+static PyObject *HSS_get_active(HSSObject *self, void *Py_UNUSED(closure))
+{
+    PyObject *l = PyList_New(self->h.ndev);
+    if (!l)
+        return NULL;
+    for (int d = 0; d < self->h.ndev; d++) {
+        const simdev *dv = &self->h.dev[d];
+        PyList_SET_ITEM(l, d, PyFloat_FromDouble(dv->st.active_us));
+    }
+    return l;
+}
+
 BIND_GETTER(HSS_get_mig_delay, HSSObject, PyFloat_FromDouble(self->h.c.mig_delay_us))
 BIND_GETTER(HSS_get_clean_pending, HSSObject, PyBool_FromLong(self->h.clean_k != 0))
 BIND_GETTER(HSS_get_reuse_victims, HSSObject, PyBool_FromLong(self->h.reuse_victims))
@@ -518,6 +530,7 @@ static PyGetSetDef HSS_getset[] = {
     {"queue_length", (getter)HSS_get_queue_length, NULL, "moves in the migration queue (cheap; counters() has all)",
      NULL},
     {"used_pages", (getter)HSS_get_used, NULL, "pages held by each device", NULL},
+    {"active_us", (getter)HSS_get_active, NULL, "each device's time with an I/O in service so far, us (cheap)", NULL},
     {"clean_pending", (getter)HSS_get_clean_pending, NULL, "whether a cleaning (clean) waits for idle time", NULL},
     {"reuse_victims", (getter)HSS_get_reuse_victims, (setter)HSS_set_reuse_victims,
      "cleanings take first the pages predicted never read again, by their region's written pages (off after reset)",
