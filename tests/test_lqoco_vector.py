@@ -134,7 +134,7 @@ def test_native_is_sync_vector_env():
     assert ends >= 6 and staggered >= 3
 
 
-def test_native_is_sync_vector_env_raw_phases_traces_of_options():
+def test_native_is_sync_vector_env_raw_eq8_phases_bypass():
     # raw observations, the eq. 8 reward, phase changes within the episode, bypass on HDDs
     ends, staggered = _same_as_sync(100, seed=3, n=4, restart=30, workload=["S-17", "R-B", "S-6"], periods=33,
                                     observation="raw", reward="eq8", config="linux", bypass_us=200.0)
