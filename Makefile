@@ -68,7 +68,7 @@ test-slow: $(SO_STAMP)
 
 ## The C code under AddressSanitizer + UBSan: the core (page table, LRU, migration queue, device
 ## model), the env (features, one env's step), the batched env step of the vector envs, the
-## real-device engine, the C51 agents' kernel, the flash SSD model and the L-QoCo simulator.
+## real-device engine, the C51 agents' kernel, the flash SSD model and the L-QoCo simulator and env.
 test-asan: build/test_core_asan build/test_env_asan build/test_vec_asan build/test_uring_asan build/test_c51_asan build/test_flash_asan build/test_lqoco_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_core_asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1 ./build/test_env_asan
@@ -118,11 +118,12 @@ build/test_flash_asan: tests/c/test_flash.c $(FLASH_C) backends/flash/flash.h ba
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ibackends/flash tests/c/test_flash.c $(FLASH_C) -lm -o $@
 
-# The L-QoCo cache/storage-tier simulator.
-build/test_lqoco_asan: tests/c/test_lqoco.c backends/lqoco/lqoco_sim.c backends/lqoco/lqoco_sim.h
+# The L-QoCo cache/storage-tier simulator and the env's per-period logic (one env, a batch).
+LQOCO_C := backends/lqoco/lqoco_sim.c backends/lqoco/lqoco_env.c
+build/test_lqoco_asan: tests/c/test_lqoco.c $(LQOCO_C) backends/lqoco/lqoco_sim.h backends/lqoco/lqoco_env.h
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ibackends/lqoco tests/c/test_lqoco.c backends/lqoco/lqoco_sim.c -lm -o $@
+	  -Ibackends/lqoco tests/c/test_lqoco.c $(LQOCO_C) -lm -o $@
 
 ## Performance benchmarks (results are quoted in the README).
 bench-perf: $(SO_STAMP)

@@ -2,7 +2,8 @@
 share the glue of backends/binding.h (``backends`` is on their include paths):
 * hss_gym.backends._core: the HSS core (page table, LRU, migration queue, scanner) and the simulated
   device model's hot path;
-* hss_gym.backends._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches);
+* hss_gym.backends._lqoco: the L-QoCo cache/storage-tier simulator (hss/LQoCo-v0's per-period batches)
+  and the env's per-period logic, one env or a batch (the native vector env);
 * hss_gym.workloads._fastparse: the trace tokenizer (text readers fall back to NumPy without it);
 * hss_gym.backends._flash: the flash SSD model's simulation core (channels, chips, FTL, GC);
 * hss_gym.agents._c51: the C51 agents' inference network (sub-microsecond decisions);
@@ -48,8 +49,8 @@ core = Extension(
 
 lqoco = Extension(
     "hss_gym.backends._lqoco",
-    sources=["backends/lqoco/module.c", "backends/lqoco/lqoco_sim.c"],
-    depends=["backends/lqoco/lqoco_sim.h", "backends/binding.h"],
+    sources=["backends/lqoco/module.c", "backends/lqoco/lqoco_sim.c", "backends/lqoco/lqoco_env.c"],
+    depends=["backends/lqoco/lqoco_sim.h", "backends/lqoco/lqoco_env.h", "backends/binding.h"],
     include_dirs=["backends/lqoco", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
 )

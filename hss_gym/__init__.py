@@ -12,6 +12,8 @@ storage systems.
 * ``gymnasium.make("hss/RLAlloc-v0")`` / ``hss_gym.rlalloc_v0.env()`` — flash-chip allocation for the
   streams of a multi-streamed SSD;
 * ``gymnasium.make("hss/LQoCo-v0")`` / ``hss_gym.lqoco_v0.env()`` — cache-overload control (L-QoCo);
+  ``gymnasium.make_vec(..., num_envs=N)`` gives N of them stepped in one C call
+  (:mod:`hss_gym.envs.lqoco.vector`);
 * ``hss_gym.HSS`` — the simulated hybrid storage system itself;
 * ``hss_gym.workloads`` — traces and the paper's synthetic workloads.
 """
@@ -36,12 +38,13 @@ def parallel_env(config: Any = "perf_opt", workload: Any = "ycsb-b", backend: st
 
 def _register() -> None:
     # vector_entry_point: gymnasium.make_vec's default for these ids, N envs stepped in one C call
-    # (hss_gym/envs/hss/vector.py); vectorization_mode="sync" or "async" still gives Gymnasium's own.
+    # (hss_gym/envs/hss/vector.py, hss_gym/envs/lqoco/vector.py); vectorization_mode="sync" or "async"
+    # still gives Gymnasium's own.
     for env_id, entry, vector in (
             ("hss/Placement-v0", "hss_gym.envs.hss.single:placement_env", "hss_gym.envs.hss.vector:PlacementVectorEnv"),
             ("hss/Migration-v0", "hss_gym.envs.hss.single:migration_env", "hss_gym.envs.hss.vector:MigrationVectorEnv"),
             ("hss/RLAlloc-v0", "hss_gym.envs.rlalloc.env:rlalloc_env", None),
-            ("hss/LQoCo-v0", "hss_gym.envs.lqoco.env:LQoCoEnv", None)):
+            ("hss/LQoCo-v0", "hss_gym.envs.lqoco.env:LQoCoEnv", "hss_gym.envs.lqoco.vector:LQoCoVectorEnv")):
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry, vector_entry_point=vector, disable_env_checker=True)
 

@@ -77,6 +77,11 @@ bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.
   env checker is off, as for every hss-gym id); :meth:`~hss_gym.envs.lqoco.env.LQoCoEnv.step_rate`
   and the other methods through ``env.unwrapped``;
 * ``raw_env``: the unwrapped class :class:`hss_gym.envs.lqoco.env.LQoCoEnv`;
+* ``gymnasium.make_vec("hss/LQoCo-v0", num_envs=N, **kwargs)``: N envs stepped in one C call, a
+  native ``gymnasium.vector.VectorEnv``
+  (:class:`hss_gym.envs.lqoco.vector.LQoCoVectorEnv`; ``vectorization_mode="sync"`` gives
+  Gymnasium's SyncVectorEnv): the same observations, rewards, episode ends and numeric infos as
+  SyncVectorEnv over the same seeds and actions, next-step autoreset;
 * the workloads, from :mod:`hss_gym.envs.lqoco.workloads`: ``MIXES`` (Table 4's request mixes by
   name), ``ADAPT_SEQUENCE`` (the ``"adapt"`` workload's names) and ``Burst`` (the ``burst`` fields).
 
@@ -84,7 +89,8 @@ bypass writes whose wait would exceed it), ``bucket_s`` (0.1), ``init_rate`` (1.
 * v0 (hss-gym 0.4.0): the environment described here: the batched cache/storage-tier simulator
   on the device profiles ("oceanstor", "linux"), Table 4's workloads, the discretised state of
   Table 1-2 and the signed eq. 8 reward by default. A change that alters episodes becomes
-  ``lqoco_v1``; this module stays.
+  ``lqoco_v1``; this module stays. After hss-gym 0.12.0 the per-period logic runs in C, with the
+  same episodes (bit for bit), and ``gymnasium.make_vec`` gives the native vector env.
 """
 
 from __future__ import annotations

@@ -178,7 +178,8 @@ class CacheSim:
 
     # ------------------------------------------------------------------ per-mix costs
     def set_mix(self, mix: RequestMix) -> None:
-        """Compute the per-byte costs of a request mix and hand them to the simulator."""
+        """Compute the per-byte costs of a request mix and hand them to the simulator; they stay
+        in :attr:`mix_args` (``_lqoco.Sim.set_mix``'s arguments)."""
         t, c = self.tier, self.cache
         io = 0.5 * (mix.io + mix.io_max) if mix.io_max else float(mix.io)
         self.io = io
@@ -188,9 +189,10 @@ class CacheSim:
         flush_const = 0.0 if t.hdd else t.io(True, flush_io)[0]
         sync_cost, sync_lat = t.io(True, float(mix.block))
         per_byte = 1.0 / c.bandwidth_mbps + c.block_us / mix.block
-        self._sim.set_mix(io, self.rd_cost, rd_lat, byp_cost, byp_lat, sync_cost, sync_lat,
-                          per_byte / c.parallelism, c.latency_us + io * per_byte, flush_io,
-                          flush_const, t.seek_min, t.seek_max, t.half_rot, t.wbw, t.n)
+        self.mix_args = (io, self.rd_cost, rd_lat, byp_cost, byp_lat, sync_cost, sync_lat,
+                         per_byte / c.parallelism, c.latency_us + io * per_byte, flush_io,
+                         flush_const, t.seek_min, t.seek_max, t.half_rot, t.wbw, t.n)
+        self._sim.set_mix(*self.mix_args)
 
     def flush_cost(self, dirty: float) -> float:
         """Tier time per flushed byte with ``dirty`` bytes waiting (HDD elevator distance)."""
@@ -202,6 +204,11 @@ class CacheSim:
         offered reads/writes (bytes/s) and a host that holds at most ``host_queue_b`` bytes."""
         return PeriodStats(*self._sim.period(rate_bps, read_bps, write_bps, host_queue_b,
                                              read_io or self.io, write_io or self.io))
+
+    @property
+    def core(self) -> Any:
+        """The C simulator (``_lqoco.Sim``), for the env's C logic (``_lqoco.Env``) to step."""
+        return self._sim
 
     @property
     def dirty(self) -> float:

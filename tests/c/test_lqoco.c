@@ -1,11 +1,15 @@
 /* The L-QoCo simulator (backends/lqoco/lqoco_sim.c) under AddressSanitizer + UBSan: parameter
  * checks, eq. 1 (dirty = max(0, dirty + admitted - O) per period with one slot), the host-queue
  * array growing and compacting over a long overload, the cache filling without a token limit and
- * collapsing admissions while full, and the latency histogram and quantiles. */
+ * collapsing admissions while full, and the latency histogram and quantiles. The env's logic
+ * (lqoco_env.c): random.Random's draws as CPython gives them, an env's episode over phases and a
+ * trace (its history growing, its phase starts, seeds), and the batched step (lq_vec_step) with
+ * skipped slots and a bad action, against envs stepped one by one. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "lqoco_env.h"
 #include "lqoco_sim.h"
 
 static int failures;
@@ -44,6 +48,174 @@ static lq_mix hdd_mix(void)
                 .flush_io = 32768, .flush_const = 0, .seek_min = 1000, .seek_max = 15062.5,
                 .half_rot = 4166.7, .write_bw = 210, .n = 8};
     return m;
+}
+
+
+/* random.Random(seed).random() and .gauss(0.0, 1.0), as CPython 3.11 printed them; random() is
+ * exact, gauss() goes through the C library's log, cos and sin */
+static void test_rng(void)
+{
+    static const struct {
+        uint64_t seed;
+        double r0, r1, g0, g1, r2;
+    } want[] = {
+        {0, 0.8444218515250481, 0.7579544029403025, -0.6797144480784211, 0.3705035674606598, 0.5112747213686085},
+        {42, 0.6394267984578837, 0.025010755222666936, -0.11131586156766246, 0.7019837250988631, 0.7364712141640124},
+        {1099511627781ULL, 0.5043802970418443, 0.2686044399723282, 1.0991312652276808, -0.5532103314067816,
+         0.8179643216302002},
+    };
+    lq_rng r;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        lq_rng_seed(&r, want[i].seed);
+        double r0 = lq_rng_random(&r), r1 = lq_rng_random(&r);
+        double g0 = lq_rng_gauss(&r), g1 = lq_rng_gauss(&r), r2 = lq_rng_random(&r);
+        CHECK(r0 == want[i].r0 && r1 == want[i].r1 && r2 == want[i].r2, "seed %llu: random() differs",
+              (unsigned long long)want[i].seed);
+        CHECK(fabs(g0 - want[i].g0) <= 1e-15 && fabs(g1 - want[i].g1) <= 1e-15, "seed %llu: gauss() differs: %.17g %.17g",
+              (unsigned long long)want[i].seed, g0, g1);
+    }
+    lq_rng_seed(&r, 7); /* past the first 624 words: the state is regenerated */
+    for (int i = 0; i < 700; i++)
+        lq_rng_random(&r);
+    CHECK(lq_rng_random(&r) == 0.33805157034346633, "random() after 700 draws differs");
+}
+
+static lq_phase phase_of(lq_mix m, double nominal, long periods, const double *trace)
+{
+    lq_phase ph = {.mix = m, .nominal = nominal, .read_ratio = 0.25, .hq = 256 * m.io, .rate_lo = 0.05 * nominal,
+                   .rate_hi = 20 * nominal, .p_high = 40.0 / 70.0, .inv_on = 1 / 40.0, .inv_off = 1 / 30.0,
+                   .high = 1.5, .low = 1.1, .wiggle = 0.1, .periods = periods, .trace = trace};
+    return ph;
+}
+
+static lq_env_params env_params(long periods)
+{
+    lq_env_params p = {.periods = periods, .period_s = 1.0, .load = 1.0, .capacity = 1e9, .init_rate = 1.0,
+                       .magnitudes = {-0.01, -0.03, 0, 0.01, 0.03}, .w_bins = {0.05, 0.3, 0.7}, .p_tol = 0.05,
+                       .b_lo = 0.9, .b_hi = 1.05, .bdp_window = 10, .weights = {0.5, 0.25, 0.25}};
+    return p;
+}
+
+/* a 5-period trace: read bytes, write bytes, read size (0: the mix's), write size */
+static const double trace5[20] = {1e8, 2e8, 0, 3e8, 1e8, 4e8, 8e8, 1e9, 2e8, 6e8,
+                                  65536, 0, 4096, 65536, 65536, 32768, 32768, 131072, 8192, 32768};
+
+static void test_env(void)
+{
+    lq_params sp = params(4, 0);
+    lq_phase ph[3] = {phase_of(ssd_mix(), 4e8, 200, NULL), phase_of(hdd_mix(), 3e7, 100, NULL),
+                      phase_of(ssd_mix(), 4e8, 5, trace5)};
+    lq_env_params p = env_params(1000), bad = env_params(0);
+    CHECK(lq_env_check(&p, ph, 3) == NULL, "good env refused: %s", lq_env_check(&p, ph, 3));
+    CHECK(lq_env_check(&bad, ph, 3) != NULL && lq_env_check(&p, ph, 0) != NULL, "bad env accepted");
+    lq_sim s[3];
+    lq_env e[3];
+    uint64_t seeds[3] = {5, 5, 6};
+    for (int k = 0; k < 3; k++) {
+        CHECK(lq_init(&s[k], &sp) == 0, "init");
+        CHECK(lq_env_init(&e[k], &s[k], &p, ph, 3, seeds[k]) == 0, "env init");
+    }
+    CHECK(e[0].t == 0 && lq_env_state(&e[0]) == 4 && e[0].rate == 4e8 && e[0].marks_len == 1, "bad start");
+    int states = 0, seen[36] = {0};
+    for (long t = 0; t < 1000; t++) {
+        /* actions, no limit every 97 periods, then a rate below the bounds (clipped) */
+        const lq_phase *cur = &e[0].ph[e[0].phase];
+        for (int k = 0; k < 3; k++) {
+            int rc = t % 97 == 50 ? lq_env_advance(&e[k], INFINITY)
+                     : t % 97 == 51 ? lq_env_advance(&e[k], 1.0) : lq_env_step(&e[k], (int)(t % 5));
+            CHECK(rc == 0, "step %ld of env %d failed", t, k);
+        }
+        int st = lq_env_state(&e[0]);
+        CHECK(st >= 0 && st < 36 && e[0].reward >= -1 && e[0].reward <= 1 && e[0].W >= 0, "bad state at %ld", t);
+        if (t % 97 == 50)
+            CHECK(isinf(e[0].rate), "INFINITY not kept");
+        else
+            CHECK(e[0].rate >= cur->rate_lo && e[0].rate <= cur->rate_hi && (t % 97 != 51 || e[0].rate == cur->rate_lo),
+                  "rate %g out of bounds at %ld", e[0].rate, t);
+        states += !seen[st]++;
+    }
+    CHECK(states >= 4, "only %d states visited", states);
+    CHECK(e[0].t == 1000 && e[0].hist_cap >= 1000, "history did not grow: cap %zu", e[0].hist_cap);
+    static const long starts[] = {0, 200, 300, 305, 505, 605, 610, 810, 910, 915};
+    CHECK(e[0].marks_len == 10, "%zu phase starts, want 10", e[0].marks_len);
+    for (size_t i = 0; i < e[0].marks_len && i < 10; i++)
+        CHECK(e[0].marks[i].t == starts[i] && e[0].marks[i].phase == (int)(i % 3), "phase start %zu: (%ld, %d)", i,
+              e[0].marks[i].t, e[0].marks[i].phase);
+    int same = 1, differ = 0;
+    for (int i = 0; i < LQ_HIST; i++)
+        for (long t = 0; t < 1000; t++) {
+            same &= e[0].hist[i][t] == e[1].hist[i][t];
+            differ |= e[0].hist[i][t] != e[2].hist[i][t];
+        }
+    CHECK(same && differ, "same seed, other episode (%d), or other seed, same episode (%d)", !same, !differ);
+    for (int k = 0; k < 3; k++) {
+        lq_env_free(&e[k]);
+        lq_free(&s[k]);
+    }
+}
+
+/* Two batches of two envs against the same envs stepped one by one: raw then discrete
+ * observations, slot 1 skipped (autoreset) every 7th step and reloaded with a new episode. */
+static void test_vec(void)
+{
+    lq_params sp = params(2, 0);
+    lq_phase ph[2] = {phase_of(hdd_mix(), 3e7, 30, NULL), phase_of(ssd_mix(), 4e8, 5, trace5)};
+    lq_env_params p = env_params(60);
+    for (int raw = 0; raw < 2; raw++) {
+        lq_sim s[4];
+        lq_env e[4];
+        for (int k = 0; k < 4; k++) {
+            CHECK(lq_init(&s[k], &sp) == 0, "init");
+            CHECK(lq_env_init(&e[k], &s[k], &p, ph, 2, 11 + k % 2) == 0, "env init");
+        }
+        lq_env *slots[2] = {&e[0], &e[1]};
+        int64_t act[2], t[2], state[2], iobs[2];
+        uint8_t skip[2] = {0, 0}, trunc[2];
+        float fobs[6];
+        double rew[2], info[LQ_INFO * 2];
+        lq_vec v = {.n = 2, .raw = raw, .e = slots, .act = act, .skip = skip, .obs = raw ? (void *)fobs : (void *)iobs,
+                    .rew = rew, .trunc = trunc, .t = t, .state = state, .info = info};
+        lq_vec_load(&v, 0);
+        lq_vec_load(&v, 1);
+        for (int step = 1; step <= 40; step++) {
+            act[0] = step % 5, act[1] = (step * 3) % 5;
+            skip[1] = step % 7 == 0;
+            int bad = -1;
+            CHECK(lq_vec_step(&v, &bad) == 0, "vec step %d failed at env %d", step, bad);
+            CHECK(lq_env_step(&e[2], (int)act[0]) == 0, "step");
+            CHECK(rew[0] == e[2].reward && state[0] == lq_env_state(&e[2]) && t[0] == e[2].t, "slot 0 differs at %d",
+                  step);
+            if (raw) {
+                float o[3];
+                lq_env_raw_obs(&e[2], o);
+                CHECK(memcmp(o, fobs, sizeof o) == 0, "raw observation differs at %d", step);
+            } else {
+                CHECK(iobs[0] == lq_env_state(&e[2]), "observation differs at %d", step);
+            }
+            if (skip[1]) { /* an autoreset: slot 1 takes a new episode */
+                CHECK(info[LQ_INFO_RESET * 2 + 1] == 0 && t[1] == e[1].t, "skipped slot touched at %d", step);
+                lq_env_free(&e[1]);
+                lq_free(&s[1]);
+                CHECK(lq_init(&s[1], &sp) == 0 && lq_env_init(&e[1], &s[1], &p, ph, 2, 12) == 0, "re-init");
+                lq_env_free(&e[3]);
+                lq_free(&s[3]);
+                CHECK(lq_init(&s[3], &sp) == 0 && lq_env_init(&e[3], &s[3], &p, ph, 2, 12) == 0, "re-init");
+                lq_vec_load(&v, 1);
+                CHECK(t[1] == 0 && rew[1] == 0 && trunc[1] == 0 && state[1] == 4, "load did not start slot 1");
+            } else {
+                CHECK(lq_env_step(&e[3], (int)act[1]) == 0, "step");
+                CHECK(rew[1] == e[3].reward && state[1] == lq_env_state(&e[3]) && info[1] == e[3].W
+                      && info[6 * 2 + 1] == e[3].last.admitted / 1e6, "slot 1 differs at %d", step);
+            }
+        }
+        act[1] = 5;
+        int bad = -1;
+        CHECK(lq_vec_step(&v, &bad) == -1 && bad == 1, "a bad action was taken");
+        for (int k = 0; k < 4; k++) {
+            lq_env_free(&e[k]);
+            lq_free(&s[k]);
+        }
+    }
 }
 
 int main(void)
@@ -132,6 +304,9 @@ int main(void)
     CHECK(isnan(lq_quantile(&empty, 0.5)), "quantile of nothing is not NaN");
     lq_free(&empty);
 
+    test_rng();
+    test_env();
+    test_vec();
     if (failures)
         fprintf(stderr, "%d failure(s)\n", failures);
     else

@@ -41,6 +41,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hss_gym.backends import _core
+from hss_gym.envs._vector import check_num_envs, env_seeds, reset_mask
 from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
 from hss_gym.envs.hss.single import SingleAgentEnv, migration_env, placement_env
 from hss_gym.metrics import compute_metrics
@@ -49,48 +50,11 @@ from hss_gym.metrics import compute_metrics
 _PAIR, _PLACEMENT, _MIGRATION = 0, 1, 2
 
 
-def _check_num_envs(num_envs: Any) -> int:
-    if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
-    return int(num_envs)
-
-
 def _check_threads(threads: Any, num_envs: int) -> int:
     if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) \
             or not 1 <= threads <= num_envs:
         raise ValueError(f"threads must be an integer in 1..num_envs ({num_envs}), got {threads!r}")
     return int(threads)
-
-
-def _seeds(seed: "int | list[int | None] | None", n: int) -> list[int | None]:
-    """Each env's seed, as SyncVectorEnv derives them."""
-    if seed is None:
-        return [None] * n
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        return [int(seed) + i for i in range(n)]
-    seeds = list(seed)
-    if len(seeds) != n:
-        raise ValueError(f"If seeds are passed as a list the length must match num_envs={n} but got "
-                         f"length={len(seeds)}.")
-    return seeds
-
-
-def _reset_mask(options: dict[str, Any] | None, n: int) -> tuple[np.ndarray | None, dict[str, Any] | None]:
-    """``options["reset_mask"]`` checked as SyncVectorEnv checks it, and the options without it."""
-    if options is None or "reset_mask" not in options:
-        return None, options
-    options = dict(options)
-    mask = options.pop("reset_mask")
-    if not isinstance(mask, np.ndarray):
-        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
-    if mask.shape != (n,):
-        raise ValueError(f"`options['reset_mask']` must have shape `({n},)`, got {mask.shape}")
-    if mask.dtype != np.bool_:
-        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
-    if not mask.any():
-        raise ValueError(f"`options['reset_mask']` must contain a boolean array with at least one True value, "
-                         f"got reset_mask={mask}")
-    return mask, options
 
 
 def _check_actions(actions: Any, n: int, n_dev: int, who: str, low: int = 0) -> np.ndarray:
@@ -171,8 +135,8 @@ class _Threaded:
     def _reset_envs(self, seed: "int | list[int | None] | None", options: dict[str, Any] | None) -> np.ndarray:
         """Reset the envs ``options["reset_mask"]`` names (all without one) with their seeds;
         returns the mask. The caller zeroes their rewards."""
-        seeds = _seeds(seed, self.num_envs)
-        mask, options = _reset_mask(options, self.num_envs)
+        seeds = env_seeds(seed, self.num_envs)
+        mask, options = reset_mask(options, self.num_envs)
         if mask is None:
             mask = np.ones(self.num_envs, np.bool_)
         for k in np.flatnonzero(mask):
@@ -216,7 +180,7 @@ class _SingleVectorEnv(_Threaded, VectorEnv):
 
     def __init__(self, num_envs: int, make_env: Callable[..., SingleAgentEnv], *, threads: int = 1,
                  copy: bool = False, **kwargs: Any) -> None:
-        self.num_envs = n = _check_num_envs(num_envs)
+        self.num_envs = n = check_num_envs(num_envs)
         threads = _check_threads(threads, n)
         self.envs = [make_env(**kwargs) for _ in range(n)]
         first = self.envs[0]
@@ -303,7 +267,7 @@ class ParallelVectorEnv(_Threaded):
     possible_agents = list(AGENTS)
 
     def __init__(self, num_envs: int = 1, *, threads: int = 1, copy: bool = False, **kwargs: Any) -> None:
-        self.num_envs = n = _check_num_envs(num_envs)
+        self.num_envs = n = check_num_envs(num_envs)
         threads = _check_threads(threads, n)
         self.envs = [HSSParallelEnv(**kwargs) for _ in range(n)]
         self._batch = _Batch(self.envs, _PAIR, threads)

@@ -3,12 +3,16 @@
 Documented there (Description, Action Space, Observation Space, Rewards, Starting State, Episode
 End, Arguments, Version History); get it with ``lqoco_v0.env(...)`` or
 ``gymnasium.make("hss/LQoCo-v0", ...)``.
+
+The per-period logic (arrivals, the simulator's period, the state, the reward, the history) runs
+in C (``backends/lqoco/lqoco_env.c``, one ``_lqoco.Env`` per episode), the same code the native
+vector env (:mod:`hss_gym.envs.lqoco.vector`) steps in batches; this class checks the arguments,
+computes each workload phase's parameters once (:meth:`LQoCoEnv._phase_table`) and builds the
+infos, the observations and the measurements.
 """
 
 from __future__ import annotations
 
-import math
-import random
 from dataclasses import fields, replace
 from typing import Any, Sequence
 
@@ -16,9 +20,10 @@ import gymnasium as gym
 import numpy as np
 
 from hss_gym import render
+from hss_gym.backends import _lqoco
 from hss_gym.envs._contract import (ReplayCopy, check_discrete_action, check_int, check_real, check_reals,
                                     env_closed, episode_over, not_reset)
-from hss_gym.envs.lqoco.workloads import BURSTY, Arrivals, Burst, Phase, parse_workload, scale_trace
+from hss_gym.envs.lqoco.workloads import BURSTY, Burst, Phase, parse_workload, scale_trace
 from hss_gym.backends.lqoco.model import CONFIGS, CacheSim, CacheSpec, Tier, TierSpec
 from hss_gym.render import RENDER_MODES, check_render_mode
 
@@ -29,6 +34,14 @@ ACTION_NAMES = ("SlowDecrease", "FastDecrease", "Keep", "SlowIncrease", "FastInc
 #: Table 2 values per discrete level
 V_W, V_P, V_B = (0, 0, 1, -1), (-1, 0, -1), (-1, 1, 0)
 N_STATES = 36
+#: history()'s series, in the C env's order (lqoco_env.h LQ_H_*)
+HIST_KEYS = ("W", "rate_mbps", "admitted_mbps", "flush_mbps", "throughput_mbps", "full_s", "bypassed_mbps",
+             "reward")
+#: the float infos of every step and reset, then those of steps only, in the order of the C env's
+#: values after (reward, truncated, t, state, phase) (lqoco_env.h lq_env_info)
+RESET_INFO = ("W", "P", "B_use", "btlbw_mbps", "rate_mbps", "nominal_mbps")
+STEP_INFO = ("admitted_mbps", "flush_mbps", "flushed_mbps", "bypassed_mbps", "throughput_mbps", "full_s", "gc_s",
+             "throttled_mb")
 
 
 def state_index(w: int, p: int, b: int) -> int:
@@ -145,6 +158,8 @@ class LQoCoEnv(ReplayCopy, gym.Env):
             self.observation_space = gym.spaces.Box(np.array([0, -1, 0], np.float32),
                                                     np.array([1, 10, 10], np.float32), dtype=np.float32)
         self.sim: CacheSim | None = None
+        self._core: Any = None  # the episode's _lqoco.Env (reset() makes one)
+        self._table: tuple[np.ndarray, list[np.ndarray | None]] | None = None  # _phase_table(), once
         self._closed = False  # close() has run, and no reset() since
 
     # ------------------------------------------------------------------ gymnasium API
@@ -152,30 +167,24 @@ class LQoCoEnv(ReplayCopy, gym.Env):
         self._replay_reset(seed=seed, options=options)
         self._closed = False
         super().reset(seed=seed)
-        rng = random.Random(int(self.np_random.integers(2**62)))
-        self.sim = CacheSim(self.cache_spec, self.tier, self.period_s, self.substeps,
-                            self.bucket_s, self.bypass_us)
-        self._rng = rng
-        self._phase_i, self._phase_left = -1, 0
-        self._next_phase()
-        self.rate = self.init_rate * self._nominal
-        self.t = 0
-        self._flush_hist: list[float] = []
-        self.W = self.P = 0.0
-        self.B = 1.0
-        self.btlbw = self._nominal
-        self._state = (0, 1, 1)
-        self._hist: dict[str, list[float]] = {k: [] for k in (
-            "W", "rate_mbps", "admitted_mbps", "flush_mbps", "throughput_mbps", "full_s",
-            "bypassed_mbps", "reward")}
-        self._phase_marks: list[tuple[int, str]] = [(0, self._mix_name())]
-        return self._obs(), self._info(None)
+        seed_rng = int(self.np_random.integers(2**62))  # the arrivals' random.Random seed
+        sim = CacheSim(self.cache_spec, self.tier, self.period_s, self.substeps, self.bucket_s, self.bypass_us)
+        if self._table is None:
+            self._table = self._phase_table(sim)
+        table, traces = self._table
+        self._core = _lqoco.Env(sim.core, table, traces, seed_rng, self.periods, self.period_s, self.load, sim.C,
+                                self.init_rate, self.magnitudes, self.w_bins, self.p_tol, self.b_band,
+                                self.bdp_window, self.weights, self.reward_kind == "eq8")
+        self.sim = sim
+        v = self._core.values()
+        return self._obs(v), self._info(v, False)
 
     def step(self, action: Any):
         self._check_running()
         a = check_discrete_action(action, 5, f"action ({', '.join(ACTION_NAMES)})")
         self._replay_log("step", a)
-        return self._advance(self.rate * (1.0 + self.magnitudes[a]))
+        v = self._core.step(a)
+        return self._obs(v), v[0], False, v[1], self._info(v, True)
 
     def close(self) -> None:
         """Nothing to let go of; a later step() says the env is closed (until reset())."""
@@ -195,12 +204,44 @@ class LQoCoEnv(ReplayCopy, gym.Env):
         self._check_running()
         r = check_real("rate_mbps", rate_mbps, 0.0, low_open=True, allow_inf=True)
         self._replay_log("step_rate", r)
-        return self._advance(r * 1e6)
+        v = self._core.step_rate(r * 1e6)
+        return self._obs(v), v[0], False, v[1], self._info(v, True)
 
     def _replay_fingerprint(self) -> Any:
         if self.sim is None:
             return None
-        return (self.t, repr(self._hist), repr(self.sim.hist))
+        return (self.t, repr(self.history()), repr(self.sim.hist))
+
+    # the state of the episode, kept by the C env
+    @property
+    def t(self) -> int:
+        """Periods run in this episode."""
+        return self._core.t
+
+    @property
+    def W(self) -> float:
+        """The watermark W_t (dirty fraction of the cache)."""
+        return self._core.W
+
+    @property
+    def P(self) -> float:
+        """P_t = (I_t - O_t) / O_t."""
+        return self._core.P
+
+    @property
+    def B(self) -> float:
+        """I_t / BtlBw."""
+        return self._core.B
+
+    @property
+    def rate(self) -> float:
+        """The admitted rate I_t, bytes/s."""
+        return self._core.rate
+
+    @property
+    def btlbw(self) -> float:
+        """BtlBw, the max of O_t over ``bdp_window`` periods, bytes/s."""
+        return self._core.btlbw
 
     def render(self) -> "str | np.ndarray | None":
         """``"ansi"``: the state (W, P, B and their levels) and the rate; ``"rgb_array"``: the
@@ -209,7 +250,7 @@ class LQoCoEnv(ReplayCopy, gym.Env):
             return self._render_rgb()
         if self.render_mode != "ansi" or self.sim is None:
             return None
-        w, p, b = self._state
+        w, p, b = self._core.levels
         return (f"t={self.t} W={self.W:.3f} ({W_NAMES[w]}) P={self.P:+.3f} ({P_NAMES[p]}) "
                 f"B={self.B:.2f} ({B_NAMES[b]}) I={self.rate / 1e6:.1f} MB/s")
 
@@ -225,14 +266,14 @@ class LQoCoEnv(ReplayCopy, gym.Env):
         if self.sim is None:
             return render.message("L-QOCO: NOT RESET", 240, 400)
         cv = render.Canvas(240, 400)
-        w, p, b = self._state
+        w, p, b = self._core.levels
         cv.text(8, 6, f"T {self.t}/{self.periods}  {self._mix_name()}")
         cv.text(8, 20, f"STATE W {W_NAMES[w]}, P {P_NAMES[p]}, B {B_NAMES[b]}", scale=1)
         over = self.W >= self.w_bins[2]
         cv.text(8, 35, "W")
         cv.hbar(40, 32, 280, 14, self.W, render.RED if over else render.color(0), marks=self.w_bins)
         cv.text(328, 35, f"{self.W:.2f}", scale=1)
-        h = self._hist
+        h = self.history()
         admitted = h["admitted_mbps"][-1] if h["admitted_mbps"] else 0.0
         flush = h["flush_mbps"][-1] if h["flush_mbps"] else 0.0
         top = max(admitted, flush, self.btlbw / 1e6, 1e-9) * 1.25
@@ -253,136 +294,79 @@ class LQoCoEnv(ReplayCopy, gym.Env):
 
     # ------------------------------------------------------------------ dynamics
     def _mix_name(self) -> str:
-        return self.phases[self._phase_i].mix.name
+        return self.phases[self._core.phase].mix.name
 
-    def _next_phase(self) -> None:
-        self._phase_i = (self._phase_i + 1) % len(self.phases)
-        ph = self.phases[self._phase_i]
-        sim = self.sim
-        assert sim is not None
-        sim.set_mix(ph.mix)
-        r = ph.mix.read
-        ratio = r / (1 - r) if r < 1 else 0.0
-        t = sim.tier
-        self._nominal = 1e6 / (sim.flush_cost(0.5 * sim.C) * t.gc
-                               + ratio * (1 - self.cache_spec.read_hit) * sim.rd_cost)
-        self._read_ratio = ratio
-        base = BURSTY if ph.mix.name.startswith("R-") else {}
-        self.burst = Burst(**{**base, **self.burst_opts})
-        self.arrivals = Arrivals(self.burst, self._rng)
-        self._trace = None
-        if ph.trace_bins is not None:
-            wb_mean = float(ph.trace_bins[1].mean())
-            if self.trace_speedup == "auto":
-                f = self.load * self._nominal / max(wb_mean, 1.0)
-            elif isinstance(self.trace_speedup, (int, float)) and self.trace_speedup > 0:
-                f = float(self.trace_speedup)
-            else:
-                raise ValueError(f"trace_speedup must be 'auto' or a number > 0, got {self.trace_speedup!r}")
-            self._trace = scale_trace(ph, f * self.period_s).trace_bins
-            self._phase_left = len(self._trace[0])
-        else:
-            self._phase_left = ph.periods
-        self._trace_i = 0
-
-    def _advance(self, new_rate: float):
-        if self.sim is None:
-            raise RuntimeError("call reset() before step()")
+    def _phase_table(self, sim: CacheSim) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """What the C env needs of each workload phase (``_lqoco.Env``'s table: the mix's costs,
+        the nominal flush bandwidth, the rate bounds, the load process; the binned trace), as this
+        env computed it at each phase start before its logic moved to C. It depends on the
+        constructor's arguments only: computed at the first reset (``sim``: a fresh one)."""
+        rows, traces = [], []
         lo, hi = self.rate_bounds
-        if not math.isinf(new_rate):
-            new_rate = min(max(new_rate, lo * self._nominal), hi * self._nominal)
-        self.rate = new_rate
-        sim, ps = self.sim, self.period_s
-        hq = self.burst.depth * sim.io
-        if self._trace is not None:
-            rb, wb, rs, ws = self._trace
-            i = self._trace_i
-            st = sim.period(new_rate, rb[i] / ps, wb[i] / ps, hq, float(rs[i]), float(ws[i]))
-            self._trace_i += 1
-        else:
-            wr = self.load * self.arrivals.demand(self._nominal)
-            st = sim.period(new_rate, wr * self._read_ratio, wr, hq)
-        self.t += 1
-        self._phase_left -= 1
-        # state (W_t, P_t, B_t)
-        C = sim.C
-        self.W = sim.dirty / C
-        I, O = st.admitted / ps, st.flush_cap / ps
-        self.P = (I - O) / max(O, 1.0)
-        fh = self._flush_hist
-        fh.append(O)
-        if len(fh) > self.bdp_window:
-            del fh[0]
-        self.btlbw = max(max(fh), 1.0)
-        self.B = I / self.btlbw
-        self._state = self._discretise()
-        r = reward_of(*self._state, self.weights, self.reward_kind)
-        h = self._hist
-        h["W"].append(self.W)
-        h["rate_mbps"].append(self.rate / 1e6)
-        h["admitted_mbps"].append(I / 1e6)
-        h["flush_mbps"].append(O / 1e6)
-        h["throughput_mbps"].append(st.throughput / ps / 1e6)
-        h["full_s"].append(st.full_s)
-        h["bypassed_mbps"].append(st.bypassed / ps / 1e6)
-        h["reward"].append(r)
-        self._last = st
-        truncated = self.t >= self.periods
-        if self._phase_left <= 0 and not truncated:
-            self._next_phase()
-            self._phase_marks.append((self.t, self._mix_name()))
-        return self._obs(), r, False, truncated, self._info(st)
+        for ph in self.phases:
+            sim.set_mix(ph.mix)
+            r = ph.mix.read
+            ratio = r / (1 - r) if r < 1 else 0.0
+            t = sim.tier
+            nominal = 1e6 / (sim.flush_cost(0.5 * sim.C) * t.gc + ratio * (1 - self.cache_spec.read_hit) * sim.rd_cost)
+            base = BURSTY if ph.mix.name.startswith("R-") else {}
+            burst = Burst(**{**base, **self.burst_opts})
+            trace, periods = None, ph.periods
+            if ph.trace_bins is not None:
+                wb_mean = float(ph.trace_bins[1].mean())
+                if self.trace_speedup == "auto":
+                    f = self.load * nominal / max(wb_mean, 1.0)
+                elif isinstance(self.trace_speedup, (int, float)) and self.trace_speedup > 0:
+                    f = float(self.trace_speedup)
+                else:
+                    raise ValueError(f"trace_speedup must be 'auto' or a number > 0, got {self.trace_speedup!r}")
+                trace = np.array(scale_trace(ph, f * self.period_s).trace_bins, dtype=np.float64)
+                periods = trace.shape[1]
+            rows.append((*sim.mix_args, nominal, ratio, burst.depth * sim.io, lo * nominal, hi * nominal,
+                         burst.on_s / (burst.on_s + burst.off_s), 1.0 / burst.on_s, 1.0 / burst.off_s,
+                         burst.high, burst.low, burst.wiggle, periods))
+            traces.append(trace)
+        return np.array(rows, dtype=np.float64), traces
 
-    def _discretise(self) -> tuple[int, int, int]:
-        wb = self.w_bins
-        w = 0 if self.W < wb[0] else 1 if self.W < wb[1] else 2 if self.W < wb[2] else 3
-        p = 0 if self.P < -self.p_tol else 1 if self.P <= self.p_tol else 2
-        lo, hi = self.b_band
-        b = 0 if self.B > hi else 1 if self.B >= lo else 2
-        return w, p, b
-
-    def _obs(self) -> Any:
+    def _obs(self, v: tuple) -> Any:
+        """The observation of the C env's values ``v`` (``_lqoco.Env.values()``)."""
         if self.obs_kind == "discrete":
-            return state_index(*self._state)
-        return np.array([min(self.W, 1.0), min(max(self.P, -1.0), 10.0), min(self.B, 10.0)],
-                        dtype=np.float32)
+            return v[3]
+        return np.array([min(v[5], 1.0), min(max(v[6], -1.0), 10.0), min(v[7], 10.0)], dtype=np.float32)
 
-    def _info(self, st: Any) -> dict[str, Any]:
-        w, p, b = self._state
-        ps = self.period_s
-        info = {"t": self.t, "W": self.W, "P": self.P, "B_use": self.B,
-                "btlbw_mbps": self.btlbw / 1e6, "rate_mbps": self.rate / 1e6,
-                "nominal_mbps": self._nominal / 1e6, "state": state_index(w, p, b),
-                "levels": (W_NAMES[w], P_NAMES[p], B_NAMES[b]), "category": category(w, p, b),
-                "workload": self._mix_name()}
-        if st is not None:
-            info.update(admitted_mbps=st.admitted / ps / 1e6, flush_mbps=st.flush_cap / ps / 1e6,
-                        flushed_mbps=st.flushed / ps / 1e6, bypassed_mbps=st.bypassed / ps / 1e6,
-                        throughput_mbps=st.throughput / ps / 1e6, full_s=st.full_s,
-                        gc_s=st.gc_s, throttled_mb=st.throttled / 1e6)
+    def _info(self, v: tuple, step: bool) -> dict[str, Any]:
+        """The info of the C env's values ``v``; ``step``: with the period's measurements."""
+        state = v[3]
+        w, p, b = decode_state(state)
+        info = {"t": v[2], "W": v[5], "P": v[6], "B_use": v[7], "btlbw_mbps": v[8], "rate_mbps": v[9],
+                "nominal_mbps": v[10], "state": state, "levels": (W_NAMES[w], P_NAMES[p], B_NAMES[b]),
+                "category": category(w, p, b), "workload": self.phases[v[4]].mix.name}
+        if step:
+            info.update(zip(STEP_INFO, v[11:]))
         return info
 
     # ------------------------------------------------------------------ measurements
     def history(self) -> dict[str, list[float]]:
         """Per-period series of this episode (copies): W, rate, admitted, flush, throughput, ..."""
-        return {k: list(v) for k, v in self._hist.items()}
+        return {k: self._core.history(i) for i, k in enumerate(HIST_KEYS)}
 
     def phase_marks(self) -> list[tuple[int, str]]:
         """(period, workload) at each workload change."""
-        return list(self._phase_marks)
+        return [(t, self.phases[i].mix.name) for t, i in self._core.marks()]
 
     def metrics(self) -> dict[str, float]:
         """The paper's measurements over the episode so far, from the simulated requests."""
         if self.sim is None:
             raise RuntimeError("call reset() first")
-        thr = np.asarray(self._hist["throughput_mbps"])
+        h = self.history()
+        thr = np.asarray(h["throughput_mbps"])
         mean = float(thr.mean()) if len(thr) else float("nan")
         jitter = float(thr.std() / mean) if len(thr) and mean > 0 else float("nan")
-        full = float(np.sum(self._hist["full_s"]))
+        full = float(np.sum(h["full_s"]))
         return {"throughput_mbps": mean, "jitter": jitter,
                 "mean_latency_ms": self.sim.mean_latency_us / 1e3,
                 "p99_latency_ms": self.sim.latency_quantile(0.99) / 1e3,
                 "p999_latency_ms": self.sim.latency_quantile(0.999) / 1e3,
                 "cache_full_s": full, "cache_full_frac": full / max(self.t * self.period_s, 1e-9),
-                "bypassed_frac": float(np.sum(self._hist["bypassed_mbps"]) / max(thr.sum(), 1e-9)),
+                "bypassed_frac": float(np.sum(h["bypassed_mbps"]) / max(thr.sum(), 1e-9)),
                 "periods": float(self.t)}

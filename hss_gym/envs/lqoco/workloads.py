@@ -1,4 +1,4 @@
-"""Workloads of L-QoCo (DAC'22 Table 4) as per-period arrival generators, and real traces.
+"""Workloads of L-QoCo (DAC'22 Table 4): request mixes, their offered-load process, real traces.
 
 A workload is a :class:`Phase` sequence; each phase fixes the request mix (block size, I/O size,
 read share, sequentiality) and says how much is offered each control period. The paper gives only
@@ -11,10 +11,14 @@ Offered load: a two-state Markov-modulated rate, ``high`` x and ``low`` x the st
 nominal flush bandwidth for the mix (what the tier can absorb in the background), switching after
 geometric sojourns (mean ``on_s`` / ``off_s`` seconds), times a per-period log-normal wiggle.
 Benchmark tools (S-x) issue at full speed, so by default both levels exceed the nominal bandwidth
-(1.5x / 1.1x); the customers' classes (R-x) come in waves with lulls (:data:`BURSTY`: 2x / 0.5x). The
-host is closed-loop: its writers and its readers each keep at most ``depth`` requests outstanding
-(waiting in the host queue or at the storage tier); arrivals beyond that are not issued (the
-benchmark threads block).
+(1.5x / 1.1x); the customers' classes (R-x) come in waves with lulls (:data:`BURSTY`: 2x / 0.5x).
+The host is closed-loop: its writers and its readers each keep at most ``depth`` requests
+outstanding (waiting in the host queue or at the storage tier); arrivals beyond that are not issued
+(the benchmark threads block). The process draws from the episode's ``random.Random``: one
+``random()`` at each phase start (the initial level), then per period one ``random()`` (the switch)
+and one ``gauss()`` (the wiggle). It runs in C with the env's other per-period logic
+(``backends/lqoco/lqoco_env.c``, which reproduces ``random.Random`` bit for bit); this module
+holds its parameters (:class:`Burst`).
 
 Real traces (``load_trace`` readers) are binned into periods (read/write bytes and mean sizes per
 period); ``speedup`` compresses time, ``"auto"`` so that the trace's mean write rate equals
@@ -25,7 +29,6 @@ from __future__ import annotations
 
 import math
 import os
-import random
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -169,25 +172,6 @@ def _trace_phase(spec: Any, block: int) -> Phase:
     mix = Mix(f"trace:{os.path.basename(name)}", block, max(block, int(mean_io)),
               float((~writes).mean()))
     return Phase(mix, n, (rb, wb, rs, ws))
-
-
-class Arrivals:
-    """Seeded per-period arrival process of one episode (see the module docstring)."""
-
-    def __init__(self, burst: Burst, rng: random.Random) -> None:
-        self.burst, self.rng = burst, rng
-        self.high = rng.random() < burst.on_s / (burst.on_s + burst.off_s)
-
-    def demand(self, nominal_bps: float) -> float:
-        """Offered bytes/s of the next period (reads + writes) for a mix whose tier absorbs
-        ``nominal_bps`` bytes/s of writes."""
-        b, rng = self.burst, self.rng
-        if rng.random() < 1.0 / (b.on_s if self.high else b.off_s):
-            self.high = not self.high
-        level = b.high if self.high else b.low
-        if b.wiggle > 0:
-            level *= math.exp(b.wiggle * rng.gauss(0.0, 1.0))
-        return level * nominal_bps
 
 
 def scale_trace(phase: Phase, factor: float) -> Phase:
