@@ -18,11 +18,11 @@ this measures it, as a two-armed bandit over epochs:
   sends to the device goes to the home device and asks for no cleaning; a rewrite of a page already
   there stays in place). An arm's value is the mean latency of every request of its busy epochs, a
   running mean (each epoch weighs half).
-* **Tries**: the better arm runs (at first, *fast*); the other one is tried for an epoch after 8
-  busy epochs, then after twice as many each time a try confirms the choice (at most 32), and
-  after 8 again when it changes it; and only while what the tries cost (their mean latency above the better arm's, per
-  request) is under ``budget`` (2%, the placement warm-up's ``explore_budget``) of all requests'
-  latency so far.
+* **Tries**: the better arm runs (at first, *fast*); the other one is tried for a quarter of an
+  epoch after 8 busy epochs, then after twice as many each time a try confirms the choice (at most
+  32), and after 8 again when it changes it; and only while what the tries cost (their mean
+  latency above the better arm's, per request) is under ``budget`` (2%, the placement warm-up's
+  ``explore_budget``) of all requests' latency so far.
 
 Shared by the reference agents and ``fit_first_ref``: nothing in it is a network.
 """
@@ -39,6 +39,8 @@ from hss_gym.backends.base import WRITE
 BUSY: float = 0.5
 #: busy epochs between tries of the other arm: first, and at most
 TRY_EVERY, TRY_EVERY_MAX = 8, 32
+#: a try lasts this share of an epoch
+TRY_SHARE: int = 4
 
 
 class WriteBypass:
@@ -67,7 +69,7 @@ class WriteBypass:
 
     def __call__(self, step: int) -> None:
         """Account request ``step`` (placed now); closes an epoch every :attr:`epoch` requests."""
-        if not self.devices or step - self._start < self.epoch:
+        if not self.devices or step - self._start < (self.epoch // TRY_SHARE if self._trying else self.epoch):
             return
         env = self._env
         t, active = env.issue_time_us, self._core.active_us[self._home]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hss_gym.agents import make_policy
-from hss_gym.agents.bypass import TRY_EVERY, WriteBypass
+from hss_gym.agents.bypass import TRY_EVERY, TRY_SHARE, WriteBypass
 from hss_gym.agents.problems import make_env, run_episode
 from hss_gym.backends.base import READ, WRITE
 from hss_gym.workloads.trace import Trace
@@ -25,44 +25,53 @@ class FakeEnv:
         self.issue_time_us = 0.0
         self.step = 0
 
-    def epoch(self, bypass: WriteBypass, busy: float, fast: float, around: float) -> None:
-        """One epoch: the home device busy that fraction of it, each request's latency as its arm's."""
-        lat = around if bypass.around else fast
-        self._latencies[self.step:self.step + EPOCH] = lat
-        self.step += EPOCH
-        self.issue_time_us += EPOCH * 10.0
-        self.hss.core.active_us[1] += busy * EPOCH * 10.0
-        bypass(self.step)
+    def run(self, bypass: WriteBypass, n: int, busy: float, fast: float, around: float) -> None:
+        """``n`` requests, each as long as its arm's latency, the home device busy that fraction of
+        the time; the bypass sees every request."""
+        for _ in range(n):
+            lat = around if bypass.around else fast
+            self._latencies[self.step] = lat
+            self.step += 1
+            self.issue_time_us += lat
+            self.hss.core.active_us[1] += busy * lat
+            bypass(self.step)
 
 
-def arms(busy: float, fast: float, around: float, epochs: int, budget: float = 0.02) -> list[bool]:
-    env = FakeEnv((epochs + 1) * EPOCH)
+def arms(busy: float, fast: float, around: float, epochs: int, budget: float = 0.02) -> str:
+    """The arm of each quarter epoch ("f" or "a")."""
+    env = FakeEnv(epochs * EPOCH + 1)
     bypass = WriteBypass(env, [0], EPOCH, budget=budget)
     out = []
-    for _ in range(epochs):
-        env.epoch(bypass, busy, fast, around)
-        out.append(bypass.around)
-    return out
+    for _ in range(epochs * TRY_SHARE):
+        out.append("a" if bypass.around else "f")
+        env.run(bypass, EPOCH // TRY_SHARE, busy, fast, around)
+    return "".join(out)
+
+
+def tries(got: str, arm: str) -> list[int]:
+    return [i for i, a in enumerate(got) if a == arm]
 
 
 def test_the_better_arm_runs_and_the_other_is_tried_ever_less_often():
-    """Busy epochs: `fast` runs first; `around` is tried after TRY_EVERY busy epochs and kept when
-    it measures better. The other arm is tried again after 8 busy epochs, then 16, then 32 while
-    the tries confirm the choice (a budget of 1: tries always affordable)."""
-    got = arms(busy=0.9, fast=10.0, around=5.0, epochs=80, budget=1.0)
-    assert got[:TRY_EVERY] == [False] * TRY_EVERY  # the warm-up epoch, then 7 busy epochs of `fast`
-    assert [i for i, a in enumerate(got) if not a][TRY_EVERY:] == [17, 34, 67], got  # `fast` tried again
-    got = arms(busy=0.9, fast=5.0, around=10.0, epochs=80, budget=1.0)
-    assert [i for i, a in enumerate(got) if a] == [8, 25, 58], got  # `around` tried, `fast` kept
+    """Busy epochs: `fast` runs first; `around` is tried for a quarter epoch after TRY_EVERY busy
+    epochs (the first epoch is the warm-up) and kept when it measures better. The other arm is tried
+    again after 8 busy epochs when a try changed the choice, then after 16 and 32 while the tries
+    confirm it (a budget of 1: every try affordable). Positions are in quarter epochs."""
+    start = (1 + TRY_EVERY) * TRY_SHARE
+    got = arms(busy=0.9, fast=10.0, around=5.0, epochs=120, budget=1.0)
+    assert got[:start] == "f" * start and got[start:start + 30] == "a" * 30, got
+    assert tries(got, "f")[start:] == [69, 134, 263, 392], got  # 1 + 8 * 4, 1 + 16 * 4, 1 + 32 * 4, ...
+    got = arms(busy=0.9, fast=5.0, around=10.0, epochs=120, budget=1.0)
+    assert tries(got, "a") == [start, 101, 230, 359], got
 
 
 def test_nothing_changes_while_the_home_device_has_idle_time_and_tries_stay_in_budget():
     """Epochs with idle time at home run `fast` whatever was measured. A try that costs 4x the
-    mean latency spends the budget (2% of all requests' latency so far): the next try waits until
-    the latency so far is 50x its cost, long after the schedule's 16 epochs."""
-    assert not any(arms(busy=0.4, fast=10.0, around=5.0, epochs=40))
-    got = arms(busy=0.9, fast=1.0, around=5.0, epochs=250)
-    assert [i for i, a in enumerate(got) if a] == [8, 196], got
+    mean latency spends the budget (2% of all requests' latency so far): a try of 25 requests
+    costing 100 is affordable once the latency so far is 50 times the tries' cost."""
+    assert "a" not in arms(busy=0.4, fast=10.0, around=5.0, epochs=40)
+    got = arms(busy=0.9, fast=1.0, around=5.0, epochs=200)
+    assert tries(got, "a") == [36, 197, 394, 591, 788], got
 
 
 def test_only_writes_to_the_devices_go_around_and_rewrites_stay_in_place():
