@@ -4,7 +4,7 @@ SyncVectorEnv does, so that a native vector env can give exactly what SyncVector
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -45,3 +45,16 @@ def reset_mask(options: dict[str, Any] | None, n: int) -> tuple[np.ndarray | Non
         raise ValueError(f"`options['reset_mask']` must contain a boolean array with at least one True value, "
                          f"got reset_mask={mask}")
     return mask, options
+
+
+def reset_envs(seed: "int | list[int | None] | None", options: dict[str, Any] | None, n: int,
+               reset_env: Callable[[int, "int | None", "dict[str, Any] | None"], None]) -> np.ndarray:
+    """Reset the envs ``options["reset_mask"]`` names (all of the ``n`` without one), each with its
+    seed, through ``reset_env(k, seed, options)``; returns the mask."""
+    seeds = env_seeds(seed, n)
+    mask, options = reset_mask(options, n)
+    if mask is None:
+        mask = np.ones(n, np.bool_)
+    for k in np.flatnonzero(mask):
+        reset_env(int(k), seeds[k], options)
+    return mask

@@ -41,7 +41,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hss_gym.backends import _core
-from hss_gym.envs._vector import check_num_envs, env_seeds, reset_mask
+from hss_gym.envs._vector import check_num_envs, reset_envs
 from hss_gym.envs.hss.env import AGENTS, HSSParallelEnv
 from hss_gym.envs.hss.single import SingleAgentEnv, migration_env, placement_env
 from hss_gym.metrics import compute_metrics
@@ -135,12 +135,7 @@ class _Threaded:
     def _reset_envs(self, seed: "int | list[int | None] | None", options: dict[str, Any] | None) -> np.ndarray:
         """Reset the envs ``options["reset_mask"]`` names (all without one) with their seeds;
         returns the mask. The caller zeroes their rewards."""
-        seeds = env_seeds(seed, self.num_envs)
-        mask, options = reset_mask(options, self.num_envs)
-        if mask is None:
-            mask = np.ones(self.num_envs, np.bool_)
-        for k in np.flatnonzero(mask):
-            self._reset_env(int(k), seeds[k], options)
+        mask = reset_envs(seed, options, self.num_envs, self._reset_env)
         self._batch.trunc[mask] = False
         self._autoreset[mask] = False
         self._started = True

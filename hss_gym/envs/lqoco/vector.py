@@ -45,7 +45,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hss_gym.backends import _lqoco
-from hss_gym.envs._vector import check_num_envs, env_seeds, reset_mask
+from hss_gym.envs._vector import check_num_envs, reset_envs
 from hss_gym.envs.lqoco.env import ACTION_NAMES, RESET_INFO, STEP_INFO, LQoCoEnv
 
 
@@ -111,12 +111,7 @@ class LQoCoVectorEnv(VectorEnv):
     def reset(self, *, seed: "int | list[int | None] | None" = None, options: dict[str, Any] | None = None):
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
             super().reset(seed=int(seed))
-        seeds = env_seeds(seed, self.num_envs)
-        mask, options = reset_mask(options, self.num_envs)
-        if mask is None:
-            mask = np.ones(self.num_envs, np.bool_)
-        for k in np.flatnonzero(mask):
-            self._reset_env(int(k), seeds[k], options)
+        mask = reset_envs(seed, options, self.num_envs, self._reset_env)
         self._autoreset[mask] = False
         self._started = True
         infos = {key: mask.copy() if key[0] == "_" else np.where(mask, v, 0) for key, v in self._reset_infos.items()}
