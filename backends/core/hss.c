@@ -727,17 +727,24 @@ static int once_first(const hss *h)
  * one k-page read from d and one k-page write to d + 1 (an HSS evicts in batches, so the slower
  * device sees one larger write instead of k random ones). Cascades when d + 1 is full too.
  * *done = completion; returns the number of pages freed (fewer if d has fewer live victims). */
+#define HSS_EVICT_STACK 16 /* evict_batch's victims held on the stack at most */
 static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64_t *freed, uint8_t mark)
 {
     *done = t;
     *freed = 0;
     if (d == h->home || k == 0)
         return HSS_OK;
-    /* the victims' pages and records (no record moves while they are moved: no page is created) */
-    uint64_t *victims = malloc(k * (sizeof *victims + sizeof(hss_page *)));
-    if (!victims)
-        return HSS_ENOMEM;
-    hss_page **vpg = (hss_page **)(void *)(victims + k);
+    /* the victims' pages and records (no record moves while they are moved: no page is created),
+     * on the stack for the few pages a request's placement evicts, else on the heap */
+    uint64_t vbuf[HSS_EVICT_STACK];
+    hss_page *pbuf[HSS_EVICT_STACK];
+    uint64_t *victims = vbuf;
+    hss_page **vpg = pbuf;
+    if (k > HSS_EVICT_STACK) {
+        if (!(victims = malloc(k * (sizeof *victims + sizeof(hss_page *)))))
+            return HSS_ENOMEM;
+        vpg = (hss_page **)(void *)(victims + k);
+    }
     uint64_t n = 0;
     if ((mark & HSS_F_CLEANED) && h->reuse_victims && dead_first(h)) {
         hss_lru *q = &h->dead[d];
@@ -839,7 +846,8 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             rc = HSS_OK;
         }
     }
-    free(victims);
+    if (victims != vbuf)
+        free(victims);
     *freed = n;
     return rc;
 }
