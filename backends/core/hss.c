@@ -327,6 +327,48 @@ hss_page *hss_lookup(hss *h, uint64_t page)
     return pt_get(&h->pt, page);
 }
 
+void hss_prefetch(const hss *h, uint64_t page, int level)
+{
+    const hss_pagetable *pt = &h->pt;
+    uint64_t key = page >> HSS_CHUNK_BITS;
+    if (key >= HSS_DENSE_BIT)
+        return;
+    uint64_t i = mix64(key) & (pt->dir_cap - 1);
+    if (level <= 0) {
+        __builtin_prefetch(&pt->dir[i]);
+        return;
+    }
+    while (pt->dir[i].idx && pt->dir[i].key != key)
+        i = (i + 1) & (pt->dir_cap - 1);
+    if (!pt->dir[i].idx)
+        return;
+    uint32_t idx = pt->dir[i].idx - 1;
+    if (level == 1) {
+        __builtin_prefetch(&pt->chunks[idx]);
+        __builtin_prefetch(&pt->chunk_keys[idx]);
+        return;
+    }
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1)), w = off >> 6;
+    if (pt->chunk_keys[idx] & HSS_DENSE_BIT) {
+        __builtin_prefetch(&((const hss_page *)pt->chunks[idx])[off]);
+        return;
+    }
+    hss_leaf *l = pt->chunks[idx];
+    if (level == 2) {
+        __builtin_prefetch(&l->bits[w]);
+        __builtin_prefetch(&l->cum[w]); /* with n and cap */
+        return;
+    }
+    uint64_t b = l->bits[w], m = (uint64_t)1 << (off & 63);
+    if (!(b & m))
+        return;
+    const uint16_t *perm = leaf_perm(l) + l->cum[w] + popcount64(b & (m - 1));
+    if (level == 3)
+        __builtin_prefetch(perm);
+    else
+        __builtin_prefetch(&leaf_rec(l)[*perm]);
+}
+
 /* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
  * interposed), and the replay calls it several times a page. */
 static inline int dev_of(const hss_page *pg)
