@@ -327,6 +327,48 @@ hss_page *hss_lookup(hss *h, uint64_t page)
     return pt_get(&h->pt, page);
 }
 
+void hss_prefetch(const hss *h, uint64_t page, int level)
+{
+    const hss_pagetable *pt = &h->pt;
+    uint64_t key = page >> HSS_CHUNK_BITS;
+    if (key >= HSS_DENSE_BIT)
+        return;
+    uint64_t i = mix64(key) & (pt->dir_cap - 1);
+    if (level <= 0) {
+        __builtin_prefetch(&pt->dir[i]);
+        return;
+    }
+    while (pt->dir[i].idx && pt->dir[i].key != key)
+        i = (i + 1) & (pt->dir_cap - 1);
+    if (!pt->dir[i].idx)
+        return;
+    uint32_t idx = pt->dir[i].idx - 1;
+    if (level == 1) {
+        __builtin_prefetch(&pt->chunks[idx]);
+        __builtin_prefetch(&pt->chunk_keys[idx]);
+        return;
+    }
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1)), w = off >> 6;
+    if (pt->chunk_keys[idx] & HSS_DENSE_BIT) {
+        __builtin_prefetch(&((const hss_page *)pt->chunks[idx])[off]);
+        return;
+    }
+    hss_leaf *l = pt->chunks[idx];
+    if (level == 2) {
+        __builtin_prefetch(&l->bits[w]);
+        __builtin_prefetch(&l->cum[w]); /* with n and cap */
+        return;
+    }
+    uint64_t b = l->bits[w], m = (uint64_t)1 << (off & 63);
+    if (!(b & m))
+        return;
+    const uint16_t *perm = leaf_perm(l) + l->cum[w] + popcount64(b & (m - 1));
+    if (level == 3)
+        __builtin_prefetch(perm);
+    else
+        __builtin_prefetch(&leaf_rec(l)[*perm]);
+}
+
 /* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
  * interposed), and the replay calls it several times a page. */
 static inline int dev_of(const hss_page *pg)
@@ -727,17 +769,24 @@ static int once_first(const hss *h)
  * one k-page read from d and one k-page write to d + 1 (an HSS evicts in batches, so the slower
  * device sees one larger write instead of k random ones). Cascades when d + 1 is full too.
  * *done = completion; returns the number of pages freed (fewer if d has fewer live victims). */
+#define HSS_EVICT_STACK 16 /* evict_batch's victims held on the stack at most */
 static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64_t *freed, uint8_t mark)
 {
     *done = t;
     *freed = 0;
     if (d == h->home || k == 0)
         return HSS_OK;
-    /* the victims' pages and records (no record moves while they are moved: no page is created) */
-    uint64_t *victims = malloc(k * (sizeof *victims + sizeof(hss_page *)));
-    if (!victims)
-        return HSS_ENOMEM;
-    hss_page **vpg = (hss_page **)(void *)(victims + k);
+    /* the victims' pages and records (no record moves while they are moved: no page is created),
+     * on the stack for the few pages a request's placement evicts, else on the heap */
+    uint64_t vbuf[HSS_EVICT_STACK];
+    hss_page *pbuf[HSS_EVICT_STACK];
+    uint64_t *victims = vbuf;
+    hss_page **vpg = pbuf;
+    if (k > HSS_EVICT_STACK) {
+        if (!(victims = malloc(k * (sizeof *victims + sizeof(hss_page *)))))
+            return HSS_ENOMEM;
+        vpg = (hss_page **)(void *)(victims + k);
+    }
     uint64_t n = 0;
     if ((mark & HSS_F_CLEANED) && h->reuse_victims && dead_first(h)) {
         hss_lru *q = &h->dead[d];
@@ -839,7 +888,8 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
             rc = HSS_OK;
         }
     }
-    free(victims);
+    if (victims != vbuf)
+        free(victims);
     *freed = n;
     return rc;
 }

@@ -238,6 +238,14 @@ int hss_set_reuse_victims(hss *h, int on);
 
 /* Migration interface. */
 hss_page *hss_lookup(hss *h, uint64_t page);
+/* Prefetch the page table for a lookup of `page` soon, one dependent level per call: `level` 0
+ * fetches its directory slot, and each higher level reads the levels below it (fetched by the
+ * calls before, so they hit the cache) and fetches the next one: 1 the chunk's pointer and key,
+ * 2 a leaf's map word and rank counts (a dense chunk's record), 3 the leaf's rank entry, 4 the
+ * record. Calls that raise the level for the same page, spread over other work (vec.c: one env
+ * apart), overlap the misses of many lookups instead of waiting for each in turn. Reads only: no
+ * result depends on it. */
+void hss_prefetch(const hss *h, uint64_t page, int level);
 int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was found */
 /* Ask for device d's k least recently used pages to be moved to d + 1 in idle time, after the
  * queued moves; counted as migrations. With chunk = 0, as one batch (one read from d, one

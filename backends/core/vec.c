@@ -176,10 +176,36 @@ static int vec_step_one(hss_vec *v, int k)
     return rc;
 }
 
+/* The first lookup of a slot's step misses the caches (each env's page table is its own, far
+ * larger than the caches beyond a few envs): the next request's first page (hss_begin, then its
+ * features). It is a chain of dependent misses (hss_prefetch), so it is prefetched one level per
+ * slot stepped before it: the slot HSS_VEC_AHEAD - 1 ahead gets level 0 (the request's trace
+ * entries), the next slot the last level (the page's record). Slots of this range only: another
+ * thread's slots change meanwhile. */
+#define HSS_VEC_AHEAD 6
+
+static void vec_prefetch(const hss_vec *v, int k, int level)
+{
+    const hss_vec_slot *s = &v->s[k];
+    long long i = s->i + 1;
+    if (v->skip[k] || i >= s->end)
+        return;
+    if (level == 0) {
+        __builtin_prefetch(&s->t[i]);
+        __builtin_prefetch(&s->op[i]);
+        __builtin_prefetch(&s->off[i]);
+        __builtin_prefetch(&s->size[i]);
+    } else {
+        hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
+    }
+}
+
 /* Step slots lo..hi-1 (those not skipped); stops at the first error (*bad: its slot). */
 static int vec_range(hss_vec *v, int lo, int hi, int *bad)
 {
     for (int k = lo; k < hi; k++) {
+        for (int j = 1; j <= HSS_VEC_AHEAD && k + j < hi; j++)
+            vec_prefetch(v, k + j, HSS_VEC_AHEAD - j);
         if (v->skip[k]) {
             v->trunc[k] = 0;
             if (v->rew_p)
