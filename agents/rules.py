@@ -14,7 +14,8 @@ next pages promoted to the fast device in idle time, while the promoted pages ar
 reference agents' networks must beat, with every other part of theirs, learned or not, up to
 0.9.0. ``fit_first_ref`` is the rule with every part of the reference agents but their networks,
 whatever version: since 0.10.0 also their handling of long write streams on a disk-homed HSS
-(:mod:`hss_gym.agents.streams`).
+(:mod:`hss_gym.agents.streams`), since 0.13.0 their write bypass on an SSD-homed one
+(:mod:`hss_gym.agents.bypass`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,6 @@ def fit_first_reuse_ra(seed: int = 0) -> FitFirst:
 
 def fit_first_ref(seed: int = 0) -> FitFirst:
     """``fit_first`` with every part of the reference agents but their networks (:data:`REFERENCE`):
-    the learned victim order, the readahead and the long write streams' rules."""
+    the learned victim order, the readahead, the long write streams' rules and the write bypass."""
     return FitFirst(seed=seed, victims=REFERENCE["victims"], readahead=REFERENCE["readahead"],
                     streams=REFERENCE["streams"], bypass=REFERENCE["bypass"])
