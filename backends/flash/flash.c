@@ -152,7 +152,8 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
             s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
     if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
-        || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
+        || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list
+        || ev_init(s) < 0) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
         return NULL;
@@ -202,7 +203,8 @@ void fl_free(fl_sim *s)
     if (!s) return;
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
-    free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
+    free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq);
+    ev_free(s);
     free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);
     cache_free(s);
     free(s);
@@ -353,16 +355,13 @@ static void on_bus_done(fl_sim *s, int c)
     uint32_t u = (uint32_t)ch->unit;
     unit_t *un = &s->units[u];
     if (ch->phase == PH_CMD) {
-        int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
+        int k = un->kind == TX_READ ? 0 : un->kind == TX_WRITE ? 1 : 2;
+        int64_t op = k == 0 ? s->c.read_ns : k == 1 ? s->c.program_ns : s->c.erase_ns;
         un->in_array = 1;
         chip_changed(s, un);
         un->array_done_at = s->now + op;
-        /* numbered now, inserted after the kick: the next bus phase, due soon, then takes the
-         * handled event's place at the root (a short sift-down) and the array operation's end, due
-         * late, a leaf's (a short sift-up) */
-        ev_t e = ev_make(s, s->now + op, EV_ARRAY, (int)u);
+        array_push(s, k, s->now + op, (int)u);
         channel_kick(s, c);
-        ev_insert(s, e);
         return;
     }
     s->batching++;
@@ -429,11 +428,8 @@ static void on_dram_done(fl_sim *s, int32_t d)
 void fl_run_until(fl_sim *s, double t_us)
 {
     int64_t T = (int64_t)llround(t_us * 1000.0);
-    for (;;) {
-        ev_settle(s);
-        if (!s->heap_n || s->heap[0].t > T) break;
-        ev_t e = s->heap[0];
-        s->top_taken = 1;
+    ev_t e;
+    while (ev_next(s, T, &e)) {
         s->now = e.t;
         switch (e.type) {
         case EV_ARRIVE:

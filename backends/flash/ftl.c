@@ -22,21 +22,9 @@ static inline int64_t xfer_ns(const fl_sim *s, uint32_t bytes)
     return (int64_t)llround(bytes * s->xfer_ns_per_byte);
 }
 
-/* ------------------------------------------------------------------ event heap */
+/* ------------------------------------------------------------------ event queue */
 
-/* Keys (t, seq) are unique, so any correct priority queue pops events in the same order. The
- * event being handled stays at the root (top_taken) until the handler pushes its first event,
- * which replaces it with one sift-down (instead of a pop's sift-down and a push's sift-up). */
-#if defined(__SIZEOF_INT128__)
-__extension__ typedef unsigned __int128 ev_key;
-/* one 128-bit comparison (times are never negative): no branch on equal times */
-static inline int ev_less(const ev_t *a, const ev_t *b)
-{
-    return ((ev_key)(uint64_t)a->t << 64 | a->seq) < ((ev_key)(uint64_t)b->t << 64 | b->seq);
-}
-#else
-static inline int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
-#endif
+static inline int ev_less(const ev_t *a, const ev_t *b) { return key_less(a->t, a->seq, b->t, b->seq); }
 
 /* The slot after the heap's last event holds EV_END, later than any event, so that a sift-down
  * picks the smaller child without testing whether the right one exists. */
@@ -56,9 +44,8 @@ static inline void ev_sift_down(ev_t *h, size_t n, size_t i, ev_t e)
     h[i] = e;
 }
 
-/* Event e, numbered by ev_make, into the heap. The order events leave the heap depends on their
- * keys only, so an event may be numbered at one point and inserted at a later one. */
-void ev_insert(fl_sim *s, ev_t e)
+/* e into the heap: in the handled root's place (one sift-down) if it was taken, else a sift-up */
+void heap_insert(fl_sim *s, ev_t e)
 {
     if (s->top_taken) {
         s->top_taken = 0;
@@ -81,18 +68,59 @@ void ev_insert(fl_sim *s, ev_t e)
     s->heap[i] = e;
 }
 
-void ev_push(fl_sim *s, int64_t t, int type, int arg) { ev_insert(s, ev_make(s, t, type, arg)); }
-
-/* Remove the root if it was taken and nothing replaced it. */
-void ev_settle(fl_sim *s)
+/* the heap's handled root leaves: the last event fills its hole */
+void heap_settle(fl_sim *s)
 {
-    if (!s->top_taken) return;
     s->top_taken = 0;
     size_t n = --s->heap_n;
-    if (!n) return;
     ev_t e = s->heap[n];
     s->heap[n] = EV_END;
-    ev_sift_down(s->heap, n, 0, e);
+    if (n) ev_sift_down(s->heap, n, 0, e);
+}
+
+static int ring_init(ring_t *q, uint32_t n)
+{
+    q->head = q->n = 0;
+    q->mask = n - 1;
+    q->r = malloc(n * sizeof(qev_t));
+    if (q->r) q->r[0] = EV_NONE;
+    return q->r ? 0 : -1;
+}
+
+void ring_grow(ring_t *q)
+{
+    uint32_t cap = q->mask + 1;
+    qev_t *r = malloc(2 * (size_t)cap * sizeof(qev_t));
+    if (!r) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    for (uint32_t i = 0; i < q->n; i++) r[i] = q->r[(q->head + i) & q->mask];
+    r[q->n] = EV_NONE;
+    free(q->r);
+    q->r = r;
+    q->head = 0;
+    q->mask = 2 * cap - 1;
+}
+
+int ev_init(fl_sim *s)
+{
+    uint32_t n = 2;
+    while (n <= (uint32_t)s->c.n_channels) n *= 2;   /* room for every channel and the end marker */
+    uint32_t na = 2;
+    while (na <= (uint32_t)s->n_units) na *= 2;
+    s->heap_cap = 1024;
+    s->heap = malloc(s->heap_cap * sizeof(ev_t));
+    if (!s->heap) return -1;
+    s->heap[0] = EV_END;
+    if (ring_init(&s->bq, n) < 0) return -1;
+    for (int k = 0; k < 3; k++)
+        if (ring_init(&s->aq[k], na) < 0) return -1;
+    return 0;
+}
+
+void ev_free(fl_sim *s)
+{
+    free(s->bq.r);
+    for (int k = 0; k < 3; k++) free(s->aq[k].r);
+    free(s->heap);
 }
 
 /* ------------------------------------------------------------------ FTL */
@@ -243,7 +271,7 @@ static void bus_start(fl_sim *s, int c, int phase, int32_t unit, int32_t t, int6
 {
     channel_t *ch = &s->ch[c];
     ch->busy = 1; ch->phase = phase; ch->unit = unit; ch->tx = t; ch->start = s->now;
-    ev_push(s, s->now + dur, EV_BUS, c);
+    bus_push(s, s->now + dur, c);
 }
 
 void start_dataout(fl_sim *s, int c, int32_t t)
@@ -306,8 +334,8 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
                                     [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
                                     [TX_ERASE] = TX_ERASE};
-    int n = un->n_active;
     int kind = op_of[s->tx[un->active[0]].kind];
+    int n = un->n_active;
     int64_t dur, op;
     if (kind == TX_READ) {
         un->kind = TX_READ;

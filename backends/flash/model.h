@@ -75,6 +75,11 @@ typedef struct {
 
 typedef struct { int32_t head, tail; } fifo_t;
 
+/* A time-ordered ring of events of one kind (the earliest at head); the slot after the last holds
+ * EV_NONE, so that an empty ring's head reads as later than any event. */
+typedef struct { int64_t t; uint64_t seq; int32_t arg; } qev_t;
+typedef struct { qev_t *r; uint32_t head, n, mask; } ring_t;
+
 typedef struct {
     int busy, phase;
     int32_t unit, tx;
@@ -183,9 +188,13 @@ struct fl_sim {
     int32_t tx_cap, tx_free;
     req_t *rq;
     int32_t rq_cap, rq_free;
+    /* events (see ftl.h): bus ends, array ends of reads, programs and erases in rings, the others
+     * in a binary heap */
+    ring_t bq, aq[3];
+    int amin;                      /* the array ring whose first event is the earliest */
     ev_t *heap;
     size_t heap_n, heap_cap;
-    int top_taken;                 /* heap[0] is the event being handled (see ev_push) */
+    int top_taken;                 /* heap[0] is the event being handled (see ev_insert) */
     uint64_t seq;
     int64_t now;
     /* channels touched while admitting a request: kicked once all its transactions are queued */
