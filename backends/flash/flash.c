@@ -334,7 +334,7 @@ static void fg_finish(fl_sim *s, uint32_t u)
         un->s_state = SUSP_NONE;
         un->kind = un->s_kind;
         un->n_active = un->s_n;
-        memcpy(un->active, un->s_active, (size_t)un->s_n * sizeof(int32_t));
+        memcpy(un->active, un->s_active, sizeof(un->active)); /* whole arrays: a fixed-size copy, inlined */
         un->active_stream = s->tx[un->active[0]].stream;
         un->fg_active = 1;
         un->in_array = 1;
@@ -382,7 +382,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         if (un->s_state != SUSP_BG || s->now != un->s_done_at) return;
         int32_t bg[FL_MAX_PLANES];
         int nb = un->s_n;
-        memcpy(bg, un->s_active, (size_t)nb * sizeof(int32_t));
+        memcpy(bg, un->s_active, sizeof(bg));
         un->s_state = SUSP_NONE;
         if (!un->fg_active) { un->busy = 0; un->busy_done += s->now - un->start; }
         chip_changed(s, un);
@@ -406,7 +406,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         return;
     }
     int32_t done[FL_MAX_PLANES];
-    memcpy(done, un->active, (size_t)n * sizeof(int32_t));
+    memcpy(done, un->active, sizeof(done));
     fg_finish(s, u);
     s->batching++;
     for (int i = 0; i < n; i++) complete_tx(s, done[i]);

@@ -293,7 +293,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
          * it aside, suspended on its own die (at a cost), running on alongside on another die */
         un->s_kind = un->kind;
         un->s_n = un->n_active;
-        memcpy(un->s_active, un->active, (size_t)un->n_active * sizeof(int32_t));
+        memcpy(un->s_active, un->active, sizeof(un->active)); /* whole arrays: a fixed-size copy, inlined */
         un->in_array = 0;
         if (s->tx[un->active[0]].die == die) {
             un->s_state = SUSP_HELD;
@@ -305,21 +305,28 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             un->s_done_at = un->array_done_at;
         }
     }
-    unsigned planes = 0;
-    un->n_active = 0;
+    /* q1's head starts the command; then the first MP_SCAN transactions of q1 and of q2 are
+     * looked at for partners. A partner needs the same die and page offset (one test, false for
+     * most transactions: predictable) and a plane not yet taken. */
+    fifo_t *f = &un->q[q1];
+    unsigned planes = 1u << h->pid;
+    int n = 1, P = s->P;
+    un->active[0] = f->head;
+    f->head = h->next;
+    if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
+    h->next = -1;
     int qs[2] = {q1, q2};
-    for (int k = 0; k < 2 && un->n_active < s->P; k++) {
+    for (int k = 0; k < 2 && n < P; k++) {
         if (qs[k] < 0) continue;
-        fifo_t *f = &un->q[qs[k]];
+        f = &un->q[qs[k]];
         int32_t prev = -1, i = f->head;
-        int scanned = 0;
-        while (i >= 0 && un->n_active < s->P && scanned++ < MP_SCAN) {
+        int scanned = k == 0;   /* q1's head was the first looked at */
+        while (i >= 0 && n < P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            int pid = x->pid;
-            if (x->die == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
-                planes |= 1u << pid;
-                un->active[un->n_active++] = i;
+            if (((unsigned)(x->die == die) & (unsigned)(x->page == page)) && !(planes & (1u << x->pid))) {
+                planes |= 1u << x->pid;
+                un->active[n++] = i;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
                 x->next = -1;
@@ -330,12 +337,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         }
         if (f->head < 0) un->qmask &= ~(1u << qs[k]);
     }
+    un->n_active = n;
     /* the chip operation of each transaction kind */
     static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
                                     [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
                                     [TX_ERASE] = TX_ERASE};
     int kind = op_of[s->tx[un->active[0]].kind];
-    int n = un->n_active;
     int64_t dur, op;
     if (kind == TX_READ) {
         un->kind = TX_READ;
