@@ -440,14 +440,15 @@ void channel_kick(fl_sim *s, int c)
     if (t >= 0) { start_dataout(s, c, t); return; }
     /* chips in round-robin order from ch->rr; one with empty queues or stuck cannot issue
      * (service_chip would do nothing), so only its turn passes */
-    int W = s->c.chips_per_channel;
+    int W = s->c.chips_per_channel, k = ch->rr;
     unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {
-        int k = ch->rr;
-        if (un0[k].qmask && !un0[k].stuck) service_chip(s, (uint32_t)(c * W + k));
-        ch->rr = k + 1 == W ? 0 : k + 1;
-        if (ch->busy) break;
+        int j = k;
+        k = k + 1 == W ? 0 : k + 1;
+        /* service_chip returns 1 when it issued a command, which took the bus */
+        if (un0[j].qmask && !un0[j].stuck && service_chip(s, (uint32_t)(c * W + j))) break;
     }
+    ch->rr = k;
 }
 
 /* ------------------------------------------------------------------ a host page's transactions */
