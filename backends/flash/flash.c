@@ -143,6 +143,13 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->gc_wf = malloc(nf * sizeof(frontier_t));
     s->planes = calloc((size_t)s->n_planes, sizeof(plane_t));
     s->units = calloc((size_t)s->n_units, sizeof(unit_t));
+    s->pl_loc = malloc((size_t)s->n_planes * sizeof(uint32_t));
+    s->unit_ch = malloc((size_t)s->n_units * sizeof(uint16_t));
+    if (s->pl_loc)
+        for (int p = 0; p < s->n_planes; p++)
+            s->pl_loc[p] = (uint32_t)(p / (s->D * s->P)) << 16 | (uint32_t)((p / s->P) % s->D) << 8 | (uint32_t)(p % s->P);
+    if (s->unit_ch)
+        for (int u = 0; u < s->n_units; u++) s->unit_ch[u] = (uint16_t)(u / cfg->chips_per_channel);
     s->ch = calloc((size_t)cfg->n_channels, sizeof(channel_t));
     s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
     s->dirty = calloc((size_t)cfg->n_channels, 1);
@@ -152,7 +159,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
             s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
     if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
-        || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list
+        || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list
         || ev_init(s) < 0) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
@@ -202,7 +209,7 @@ void fl_free(fl_sim *s)
 {
     if (!s) return;
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
-    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
+    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq);
     ev_free(s);
     free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);

@@ -12,8 +12,8 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((pl / (uint32_t)s->P) % (uint32_t)s->D); }
-static inline int plane_in_die(const fl_sim *s, uint32_t pl) { return (int)(pl % (uint32_t)s->P); }
+static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((s->pl_loc[pl] >> 8) & 0xFFu); }
+static inline int plane_in_die(const fl_sim *s, uint32_t pl) { return (int)(s->pl_loc[pl] & 0xFFu); }
 
 /* transfer times of whole sectors come from a table (the same llround, computed once) */
 static inline int64_t xfer_ns(const fl_sim *s, uint32_t bytes)
@@ -495,7 +495,7 @@ inline void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any
     int32_t r = tx_alloc(s);
     tx_t *x = &s->tx[r], *w = &s->tx[t];
     x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
-    x->pl = old / (uint32_t)s->G / (uint32_t)s->B;
+    x->pl = old / ((uint32_t)s->G * (uint32_t)s->B);
     x->page = old % (uint32_t)s->G;
     x->bytes = (uint32_t)(ps - data_bytes > 512 ? ps - data_bytes : 512);
     w->held = 1;
@@ -572,7 +572,7 @@ void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, 
     uint32_t ppn = L2P(s, lpn);
     x->ppn = ppn;
     if (ppn != NONE) {
-        x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
+        x->pl = ppn / ((uint32_t)s->G * (uint32_t)s->B);
         x->page = ppn % (uint32_t)s->G;
     } else if (s->c.map_unwritten_reads
                && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {

@@ -14,7 +14,7 @@
 
 /* ---- small helpers, inlined where the units use them */
 
-static inline int channel_of_unit(const fl_sim *s, uint32_t u) { return (int)(u / (uint32_t)s->c.chips_per_channel); }
+static inline int channel_of_unit(const fl_sim *s, uint32_t u) { return s->unit_ch[u]; }
 
 /* physical page ppn holds its logical page's current data */
 static inline int page_valid(const fl_sim *s, uint32_t ppn)

@@ -180,6 +180,10 @@ struct fl_sim {
     uint32_t *free_stack;          /* per plane, B entries */
     frontier_t *data_wf, *gc_wf;   /* [plane * n_streams + stream] */
     plane_t *planes;
+    /* where each plane is, unit << 16 | die << 8 | plane in its die, and each unit's channel:
+     * table look-ups instead of divisions on every transaction's way */
+    uint32_t *pl_loc;
+    uint16_t *unit_ch;
     unit_t *units;
     channel_t *ch;
     stream_t *streams;
@@ -285,7 +289,7 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
  * untouched parts of a large device cost neither time nor resident memory. */
 static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
 
-static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
+static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return s->pl_loc[pl] >> 16; }
 
 static inline void *grow(void *p, size_t elem, int32_t *cap, int32_t need)
 {
