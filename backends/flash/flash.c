@@ -143,6 +143,10 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->gc_wf = malloc(nf * sizeof(frontier_t));
     s->planes = calloc((size_t)s->n_planes, sizeof(plane_t));
     s->units = calloc((size_t)s->n_units, sizeof(unit_t));
+    s->dG = fl_div_make((uint32_t)s->G);
+    s->dB = fl_div_make((uint32_t)s->B);
+    s->dGB = fl_div_make((uint32_t)s->G * (uint32_t)s->B);
+    s->ps_sh = fl_div_make((uint32_t)cfg->page_size).sh;
     s->pl_loc = malloc((size_t)s->n_planes * sizeof(uint32_t));
     s->unit_ch = malloc((size_t)s->n_units * sizeof(uint16_t));
     if (s->pl_loc)
@@ -244,7 +248,9 @@ static void admit(fl_sim *s, int32_t r)
     st->st.issued++;
     st->inflight++;
     int64_t ps = s->c.page_size;
-    uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
+    uint64_t first, last;
+    if (s->ps_sh >= 0) { first = (uint64_t)(q->off >> s->ps_sh); last = (uint64_t)((q->off + q->size - 1) >> s->ps_sh); }
+    else { first = (uint64_t)(q->off / ps); last = (uint64_t)((q->off + q->size - 1) / ps); }
     q->remaining = (int32_t)(last - first + 1);
     int prio = st->prio;
     s->batching++;

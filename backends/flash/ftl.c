@@ -164,15 +164,15 @@ static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 {
     uint32_t old = L2P(s, lpn);
     if (old != NONE) {
-        uint32_t ob = old / (uint32_t)s->G;
+        uint32_t ob = fl_div(s->dG, old);
         s->blk_valid[ob]--;
-        s->units[unit_of_plane(s, ob / (uint32_t)s->B)].valid_pages--;
+        s->units[unit_of_plane(s, fl_div(s->dB, ob))].valid_pages--;
     }
     s->l2p[lpn] = ppn + 1;
     p2l_set(s, ppn, lpn);
-    uint32_t nb = ppn / (uint32_t)s->G;
+    uint32_t nb = fl_div(s->dG, ppn);
     s->blk_valid[nb]++;
-    s->units[unit_of_plane(s, nb / (uint32_t)s->B)].valid_pages++;
+    s->units[unit_of_plane(s, fl_div(s->dB, nb))].valid_pages++;
 }
 
 /* Give a write transaction its physical page (or stall it until the plane frees a block). */
@@ -495,8 +495,8 @@ inline void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any
     int32_t r = tx_alloc(s);
     tx_t *x = &s->tx[r], *w = &s->tx[t];
     x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
-    x->pl = old / ((uint32_t)s->G * (uint32_t)s->B);
-    x->page = old % (uint32_t)s->G;
+    x->pl = fl_div(s->dGB, old);
+    x->page = fl_mod(s->dG, old);
     x->bytes = (uint32_t)(ps - data_bytes > 512 ? ps - data_bytes : 512);
     w->held = 1;
     enqueue_tx(s, r, Q_UR + prio);
@@ -572,8 +572,8 @@ void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, 
     uint32_t ppn = L2P(s, lpn);
     x->ppn = ppn;
     if (ppn != NONE) {
-        x->pl = ppn / ((uint32_t)s->G * (uint32_t)s->B);
-        x->page = ppn % (uint32_t)s->G;
+        x->pl = fl_div(s->dGB, ppn);
+        x->page = fl_mod(s->dG, ppn);
     } else if (s->c.map_unwritten_reads
                && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
         /* mapped now (MQSim's online_create_entry_for_reads) */

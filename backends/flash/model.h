@@ -75,6 +75,10 @@ typedef struct {
 
 typedef struct { int32_t head, tail; } fifo_t;
 
+/* a divisor fixed at construction: sh = log2(d) when d is a power of 2 (the usual geometries), so
+ * that x / d and x % d are a shift and a mask instead of a division; else -1 */
+typedef struct { uint32_t d; int sh; } fl_div_t;
+
 /* A time-ordered ring of events of one kind (the earliest at head); the slot after the last holds
  * EV_NONE, so that an empty ring's head reads as later than any event. */
 typedef struct { int64_t t; uint64_t seq; int32_t arg; } qev_t;
@@ -184,6 +188,8 @@ struct fl_sim {
      * table look-ups instead of divisions on every transaction's way */
     uint32_t *pl_loc;
     uint16_t *unit_ch;
+    fl_div_t dG, dB, dGB;          /* pages per block, blocks per plane, pages per plane */
+    int ps_sh;                     /* log2(page size) when a power of 2, else -1 */
     unit_t *units;
     channel_t *ch;
     stream_t *streams;
@@ -288,6 +294,16 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
 /* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
  * untouched parts of a large device cost neither time nor resident memory. */
 static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
+
+static inline fl_div_t fl_div_make(uint32_t d)
+{
+    fl_div_t v = {d, -1};
+    if (!(d & (d - 1)))
+        for (v.sh = 0; (1u << v.sh) < d; v.sh++) {}
+    return v;
+}
+static inline uint32_t fl_div(fl_div_t v, uint32_t x) { return v.sh >= 0 ? x >> v.sh : x / v.d; }
+static inline uint32_t fl_mod(fl_div_t v, uint32_t x) { return v.sh >= 0 ? x & (v.d - 1) : x % v.d; }
 
 static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return s->pl_loc[pl] >> 16; }
 
