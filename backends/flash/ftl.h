@@ -136,6 +136,7 @@ static inline int array_min(const fl_sim *s)
     return key_less(c->t, c->seq, a->t, a->seq) ? 2 : k;
 }
 
+/* an arrival, a DRAM transfer or a resumed operation's end, numbered now, into the heap */
 static inline void ev_push(fl_sim *s, int64_t t, int type, int arg) { heap_insert(s, ev_make(s, t, type, arg)); }
 
 /* The event loop's next event, if one is due by T (into *e): first the heap event just handled

@@ -204,7 +204,7 @@ struct fl_sim {
     int amin;                      /* the array ring whose first event is the earliest */
     ev_t *heap;
     size_t heap_n, heap_cap;
-    int top_taken;                 /* heap[0] is the event being handled (see ev_insert) */
+    int top_taken;                 /* heap[0] is the event being handled (see heap_insert) */
     uint64_t seq;
     int64_t now;
     /* channels touched while admitting a request: kicked once all its transactions are queued */
