@@ -180,6 +180,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         unit_t *un = &s->units[u];
         for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
         un->qmask = 0;
+        un->chan = u / cfg->chips_per_channel;
         un->free_blocks = (int64_t)s->D * s->P * s->B;
     }
     for (int c = 0; c < cfg->n_channels; c++) {
@@ -654,6 +655,22 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
         snprintf(err, errlen, "unit counters disagree: valid %lld vs %llu, free %lld vs %lld", (long long)uv,
                  (unsigned long long)mapped, (long long)uf, (long long)pf);
         return -1;
+    }
+    for (int c = 0; c < s->c.n_channels; c++) {
+        int n = 0;
+        for (int k = 0; k < s->c.chips_per_channel; k++) {
+            const unit_t *un = &s->units[c * s->c.chips_per_channel + k];
+            if (un->ready != (un->qmask && !un->stuck)) {
+                snprintf(err, errlen, "unit %d: ready flag %d disagrees with its queues and stuck flag",
+                         c * s->c.chips_per_channel + k, un->ready);
+                return -1;
+            }
+            n += un->ready;
+        }
+        if (n != s->ch[c].n_ready) {
+            snprintf(err, errlen, "channel %d counts %d chips ready, %d are", c, s->ch[c].n_ready, n);
+            return -1;
+        }
     }
     return s->c.cache_mode ? cache_check(s, err, errlen) : 0;
 }

@@ -260,6 +260,7 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     fifo_push(s, &un->q[q], t);
     un->qmask |= 1u << q;
     if (un->stuck && may_suspend(s, un)) un->stuck = 0; /* else no queue content can unstick it */
+    ready_update(s, un);
     /* a busy bus stays busy until its own event: a kick before then would do nothing */
     int c = channel_of_unit(s, u);
     if (s->ch[c].busy) return;
@@ -415,6 +416,7 @@ static int service_chip(fl_sim *s, uint32_t u)
     if (un->busy) {
         if ((s->c.susp_program || s->c.susp_erase) && service_busy_chip(s, u)) return 1;
         un->stuck = 1;
+        ready_update(s, un);
         return 0;
     }
     int ur = user_queue(un, Q_UR), uw = user_queue(un, Q_UW);
@@ -439,7 +441,9 @@ void channel_kick(fl_sim *s, int c)
     if (t < 0) t = fifo_pop(s, &ch->wait_gc);
     if (t >= 0) { start_dataout(s, c, t); return; }
     /* chips in round-robin order from ch->rr; one with empty queues or stuck cannot issue
-     * (service_chip would do nothing), so only its turn passes */
+     * (service_chip would do nothing), so only its turn passes: with none that can, the round
+     * robin would come back to where it started */
+    if (!ch->n_ready) return;
     int W = s->c.chips_per_channel, k = ch->rr;
     unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {

@@ -49,10 +49,18 @@ static inline int may_suspend(const fl_sim *s, const unit_t *un)
     return s->c.susp_erase && (left >= s->c.susp_erase_read_min_ns || left >= s->c.susp_erase_write_min_ns);
 }
 
+/* Chip un's queues or stuck flag changed: count it in its channel's chips that may issue. */
+static inline void ready_update(fl_sim *s, unit_t *un)
+{
+    int r = un->qmask && !un->stuck;
+    if (r != un->ready) { un->ready = r; s->ch[un->chan].n_ready += r ? 1 : -1; }
+}
+
 /* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */
-static inline void chip_changed(const fl_sim *s, unit_t *un)
+static inline void chip_changed(fl_sim *s, unit_t *un)
 {
     un->stuck = un->busy && !may_suspend(s, un);
+    ready_update(s, un);
 }
 
 /* ---- the event queue: events leave in (time, number) order. Keys are unique, so any correct

@@ -89,6 +89,7 @@ typedef struct {
     int32_t unit, tx;
     int64_t start, busy_done;
     int rr;
+    int n_ready;                   /* its chips with queued work that are not stuck (see unit_t.ready) */
     fifo_t wait_user, wait_gc;
 } channel_t;
 
@@ -113,6 +114,9 @@ typedef struct {
                                       service_busy_chip found for what they hold: it stays so while its
                                       queues and state are unchanged (the time left of its operation only
                                       shrinks), so channel_kick passes over it */
+    int ready;                     /* qmask && !stuck, counted in its channel's n_ready: a channel with
+                                      none returns from channel_kick at once */
+    int chan;
     int64_t gc_ops, valid_pages, free_blocks;
 } unit_t;
 
