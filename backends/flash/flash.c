@@ -143,6 +143,17 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->gc_wf = malloc(nf * sizeof(frontier_t));
     s->planes = calloc((size_t)s->n_planes, sizeof(plane_t));
     s->units = calloc((size_t)s->n_units, sizeof(unit_t));
+    s->dG = fl_div_make((uint32_t)s->G);
+    s->dB = fl_div_make((uint32_t)s->B);
+    s->dGB = fl_div_make((uint32_t)s->G * (uint32_t)s->B);
+    s->ps_sh = fl_div_make((uint32_t)cfg->page_size).sh;
+    s->pl_loc = malloc((size_t)s->n_planes * sizeof(uint32_t));
+    s->unit_ch = malloc((size_t)s->n_units * sizeof(uint16_t));
+    if (s->pl_loc)
+        for (int p = 0; p < s->n_planes; p++)
+            s->pl_loc[p] = (uint32_t)(p / (s->D * s->P)) << 16 | (uint32_t)((p / s->P) % s->D) << 8 | (uint32_t)(p % s->P);
+    if (s->unit_ch)
+        for (int u = 0; u < s->n_units; u++) s->unit_ch[u] = (uint16_t)(u / cfg->chips_per_channel);
     s->ch = calloc((size_t)cfg->n_channels, sizeof(channel_t));
     s->streams = calloc((size_t)cfg->n_streams, sizeof(stream_t));
     s->dirty = calloc((size_t)cfg->n_channels, 1);
@@ -152,7 +163,8 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
             s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
     if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
-        || !s->gc_wf || !s->planes || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list) {
+        || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list
+        || ev_init(s) < 0) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
         return NULL;
@@ -168,6 +180,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         unit_t *un = &s->units[u];
         for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
         un->qmask = 0;
+        un->chan = u / cfg->chips_per_channel;
         un->free_blocks = (int64_t)s->D * s->P * s->B;
     }
     for (int c = 0; c < cfg->n_channels; c++) {
@@ -201,8 +214,9 @@ void fl_free(fl_sim *s)
 {
     if (!s) return;
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
-    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->units); free(s->ch);
-    free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq); free(s->heap);
+    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->ch);
+    free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq);
+    ev_free(s);
     free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);
     cache_free(s);
     free(s);
@@ -235,7 +249,9 @@ static void admit(fl_sim *s, int32_t r)
     st->st.issued++;
     st->inflight++;
     int64_t ps = s->c.page_size;
-    uint64_t first = (uint64_t)(q->off / ps), last = (uint64_t)((q->off + q->size - 1) / ps);
+    uint64_t first, last;
+    if (s->ps_sh >= 0) { first = (uint64_t)(q->off >> s->ps_sh); last = (uint64_t)((q->off + q->size - 1) >> s->ps_sh); }
+    else { first = (uint64_t)(q->off / ps); last = (uint64_t)((q->off + q->size - 1) / ps); }
     q->remaining = (int32_t)(last - first + 1);
     int prio = st->prio;
     s->batching++;
@@ -332,7 +348,7 @@ static void fg_finish(fl_sim *s, uint32_t u)
         un->s_state = SUSP_NONE;
         un->kind = un->s_kind;
         un->n_active = un->s_n;
-        memcpy(un->active, un->s_active, (size_t)un->s_n * sizeof(int32_t));
+        memcpy(un->active, un->s_active, sizeof(un->active)); /* whole arrays: a fixed-size copy, inlined */
         un->active_stream = s->tx[un->active[0]].stream;
         un->fg_active = 1;
         un->in_array = 1;
@@ -353,16 +369,13 @@ static void on_bus_done(fl_sim *s, int c)
     uint32_t u = (uint32_t)ch->unit;
     unit_t *un = &s->units[u];
     if (ch->phase == PH_CMD) {
-        int64_t op = un->kind == TX_READ ? s->c.read_ns : un->kind == TX_WRITE ? s->c.program_ns : s->c.erase_ns;
+        int k = un->kind == TX_READ ? 0 : un->kind == TX_WRITE ? 1 : 2;
+        int64_t op = k == 0 ? s->c.read_ns : k == 1 ? s->c.program_ns : s->c.erase_ns;
         un->in_array = 1;
         chip_changed(s, un);
         un->array_done_at = s->now + op;
-        /* numbered now, inserted after the kick: the next bus phase, due soon, then takes the
-         * handled event's place at the root (a short sift-down) and the array operation's end, due
-         * late, a leaf's (a short sift-up) */
-        ev_t e = ev_make(s, s->now + op, EV_ARRAY, (int)u);
+        array_push(s, k, s->now + op, (int)u);
         channel_kick(s, c);
-        ev_insert(s, e);
         return;
     }
     s->batching++;
@@ -383,7 +396,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         if (un->s_state != SUSP_BG || s->now != un->s_done_at) return;
         int32_t bg[FL_MAX_PLANES];
         int nb = un->s_n;
-        memcpy(bg, un->s_active, (size_t)nb * sizeof(int32_t));
+        memcpy(bg, un->s_active, sizeof(bg));
         un->s_state = SUSP_NONE;
         if (!un->fg_active) { un->busy = 0; un->busy_done += s->now - un->start; }
         chip_changed(s, un);
@@ -407,7 +420,7 @@ static void on_array_done(fl_sim *s, uint32_t u)
         return;
     }
     int32_t done[FL_MAX_PLANES];
-    memcpy(done, un->active, (size_t)n * sizeof(int32_t));
+    memcpy(done, un->active, sizeof(done));
     fg_finish(s, u);
     s->batching++;
     for (int i = 0; i < n; i++) complete_tx(s, done[i]);
@@ -429,11 +442,8 @@ static void on_dram_done(fl_sim *s, int32_t d)
 void fl_run_until(fl_sim *s, double t_us)
 {
     int64_t T = (int64_t)llround(t_us * 1000.0);
-    for (;;) {
-        ev_settle(s);
-        if (!s->heap_n || s->heap[0].t > T) break;
-        ev_t e = s->heap[0];
-        s->top_taken = 1;
+    ev_t e;
+    while (ev_next(s, T, &e)) {
         s->now = e.t;
         switch (e.type) {
         case EV_ARRIVE:
@@ -645,6 +655,22 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
         snprintf(err, errlen, "unit counters disagree: valid %lld vs %llu, free %lld vs %lld", (long long)uv,
                  (unsigned long long)mapped, (long long)uf, (long long)pf);
         return -1;
+    }
+    for (int c = 0; c < s->c.n_channels; c++) {
+        int n = 0;
+        for (int k = 0; k < s->c.chips_per_channel; k++) {
+            const unit_t *un = &s->units[c * s->c.chips_per_channel + k];
+            if (un->ready != (un->qmask && !un->stuck)) {
+                snprintf(err, errlen, "unit %d: ready flag %d disagrees with its queues and stuck flag",
+                         c * s->c.chips_per_channel + k, un->ready);
+                return -1;
+            }
+            n += un->ready;
+        }
+        if (n != s->ch[c].n_ready) {
+            snprintf(err, errlen, "channel %d counts %d chips ready, %d are", c, s->ch[c].n_ready, n);
+            return -1;
+        }
     }
     return s->c.cache_mode ? cache_check(s, err, errlen) : 0;
 }

@@ -12,8 +12,8 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((pl / (uint32_t)s->P) % (uint32_t)s->D); }
-static inline int plane_in_die(const fl_sim *s, uint32_t pl) { return (int)(pl % (uint32_t)s->P); }
+static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((s->pl_loc[pl] >> 8) & 0xFFu); }
+static inline int plane_in_die(const fl_sim *s, uint32_t pl) { return (int)(s->pl_loc[pl] & 0xFFu); }
 
 /* transfer times of whole sectors come from a table (the same llround, computed once) */
 static inline int64_t xfer_ns(const fl_sim *s, uint32_t bytes)
@@ -22,21 +22,9 @@ static inline int64_t xfer_ns(const fl_sim *s, uint32_t bytes)
     return (int64_t)llround(bytes * s->xfer_ns_per_byte);
 }
 
-/* ------------------------------------------------------------------ event heap */
+/* ------------------------------------------------------------------ event queue */
 
-/* Keys (t, seq) are unique, so any correct priority queue pops events in the same order. The
- * event being handled stays at the root (top_taken) until the handler pushes its first event,
- * which replaces it with one sift-down (instead of a pop's sift-down and a push's sift-up). */
-#if defined(__SIZEOF_INT128__)
-__extension__ typedef unsigned __int128 ev_key;
-/* one 128-bit comparison (times are never negative): no branch on equal times */
-static inline int ev_less(const ev_t *a, const ev_t *b)
-{
-    return ((ev_key)(uint64_t)a->t << 64 | a->seq) < ((ev_key)(uint64_t)b->t << 64 | b->seq);
-}
-#else
-static inline int ev_less(const ev_t *a, const ev_t *b) { return a->t < b->t || (a->t == b->t && a->seq < b->seq); }
-#endif
+static inline int ev_less(const ev_t *a, const ev_t *b) { return key_less(a->t, a->seq, b->t, b->seq); }
 
 /* The slot after the heap's last event holds EV_END, later than any event, so that a sift-down
  * picks the smaller child without testing whether the right one exists. */
@@ -56,9 +44,8 @@ static inline void ev_sift_down(ev_t *h, size_t n, size_t i, ev_t e)
     h[i] = e;
 }
 
-/* Event e, numbered by ev_make, into the heap. The order events leave the heap depends on their
- * keys only, so an event may be numbered at one point and inserted at a later one. */
-void ev_insert(fl_sim *s, ev_t e)
+/* e into the heap: in the handled root's place (one sift-down) if it was taken, else a sift-up */
+void heap_insert(fl_sim *s, ev_t e)
 {
     if (s->top_taken) {
         s->top_taken = 0;
@@ -81,18 +68,59 @@ void ev_insert(fl_sim *s, ev_t e)
     s->heap[i] = e;
 }
 
-void ev_push(fl_sim *s, int64_t t, int type, int arg) { ev_insert(s, ev_make(s, t, type, arg)); }
-
-/* Remove the root if it was taken and nothing replaced it. */
-void ev_settle(fl_sim *s)
+/* the heap's handled root leaves: the last event fills its hole */
+void heap_settle(fl_sim *s)
 {
-    if (!s->top_taken) return;
     s->top_taken = 0;
     size_t n = --s->heap_n;
-    if (!n) return;
     ev_t e = s->heap[n];
     s->heap[n] = EV_END;
-    ev_sift_down(s->heap, n, 0, e);
+    if (n) ev_sift_down(s->heap, n, 0, e);
+}
+
+static int ring_init(ring_t *q, uint32_t n)
+{
+    q->head = q->n = 0;
+    q->mask = n - 1;
+    q->r = malloc(n * sizeof(qev_t));
+    if (q->r) q->r[0] = EV_NONE;
+    return q->r ? 0 : -1;
+}
+
+void ring_grow(ring_t *q)
+{
+    uint32_t cap = q->mask + 1;
+    qev_t *r = malloc(2 * (size_t)cap * sizeof(qev_t));
+    if (!r) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+    for (uint32_t i = 0; i < q->n; i++) r[i] = q->r[(q->head + i) & q->mask];
+    r[q->n] = EV_NONE;
+    free(q->r);
+    q->r = r;
+    q->head = 0;
+    q->mask = 2 * cap - 1;
+}
+
+int ev_init(fl_sim *s)
+{
+    uint32_t n = 2;
+    while (n <= (uint32_t)s->c.n_channels) n *= 2;   /* room for every channel and the end marker */
+    uint32_t na = 2;
+    while (na <= (uint32_t)s->n_units) na *= 2;
+    s->heap_cap = 1024;
+    s->heap = malloc(s->heap_cap * sizeof(ev_t));
+    if (!s->heap) return -1;
+    s->heap[0] = EV_END;
+    if (ring_init(&s->bq, n) < 0) return -1;
+    for (int k = 0; k < 3; k++)
+        if (ring_init(&s->aq[k], na) < 0) return -1;
+    return 0;
+}
+
+void ev_free(fl_sim *s)
+{
+    free(s->bq.r);
+    for (int k = 0; k < 3; k++) free(s->aq[k].r);
+    free(s->heap);
 }
 
 /* ------------------------------------------------------------------ FTL */
@@ -136,15 +164,15 @@ static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
 {
     uint32_t old = L2P(s, lpn);
     if (old != NONE) {
-        uint32_t ob = old / (uint32_t)s->G;
+        uint32_t ob = fl_div(s->dG, old);
         s->blk_valid[ob]--;
-        s->units[unit_of_plane(s, ob / (uint32_t)s->B)].valid_pages--;
+        s->units[unit_of_plane(s, fl_div(s->dB, ob))].valid_pages--;
     }
     s->l2p[lpn] = ppn + 1;
     p2l_set(s, ppn, lpn);
-    uint32_t nb = ppn / (uint32_t)s->G;
+    uint32_t nb = fl_div(s->dG, ppn);
     s->blk_valid[nb]++;
-    s->units[unit_of_plane(s, nb / (uint32_t)s->B)].valid_pages++;
+    s->units[unit_of_plane(s, fl_div(s->dB, nb))].valid_pages++;
 }
 
 /* Give a write transaction its physical page (or stall it until the plane frees a block). */
@@ -232,6 +260,7 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     fifo_push(s, &un->q[q], t);
     un->qmask |= 1u << q;
     if (un->stuck && may_suspend(s, un)) un->stuck = 0; /* else no queue content can unstick it */
+    ready_update(s, un);
     /* a busy bus stays busy until its own event: a kick before then would do nothing */
     int c = channel_of_unit(s, u);
     if (s->ch[c].busy) return;
@@ -243,7 +272,7 @@ static void bus_start(fl_sim *s, int c, int phase, int32_t unit, int32_t t, int6
 {
     channel_t *ch = &s->ch[c];
     ch->busy = 1; ch->phase = phase; ch->unit = unit; ch->tx = t; ch->start = s->now;
-    ev_push(s, s->now + dur, EV_BUS, c);
+    bus_push(s, s->now + dur, c);
 }
 
 void start_dataout(fl_sim *s, int c, int32_t t)
@@ -265,7 +294,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
          * it aside, suspended on its own die (at a cost), running on alongside on another die */
         un->s_kind = un->kind;
         un->s_n = un->n_active;
-        memcpy(un->s_active, un->active, (size_t)un->n_active * sizeof(int32_t));
+        memcpy(un->s_active, un->active, sizeof(un->active)); /* whole arrays: a fixed-size copy, inlined */
         un->in_array = 0;
         if (s->tx[un->active[0]].die == die) {
             un->s_state = SUSP_HELD;
@@ -277,21 +306,28 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             un->s_done_at = un->array_done_at;
         }
     }
-    unsigned planes = 0;
-    un->n_active = 0;
+    /* q1's head starts the command; then the first MP_SCAN transactions of q1 and of q2 are
+     * looked at for partners. A partner needs the same die and page offset (one test, false for
+     * most transactions: predictable) and a plane not yet taken. */
+    fifo_t *f = &un->q[q1];
+    unsigned planes = 1u << h->pid;
+    int n = 1, P = s->P;
+    un->active[0] = f->head;
+    f->head = h->next;
+    if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
+    h->next = -1;
     int qs[2] = {q1, q2};
-    for (int k = 0; k < 2 && un->n_active < s->P; k++) {
+    for (int k = 0; k < 2 && n < P; k++) {
         if (qs[k] < 0) continue;
-        fifo_t *f = &un->q[qs[k]];
+        f = &un->q[qs[k]];
         int32_t prev = -1, i = f->head;
-        int scanned = 0;
-        while (i >= 0 && un->n_active < s->P && scanned++ < MP_SCAN) {
+        int scanned = k == 0;   /* q1's head was the first looked at */
+        while (i >= 0 && n < P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            int pid = x->pid;
-            if (x->die == die && !(planes & (1u << pid)) && (planes == 0 || x->page == page)) {
-                planes |= 1u << pid;
-                un->active[un->n_active++] = i;
+            if (((unsigned)(x->die == die) & (unsigned)(x->page == page)) && !(planes & (1u << x->pid))) {
+                planes |= 1u << x->pid;
+                un->active[n++] = i;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
                 x->next = -1;
@@ -302,11 +338,11 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         }
         if (f->head < 0) un->qmask &= ~(1u << qs[k]);
     }
+    un->n_active = n;
     /* the chip operation of each transaction kind */
     static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
                                     [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
                                     [TX_ERASE] = TX_ERASE};
-    int n = un->n_active;
     int kind = op_of[s->tx[un->active[0]].kind];
     int64_t dur, op;
     if (kind == TX_READ) {
@@ -380,6 +416,7 @@ static int service_chip(fl_sim *s, uint32_t u)
     if (un->busy) {
         if ((s->c.susp_program || s->c.susp_erase) && service_busy_chip(s, u)) return 1;
         un->stuck = 1;
+        ready_update(s, un);
         return 0;
     }
     int ur = user_queue(un, Q_UR), uw = user_queue(un, Q_UW);
@@ -404,15 +441,18 @@ void channel_kick(fl_sim *s, int c)
     if (t < 0) t = fifo_pop(s, &ch->wait_gc);
     if (t >= 0) { start_dataout(s, c, t); return; }
     /* chips in round-robin order from ch->rr; one with empty queues or stuck cannot issue
-     * (service_chip would do nothing), so only its turn passes */
-    int W = s->c.chips_per_channel;
+     * (service_chip would do nothing), so only its turn passes: with none that can, the round
+     * robin would come back to where it started */
+    if (!ch->n_ready) return;
+    int W = s->c.chips_per_channel, k = ch->rr;
     unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {
-        int k = ch->rr;
-        if (un0[k].qmask && !un0[k].stuck) service_chip(s, (uint32_t)(c * W + k));
-        ch->rr = k + 1 == W ? 0 : k + 1;
-        if (ch->busy) break;
+        int j = k;
+        k = k + 1 == W ? 0 : k + 1;
+        /* service_chip returns 1 when it issued a command, which took the bus */
+        if (un0[j].qmask && !un0[j].stuck && service_chip(s, (uint32_t)(c * W + j))) break;
     }
+    ch->rr = k;
 }
 
 /* ------------------------------------------------------------------ a host page's transactions */
@@ -459,8 +499,8 @@ inline void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any
     int32_t r = tx_alloc(s);
     tx_t *x = &s->tx[r], *w = &s->tx[t];
     x->kind = TX_UPDREAD; x->stream = w->stream; x->lpn = lpn; x->ppn = old; x->req = -1; x->link = t;
-    x->pl = old / (uint32_t)s->G / (uint32_t)s->B;
-    x->page = old % (uint32_t)s->G;
+    x->pl = fl_div(s->dGB, old);
+    x->page = fl_mod(s->dG, old);
     x->bytes = (uint32_t)(ps - data_bytes > 512 ? ps - data_bytes : 512);
     w->held = 1;
     enqueue_tx(s, r, Q_UR + prio);
@@ -536,8 +576,8 @@ void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, 
     uint32_t ppn = L2P(s, lpn);
     x->ppn = ppn;
     if (ppn != NONE) {
-        x->pl = ppn / (uint32_t)s->G / (uint32_t)s->B;
-        x->page = ppn % (uint32_t)s->G;
+        x->pl = fl_div(s->dGB, ppn);
+        x->page = fl_mod(s->dG, ppn);
     } else if (s->c.map_unwritten_reads
                && create_read_mapping(s, t, st, lo - (int64_t)lp * ps, hi - (int64_t)lp * ps)) {
         /* mapped now (MQSim's online_create_entry_for_reads) */

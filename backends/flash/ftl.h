@@ -14,7 +14,7 @@
 
 /* ---- small helpers, inlined where the units use them */
 
-static inline int channel_of_unit(const fl_sim *s, uint32_t u) { return (int)(u / (uint32_t)s->c.chips_per_channel); }
+static inline int channel_of_unit(const fl_sim *s, uint32_t u) { return s->unit_ch[u]; }
 
 /* physical page ppn holds its logical page's current data */
 static inline int page_valid(const fl_sim *s, uint32_t ppn)
@@ -49,24 +49,126 @@ static inline int may_suspend(const fl_sim *s, const unit_t *un)
     return s->c.susp_erase && (left >= s->c.susp_erase_read_min_ns || left >= s->c.susp_erase_write_min_ns);
 }
 
-/* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */
-static inline void chip_changed(const fl_sim *s, unit_t *un)
+/* Chip un's queues or stuck flag changed: count it in its channel's chips that may issue. */
+static inline void ready_update(fl_sim *s, unit_t *un)
 {
-    un->stuck = un->busy && !may_suspend(s, un);
+    int r = un->qmask && !un->stuck;
+    if (r != un->ready) { un->ready = r; s->ch[un->chan].n_ready += r ? 1 : -1; }
 }
 
-/* ---- the event queue: events leave in (time, number) order */
+/* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */
+static inline void chip_changed(fl_sim *s, unit_t *un)
+{
+    un->stuck = un->busy && !may_suspend(s, un);
+    ready_update(s, un);
+}
 
-/* an event numbered now (it may be inserted later: see ev_insert) */
+/* ---- the event queue: events leave in (time, number) order. Keys are unique, so any correct
+ * priority queue hands them out in the same order; the next event is the earliest of five queues'
+ * first ones. Array operations of one kind (read, program, erase) take the same time, so their ends,
+ * numbered as they start, come in time order: each kind has a FIFO ring. Bus ends, half of all
+ * events and at most one per channel, are placed in a ring from its back (a new one is due after
+ * most of those there). The others (a resumed operation's end, arrivals, DRAM transfers) wait in a
+ * binary heap, whose event being handled stays at its root until the handler inserts one there
+ * (which takes its place); ev_next drops it otherwise. */
+
+static const qev_t EV_NONE = {INT64_MAX, UINT64_MAX, 0};
+
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 ev_wide;
+/* one 128-bit comparison (times are never negative): no branch on equal times */
+static inline int key_less(int64_t at, uint64_t as, int64_t bt, uint64_t bs)
+{
+    return ((ev_wide)(uint64_t)at << 64 | as) < ((ev_wide)(uint64_t)bt << 64 | bs);
+}
+#else
+static inline int key_less(int64_t at, uint64_t as, int64_t bt, uint64_t bs)
+{
+    return at < bt || (at == bt && as < bs);
+}
+#endif
+
+/* an event numbered now (it may be inserted later) */
 static inline ev_t ev_make(fl_sim *s, int64_t t, int type, int arg)
 {
     ev_t e = {t, s->seq++, type, arg};
     return e;
 }
-FL_INTERNAL void ev_insert(fl_sim *s, ev_t e);
-FL_INTERNAL void ev_push(fl_sim *s, int64_t t, int type, int arg);
-/* the event loop: drop the handled root event (heap[0], top_taken) if no new event replaced it */
-FL_INTERNAL void ev_settle(fl_sim *s);
+/* an event other than a bus or array end into the heap */
+FL_INTERNAL void heap_insert(fl_sim *s, ev_t e);
+/* the heap's root was handled and nothing took its place: remove it */
+FL_INTERNAL void heap_settle(fl_sim *s);
+/* a full ring doubled */
+FL_INTERNAL void ring_grow(ring_t *q);
+/* event queue set-up (0, or -1 out of memory) and release */
+FL_INTERNAL int ev_init(fl_sim *s);
+FL_INTERNAL void ev_free(fl_sim *s);
+
+/* a bus end into its ring, from the back */
+static inline void bus_push(fl_sim *s, int64_t t, int c)
+{
+    ring_t *q = &s->bq;
+    if (q->n + 1 > q->mask) ring_grow(q);
+    uint64_t seq = s->seq++;
+    uint32_t m = q->mask, i = (q->head + q->n) & m;
+    for (uint32_t k = q->n; k > 0; k--) {
+        uint32_t p = (i - 1) & m;
+        if (!key_less(t, seq, q->r[p].t, q->r[p].seq)) break;
+        q->r[i] = q->r[p];
+        i = p;
+    }
+    q->r[i].t = t; q->r[i].seq = seq; q->r[i].arg = c;
+    q->n++;
+    q->r[(q->head + q->n) & m] = EV_NONE;
+}
+
+/* the end of chip u's array operation of kind k (0 read, 1 program, 2 erase), due at t = now + the
+ * operation's time: after every end of that kind queued */
+static inline void array_push(fl_sim *s, int k, int64_t t, int u)
+{
+    ring_t *q = &s->aq[k];
+    if (q->n + 1 > q->mask) ring_grow(q);
+    qev_t *r = &q->r[(q->head + q->n++) & q->mask];
+    r->t = t; r->seq = s->seq++; r->arg = u;
+    q->r[(q->head + q->n) & q->mask] = EV_NONE;
+    const qev_t *m = &s->aq[s->amin].r[s->aq[s->amin].head];
+    if (q->n == 1 && key_less(t, r->seq, m->t, m->seq)) s->amin = k;
+}
+
+/* the array ring whose first event is the earliest (after one left) */
+static inline int array_min(const fl_sim *s)
+{
+    const qev_t *a = &s->aq[0].r[s->aq[0].head], *b = &s->aq[1].r[s->aq[1].head], *c = &s->aq[2].r[s->aq[2].head];
+    int k = key_less(b->t, b->seq, a->t, a->seq);
+    if (k) a = b;
+    return key_less(c->t, c->seq, a->t, a->seq) ? 2 : k;
+}
+
+/* an arrival, a DRAM transfer or a resumed operation's end, numbered now, into the heap */
+static inline void ev_push(fl_sim *s, int64_t t, int type, int arg) { heap_insert(s, ev_make(s, t, type, arg)); }
+
+/* The event loop's next event, if one is due by T (into *e): first the heap event just handled
+ * leaves, if nothing took its place. A ring's event leaves it at once. */
+static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
+{
+    if (s->top_taken) heap_settle(s);
+    ring_t *q = &s->bq, *a = &s->aq[s->amin];
+    const qev_t *b = &q->r[q->head], *x = &a->r[a->head];
+    int arr = key_less(x->t, x->seq, b->t, b->seq);
+    if (arr) { b = x; q = a; }
+    if (key_less(s->heap[0].t, s->heap[0].seq, b->t, b->seq)) {
+        if (s->heap[0].t > T) return 0;
+        *e = s->heap[0];
+        s->top_taken = 1;
+        return 1;
+    }
+    if (b->t > T || b->t == INT64_MAX) return 0;
+    e->t = b->t; e->seq = b->seq; e->type = arr ? EV_ARRAY : EV_BUS; e->arg = b->arg;
+    q->head = (q->head + 1) & q->mask;
+    q->n--;
+    if (arr) s->amin = array_min(s);
+    return 1;
+}
 
 /* ---- FTL: a write's physical page (0: stalled until its plane frees a block); a plane's GC check;
  * the plane of a host write of lpn */

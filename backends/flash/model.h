@@ -75,11 +75,21 @@ typedef struct {
 
 typedef struct { int32_t head, tail; } fifo_t;
 
+/* a divisor fixed at construction: sh = log2(d) when d is a power of 2 (the usual geometries), so
+ * that x / d and x % d are a shift and a mask instead of a division; else -1 */
+typedef struct { uint32_t d; int sh; } fl_div_t;
+
+/* A time-ordered ring of events of one kind (the earliest at head); the slot after the last holds
+ * EV_NONE, so that an empty ring's head reads as later than any event. */
+typedef struct { int64_t t; uint64_t seq; int32_t arg; } qev_t;
+typedef struct { qev_t *r; uint32_t head, n, mask; } ring_t;
+
 typedef struct {
     int busy, phase;
     int32_t unit, tx;
     int64_t start, busy_done;
     int rr;
+    int n_ready;                   /* its chips with queued work that are not stuck (see unit_t.ready) */
     fifo_t wait_user, wait_gc;
 } channel_t;
 
@@ -104,6 +114,9 @@ typedef struct {
                                       service_busy_chip found for what they hold: it stays so while its
                                       queues and state are unchanged (the time left of its operation only
                                       shrinks), so channel_kick passes over it */
+    int ready;                     /* qmask && !stuck, counted in its channel's n_ready: a channel with
+                                      none returns from channel_kick at once */
+    int chan;
     int64_t gc_ops, valid_pages, free_blocks;
 } unit_t;
 
@@ -175,6 +188,12 @@ struct fl_sim {
     uint32_t *free_stack;          /* per plane, B entries */
     frontier_t *data_wf, *gc_wf;   /* [plane * n_streams + stream] */
     plane_t *planes;
+    /* where each plane is, unit << 16 | die << 8 | plane in its die, and each unit's channel:
+     * table look-ups instead of divisions on every transaction's way */
+    uint32_t *pl_loc;
+    uint16_t *unit_ch;
+    fl_div_t dG, dB, dGB;          /* pages per block, blocks per plane, pages per plane */
+    int ps_sh;                     /* log2(page size) when a power of 2, else -1 */
     unit_t *units;
     channel_t *ch;
     stream_t *streams;
@@ -183,9 +202,13 @@ struct fl_sim {
     int32_t tx_cap, tx_free;
     req_t *rq;
     int32_t rq_cap, rq_free;
+    /* events (see ftl.h): bus ends, array ends of reads, programs and erases in rings, the others
+     * in a binary heap */
+    ring_t bq, aq[3];
+    int amin;                      /* the array ring whose first event is the earliest */
     ev_t *heap;
     size_t heap_n, heap_cap;
-    int top_taken;                 /* heap[0] is the event being handled (see ev_push) */
+    int top_taken;                 /* heap[0] is the event being handled (see heap_insert) */
     uint64_t seq;
     int64_t now;
     /* channels touched while admitting a request: kicked once all its transactions are queued */
@@ -276,7 +299,17 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
  * untouched parts of a large device cost neither time nor resident memory. */
 static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
 
-static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return pl / (uint32_t)(s->D * s->P); }
+static inline fl_div_t fl_div_make(uint32_t d)
+{
+    fl_div_t v = {d, -1};
+    if (!(d & (d - 1)))
+        for (v.sh = 0; (1u << v.sh) < d; v.sh++) {}
+    return v;
+}
+static inline uint32_t fl_div(fl_div_t v, uint32_t x) { return v.sh >= 0 ? x >> v.sh : x / v.d; }
+static inline uint32_t fl_mod(fl_div_t v, uint32_t x) { return v.sh >= 0 ? x & (v.d - 1) : x % v.d; }
+
+static inline uint32_t unit_of_plane(const fl_sim *s, uint32_t pl) { return s->pl_loc[pl] >> 16; }
 
 static inline void *grow(void *p, size_t elem, int32_t *cap, int32_t need)
 {
