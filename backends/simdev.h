@@ -62,6 +62,10 @@ typedef struct simdev {
     double last_end;           /* latest completion so far (for active_us) */
     uint64_t rng;              /* xorshift64* state */
     uint64_t used_pages;       /* maintained by the HSS core: utilisation for GC */
+    /* The server FCFS takes next while every completion so far was later than all before it (see
+     * simdev_io): then the servers free up in the order they were taken, round robin. */
+    int next_server;
+    int in_order;              /* 1 while that holds (since the last reset) */
     simdev_stats st;
 } simdev;
 
