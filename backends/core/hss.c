@@ -322,6 +322,47 @@ static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t pag
     return it->dense ? it->base + off : it->base + it->perm[++it->rank];
 }
 
+/* The pages of p0..p1 that have no record, are not placed, or (place >= 0) are placed on another
+ * device than `place`. Chunk by chunk: a leaf's absent pages are counted from its map, and its
+ * present ones are walked by rank (consecutive present offsets have consecutive ranks). */
+static uint64_t pt_count_unplaced(hss_pagetable *pt, uint64_t p0, uint64_t p1, int place)
+{
+    uint64_t need = 0;
+    unsigned dev = place >= 0 ? (unsigned)place + 1 : 0;
+    for (uint64_t p = p0; p <= p1;) {
+        uint64_t e = p | (HSS_CHUNK - 1);
+        if (e > p1)
+            e = p1;
+        unsigned a = (unsigned)(p & (HSS_CHUNK - 1)), b = (unsigned)(e & (HSS_CHUNK - 1));
+        uint64_t key = p >> HSS_CHUNK_BITS;
+        p = e + 1;
+        if (key != pt->cached_key && !pt_chunk(pt, key, 0)) {
+            need += b - a + 1;
+            continue;
+        }
+        if (pt->cached_dense) {
+            const hss_page *c = pt->cached;
+            for (unsigned o = a; o <= b; o++)
+                need += !c[o].dev || (dev && c[o].dev != dev);
+            continue;
+        }
+        hss_leaf *l = pt->cached;
+        const hss_page *rec = leaf_rec(l);
+        const uint16_t *perm = leaf_perm(l);
+        for (unsigned w = a >> 6; w <= b >> 6; w++) {
+            uint64_t m = run_bits(w, a, b), bits = l->bits[w] & m;
+            unsigned lo = w == a >> 6 ? (a & 63) : 0;
+            uint32_t rank = l->cum[w] + popcount64(l->bits[w] & (((uint64_t)1 << lo) - 1));
+            need += popcount64(m) - popcount64(bits);
+            for (; bits; bits &= bits - 1) {
+                const hss_page *pg = &rec[perm[rank++]];
+                need += !pg->dev || (dev && pg->dev != dev);
+            }
+        }
+    }
+    return need;
+}
+
 hss_page *hss_lookup(hss *h, uint64_t page)
 {
     return pt_get(&h->pt, page);
@@ -1289,12 +1330,7 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
     int rc = hss_run_idle(h, t);
     if (rc != HSS_OK)
         return rc;
-    r->needs_placement = op == SIMDEV_WRITE;
-    for (uint64_t p = r->p0; !r->needs_placement && p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p);
-        if (!pg || !pg->dev)
-            r->needs_placement = 1;
-    }
+    r->needs_placement = op == SIMDEV_WRITE || pt_count_unplaced(&h->pt, r->p0, r->p1, -1) != 0;
     return HSS_OK;
 }
 
@@ -1363,12 +1399,7 @@ int hss_finish(hss *h, int place, double *latency)
     if (r->needs_placement) {
         h->c.placements++;
         if (place != h->home) {
-            uint64_t need = 0;
-            for (uint64_t p = r->p0; p <= r->p1; p++) {
-                hss_page *pg = pt_get(&h->pt, p);
-                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && dev_of(pg) != place))
-                    need++;
-            }
+            uint64_t need = pt_count_unplaced(&h->pt, r->p0, r->p1, r->op == SIMDEV_WRITE ? place : -1);
             uint64_t free_pages = h->cap[place] > h->dev[place].used_pages ? h->cap[place] - h->dev[place].used_pages : 0;
             if (need > free_pages) {
                 uint64_t freed;
