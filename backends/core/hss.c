@@ -506,6 +506,51 @@ static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
     return rc;
 }
 
+/* One device's LRU queue held in locals while a request's pages are pushed to it (hss_finish):
+ * the ring and its length, and the length past which lru_touch compacts (the device's occupancy
+ * does not change meanwhile). A push that would grow the ring or compact goes through lru_touch
+ * itself, so the queue ends as with lru_touch for every page. */
+typedef struct lru_cur {
+    hss_lru *q;
+    int d;
+    hss_lru_ent *buf;
+    uint64_t head, len, cap, limit;
+} lru_cur;
+
+/* Write the held length back (before anything else uses the queue); returns rc. */
+static inline int lru_cur_done(lru_cur *c, int rc)
+{
+    if (c->q)
+        c->q->len = c->len;
+    c->q = NULL;
+    c->d = -1;
+    return rc;
+}
+
+static inline void lru_cur_load(hss *h, lru_cur *c, int d)
+{
+    hss_lru *q = &h->lru[d];
+    *c = (lru_cur){q, d, q->buf, q->head, q->len, q->cap, 2 * h->dev[d].used_pages + 4096};
+}
+
+/* lru_touch(h, d, page, stamp) for a device d other than home. */
+static inline int lru_cur_push(hss *h, lru_cur *c, int d, uint64_t page, uint32_t stamp)
+{
+    if (d != c->d) {
+        lru_cur_done(c, HSS_OK);
+        lru_cur_load(h, c, d);
+    }
+    if (c->len == c->cap || c->len + 1 > c->limit) {
+        lru_cur_done(c, HSS_OK);
+        int rc = lru_touch(h, d, page, stamp);
+        lru_cur_load(h, c, d);
+        return rc;
+    }
+    c->buf[(c->head + c->len) & (c->cap - 1)] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
+    c->len++;
+    return HSS_OK;
+}
+
 /* ------------------------------------------------------------------ reuse victims */
 /* A dead-block predictor (as SHiP and sampling dead-block predictors are for CPU caches): per
  * region of HSS_CHUNK pages, the accesses that followed a write of one of its pages are counted as
@@ -1434,51 +1479,58 @@ int hss_finish(hss *h, int place, double *latency)
             pg->last_move = h->now;
         }
     }
-    /* Issue the I/O in runs of contiguous slots per device; update metadata. */
+    /* Issue the I/O in runs of contiguous slots per device; update metadata. What the loop reads
+     * of h is held in locals: the stores to the pages' records could otherwise alias it. */
     double done = ready;
+    const int home = h->home, op = r->op, reuse = h->reuse_victims;
+    const uint32_t now = h->now;
+    const uint64_t home_cap = h->dev[home].p.capacity_pages;
     int run_dev = -1;
-    uint64_t run_slot = 0;
+    uint64_t run_slot = 0, fast = 0;
     uint32_t run_len = 0;
+    lru_cur lc = {NULL, -1, NULL, 0, 0, 0, 0};
     pt_walk it = {0};  /* set at the first page */
     for (uint64_t p = r->p0; p <= r->p1; p++) {
         hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
-        int d = pg->flags & HSS_F_FILL ? h->home : dev_of(pg);
-        uint64_t s = dev_slot(h, d, p, pg);
+        unsigned fl = pg->flags;
+        int pd = dev_of(pg), d = fl & HSS_F_FILL ? home : pd;
+        uint64_t s = d != home ? pg->slot : p < home_cap ? p : p % home_cap; /* dev_slot */
         if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
             run_len++;
         } else {
-            if (run_len && h->log.on && (rc = log_push(h, r->op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
-                return rc;
+            if (run_len && h->log.on && (rc = log_push(h, op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
+                return lru_cur_done(&lc, rc);
             if (run_len)
                 issue_run(h, run_dev, run_slot, run_len, ready, &done);
             run_dev = d;
             run_slot = s;
             run_len = 1;
         }
-        if (pg->flags & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
-            if (d != 0 && r->op == SIMDEV_READ) {
+        if (fl & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
+            if (d != 0 && op == SIMDEV_READ) {
                 h->c.clean_misses++;
-                h->ghost[pg->flags & HSS_F_ONCE ? 2 : 3] += 1.0;
-                h->dead_ghost[pg->flags & HSS_F_DEADEV ? 1 : 3] += 1.0;
+                h->ghost[fl & HSS_F_ONCE ? 2 : 3] += 1.0;
+                h->dead_ghost[fl & HSS_F_DEADEV ? 1 : 3] += 1.0;
             }
-            pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV);
+            pg->flags = (uint8_t)(fl & ~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV));
         }
-        if (h->reuse_victims && (rc = reuse_access(h, p, pg, r->op, d)) != HSS_OK)
-            return rc;
+        if (reuse && (rc = reuse_access(h, p, pg, op, d)) != HSS_OK)
+            return lru_cur_done(&lc, rc);
         if (!pg->count && pg->last_access)
-            prefetch_outcome(h, pg, d == 0 && r->op == SIMDEV_READ, 0);
+            prefetch_outcome(h, pg, d == 0 && op == SIMDEV_READ, 0);
         if (pg->count < HSS_COUNT_MAX)
             pg->count++;
-        pg->last_access = h->now;
-        if (d == 0)
-            h->c.fast_pages++;
-        if ((rc = lru_touch(h, dev_of(pg), p, h->now)) != HSS_OK)
-            return rc;
+        pg->last_access = now;
+        fast += d == 0;
+        if (pd != home && (rc = lru_cur_push(h, &lc, pd, p, now)) != HSS_OK)
+            return lru_cur_done(&lc, rc);
     }
+    lru_cur_done(&lc, HSS_OK);
+    h->c.fast_pages += fast;
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
 
     uint64_t npages = r->p1 - r->p0 + 1;
-    if (h->log.on && ((rc = log_push(h, r->op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK
+    if (h->log.on && ((rc = log_push(h, op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK
                       || (rc = log_push(h, HSS_LOG_END, 0, 0, r->p0, (uint32_t)npages)) != HSS_OK))
         return rc;
     /* After the request's END in the log: the real backend runs the fills as background copies. */
