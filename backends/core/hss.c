@@ -297,29 +297,38 @@ static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page)
     return leaf_get(pt->cached, off);
 }
 
-/* A walk over the records of consecutive pages that all have one (a request's pages once placed):
- * a lookup at the first page and at each chunk's first page, then the next record by its rank, as
- * consecutive present offsets have consecutive ranks. Valid while no page of the chunk walked is
- * created (pt_create_run moves the records of its own chunk only). */
+/* A walk over the records of consecutive pages that all have one (a request's pages once placed),
+ * a chunk at a time: pt_walk_start looks up the chunk of its first page, and pt_walk_next gives
+ * the next page's record by its offset (dense) or the next rank (a leaf: consecutive present
+ * offsets have consecutive ranks). Valid while no page of the chunk walked is created
+ * (pt_create_run moves the records of its own chunk only). */
 typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; int dense; } pt_walk;
 
-static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t page, int first)
+/* Start a walk at `page` (which has a record); returns the last page to walk before the next start:
+ * the last of page's chunk, or `last` if that comes first. */
+static inline uint64_t pt_walk_start(hss_pagetable *pt, pt_walk *it, uint64_t page, uint64_t last)
 {
-    unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
-    if (first || !off) {
-        hss_page *pg = pt_get(pt, page);
-        it->dense = pt->cached_dense;
-        if (it->dense) {
-            it->base = pg - off;
-        } else {
-            hss_leaf *l = pt->cached;
-            it->base = leaf_rec(l);
-            it->perm = leaf_perm(l);
-            it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1));
-        }
-        return pg;
+    uint64_t key = page >> HSS_CHUNK_BITS, e = page | (HSS_CHUNK - 1);
+    if (key != pt->cached_key)
+        pt_chunk(pt, key, 0);
+    it->dense = pt->cached_dense;
+    if (it->dense) {
+        it->base = pt->cached;
+    } else {
+        hss_leaf *l = pt->cached;
+        unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
+        it->base = leaf_rec(l);
+        it->perm = leaf_perm(l);
+        /* the rank before page's: pt_walk_next steps to it first (unsigned, so 0 - 1 wraps back) */
+        it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1)) - 1;
     }
-    return it->dense ? it->base + off : it->base + it->perm[++it->rank];
+    return e < last ? e : last;
+}
+
+/* The record of `page`, the page after the one walked before (or the walk's first page). */
+static inline hss_page *pt_walk_next(pt_walk *it, uint64_t page)
+{
+    return it->dense ? it->base + (page & (HSS_CHUNK - 1)) : it->base + it->perm[++it->rank];
 }
 
 /* The pages of p0..p1 that have no record, are not placed, or (place >= 0) are placed on another
@@ -1403,9 +1412,11 @@ int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, c
 static int fill_copies(hss *h, double done)
 {
     const hss_req *r = &h->cur;
-    pt_walk it = {0};  /* set at the first page */
-    for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
+    pt_walk it = {0};
+    for (uint64_t p = r->p0, e = 0; p <= r->p1; p++) {
+        if (p == r->p0 || p > e)
+            e = pt_walk_start(&h->pt, &it, p, r->p1);
+        hss_page *pg = pt_walk_next(&it, p);
         if (!(pg->flags & HSS_F_FILL))
             continue;
         pg->flags &= (uint8_t)~HSS_F_FILL;
@@ -1455,29 +1466,39 @@ int hss_finish(hss *h, int place, double *latency)
                     ready = edone;
             }
         }
-        pt_walk it = {0};  /* set at the first page */
-        for (uint64_t p = r->p0; p <= r->p1; p++) {
-            if (p == r->p0 || !(p & (HSS_CHUNK - 1))) { /* records for the pages of p's chunk */
-                uint64_t e = p | (HSS_CHUNK - 1);
-                if (!pt_create_run(&h->pt, p, e < r->p1 ? e : r->p1))
-                    return HSS_ENOMEM;
-            }
-            hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
-            if (!pg->dev) {
-                h->pt.touched++;
-                if (r->op == SIMDEV_READ && place != h->home && !h->preloaded) {
-                    pg->flags |= HSS_F_FILL;
-                    fills++;
+        /* h's fields in locals (the records' stores could alias them); touched is added up */
+        const int fill = r->op == SIMDEV_READ && place != h->home && !h->preloaded;
+        const int rd = r->op == SIMDEV_READ;
+        const uint32_t now = h->now;
+        uint64_t touched = 0;
+        pt_walk it = {0};
+        for (uint64_t p = r->p0; p <= r->p1;) {
+            uint64_t e = p | (HSS_CHUNK - 1);  /* records for the pages of p's chunk */
+            if (!pt_create_run(&h->pt, p, e < r->p1 ? e : r->p1))
+                return HSS_ENOMEM;
+            e = pt_walk_start(&h->pt, &it, p, r->p1);
+            for (; p <= e; p++) {
+                hss_page *pg = pt_walk_next(&it, p);
+                if (!pg->dev) {
+                    touched++;
+                    if (fill) {
+                        pg->flags |= HSS_F_FILL;
+                        fills++;
+                    }
+                } else if (rd || pg->dev == place + 1) {
+                    continue;
+                } else if ((rc = detach(h, pg)) != HSS_OK) {
+                    h->pt.touched += touched;
+                    return rc;
                 }
-            } else if (r->op == SIMDEV_READ || dev_of(pg) == place) {
-                continue;
-            } else if ((rc = detach(h, pg)) != HSS_OK) {
-                return rc;
+                if ((rc = attach(h, pg, place, r->t, &ready)) < 0) {
+                    h->pt.touched += touched;
+                    return rc;
+                }
+                pg->last_move = now;
             }
-            if ((rc = attach(h, pg, place, r->t, &ready)) < 0)
-                return rc;
-            pg->last_move = h->now;
         }
+        h->pt.touched += touched;
     }
     /* Issue the I/O in runs of contiguous slots per device; update metadata. What the loop reads
      * of h is held in locals: the stores to the pages' records could otherwise alias it. */
@@ -1489,9 +1510,11 @@ int hss_finish(hss *h, int place, double *latency)
     uint64_t run_slot = 0, fast = 0;
     uint32_t run_len = 0;
     lru_cur lc = {NULL, -1, NULL, 0, 0, 0, 0};
-    pt_walk it = {0};  /* set at the first page */
-    for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
+    pt_walk it = {0};
+    for (uint64_t p = r->p0, e = 0; p <= r->p1; p++) {
+        if (p == r->p0 || p > e)
+            e = pt_walk_start(&h->pt, &it, p, r->p1);
+        hss_page *pg = pt_walk_next(&it, p);
         unsigned fl = pg->flags;
         int pd = dev_of(pg), d = fl & HSS_F_FILL ? home : pd;
         uint64_t s = d != home ? pg->slot : p < home_cap ? p : p % home_cap; /* dev_slot */
