@@ -1408,17 +1408,26 @@ int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, c
     return rc;
 }
 
-/* The background copies of a first-touch read's fill pages to their device, after the read (done). */
-static int fill_copies(hss *h, double done)
+/* The background copies of a first-touch read's fill pages to their device, after the read (done):
+ * the n pages listed in page[] and pg[] (in page order), or with n = 0 those flagged HSS_F_FILL. */
+#define HSS_FILL_STACK 64 /* fill pages hss_finish lists on the stack at most */
+static int fill_copies(hss *h, double done, size_t n, const uint64_t *page, hss_page *const *pgs)
 {
     const hss_req *r = &h->cur;
     pt_walk it = {0};
-    for (uint64_t p = r->p0, e = 0; p <= r->p1; p++) {
-        if (p == r->p0 || p > e)
-            e = pt_walk_start(&h->pt, &it, p, r->p1);
-        hss_page *pg = pt_walk_next(&it, p);
-        if (!(pg->flags & HSS_F_FILL))
-            continue;
+    size_t i = 0;
+    for (uint64_t p = r->p0, e = 0; n ? i < n : p <= r->p1; p++) {
+        hss_page *pg;
+        if (n) {
+            p = page[i];
+            pg = pgs[i++];
+        } else {
+            if (p == r->p0 || p > e)
+                e = pt_walk_start(&h->pt, &it, p, r->p1);
+            pg = pt_walk_next(&it, p);
+            if (!(pg->flags & HSS_F_FILL))
+                continue;
+        }
         pg->flags &= (uint8_t)~HSS_F_FILL;
         int d = dev_of(pg);
         simdev_io(&h->dev[d], SIMDEV_WRITE, pg->slot, 1, done, 1);
@@ -1501,52 +1510,68 @@ int hss_finish(hss *h, int place, double *latency)
         h->pt.touched += touched;
     }
     /* Issue the I/O in runs of contiguous slots per device; update metadata. What the loop reads
-     * of h is held in locals: the stores to the pages' records could otherwise alias it. */
+     * of h is held in locals: the stores to the pages' records could otherwise alias it. The fill
+     * pages are listed for fill_copies (up to HSS_FILL_STACK of them; past that it looks for them). */
     double done = ready;
     const int home = h->home, op = r->op, reuse = h->reuse_victims;
     const uint32_t now = h->now;
-    const uint64_t home_cap = h->dev[home].p.capacity_pages;
+    const uint64_t home_cap = h->dev[home].p.capacity_pages, p1 = r->p1;
+    uint64_t fpage[HSS_FILL_STACK];
+    hss_page *fpg[HSS_FILL_STACK];
+    size_t nfill = 0; /* pages flagged HSS_F_FILL seen (as a stale flag after an error would be too) */
     int run_dev = -1;
-    uint64_t run_slot = 0, fast = 0;
-    uint32_t run_len = 0;
+    uint64_t run_slot = 0, run_next = 0, fast = 0; /* run_next: the slot after the run */
+    uint32_t run_len = 0; /* <= HSS_MAX_REQ_PAGES */
     lru_cur lc = {NULL, -1, NULL, 0, 0, 0, 0};
     pt_walk it = {0};
-    for (uint64_t p = r->p0, e = 0; p <= r->p1; p++) {
-        if (p == r->p0 || p > e)
-            e = pt_walk_start(&h->pt, &it, p, r->p1);
-        hss_page *pg = pt_walk_next(&it, p);
-        unsigned fl = pg->flags;
-        int pd = dev_of(pg), d = fl & HSS_F_FILL ? home : pd;
-        uint64_t s = d != home ? pg->slot : p < home_cap ? p : p % home_cap; /* dev_slot */
-        if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
-            run_len++;
-        } else {
-            if (run_len && h->log.on && (rc = log_push(h, op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
-                return lru_cur_done(&lc, rc);
-            if (run_len)
-                issue_run(h, run_dev, run_slot, run_len, ready, &done);
-            run_dev = d;
-            run_slot = s;
-            run_len = 1;
-        }
-        if (fl & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
-            if (d != 0 && op == SIMDEV_READ) {
-                h->c.clean_misses++;
-                h->ghost[fl & HSS_F_ONCE ? 2 : 3] += 1.0;
-                h->dead_ghost[fl & HSS_F_DEADEV ? 1 : 3] += 1.0;
+    for (uint64_t p = r->p0; p <= p1;) {
+        uint64_t e = pt_walk_start(&h->pt, &it, p, p1);
+        for (; p <= e; p++) {
+            hss_page *pg = pt_walk_next(&it, p);
+            unsigned fl = pg->flags;
+            int pd = (int)pg->dev - 1, d = pd; /* dev_of: every page is placed */
+            if (fl & HSS_F_FILL) {
+                d = home;
+                if (nfill < HSS_FILL_STACK) {
+                    fpage[nfill] = p;
+                    fpg[nfill] = pg;
+                }
+                nfill++;
             }
-            pg->flags = (uint8_t)(fl & ~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV));
+            uint64_t s = d != home ? pg->slot : p < home_cap ? p : p % home_cap; /* dev_slot */
+            if (d == run_dev && s == run_next) {
+                run_len++;
+                run_next++;
+            } else {
+                if (run_len && h->log.on && (rc = log_push(h, op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
+                    return lru_cur_done(&lc, rc);
+                if (run_len)
+                    issue_run(h, run_dev, run_slot, run_len, ready, &done);
+                run_dev = d;
+                run_slot = s;
+                run_next = s + 1;
+                run_len = 1;
+            }
+            if (fl & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
+                if (d != 0 && op == SIMDEV_READ) {
+                    h->c.clean_misses++;
+                    h->ghost[fl & HSS_F_ONCE ? 2 : 3] += 1.0;
+                    h->dead_ghost[fl & HSS_F_DEADEV ? 1 : 3] += 1.0;
+                }
+                pg->flags = (uint8_t)(fl & ~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV));
+            }
+            if (reuse && (rc = reuse_access(h, p, pg, op, d)) != HSS_OK)
+                return lru_cur_done(&lc, rc);
+            unsigned count = pg->count;
+            if (!count && pg->last_access)
+                prefetch_outcome(h, pg, d == 0 && op == SIMDEV_READ, 0);
+            if (pg->count < HSS_COUNT_MAX)
+                pg->count++;
+            pg->last_access = now;
+            fast += d == 0;
+            if (pd != home && (rc = lru_cur_push(h, &lc, pd, p, now)) != HSS_OK)
+                return lru_cur_done(&lc, rc);
         }
-        if (reuse && (rc = reuse_access(h, p, pg, op, d)) != HSS_OK)
-            return lru_cur_done(&lc, rc);
-        if (!pg->count && pg->last_access)
-            prefetch_outcome(h, pg, d == 0 && op == SIMDEV_READ, 0);
-        if (pg->count < HSS_COUNT_MAX)
-            pg->count++;
-        pg->last_access = now;
-        fast += d == 0;
-        if (pd != home && (rc = lru_cur_push(h, &lc, pd, p, now)) != HSS_OK)
-            return lru_cur_done(&lc, rc);
     }
     lru_cur_done(&lc, HSS_OK);
     h->c.fast_pages += fast;
@@ -1557,7 +1582,7 @@ int hss_finish(hss *h, int place, double *latency)
                       || (rc = log_push(h, HSS_LOG_END, 0, 0, r->p0, (uint32_t)npages)) != HSS_OK))
         return rc;
     /* After the request's END in the log: the real backend runs the fills as background copies. */
-    if (fills && (rc = fill_copies(h, done)) != HSS_OK)
+    if (fills && (rc = fill_copies(h, done, nfill <= HSS_FILL_STACK ? nfill : 0, fpage, fpg)) != HSS_OK)
         return rc;
     if (h->readahead && r->op == SIMDEV_READ)
         readahead(h, r);
