@@ -505,6 +505,28 @@ static int lru_pop(hss *h, int d, uint64_t *page, hss_page **pg)
     return 0;
 }
 
+/* Pop up to k live pages of device d as k calls of lru_pop would (pages[] and pgs[] from `n` on);
+ * the queue's position and length in locals meanwhile. Returns the new count. */
+static uint64_t lru_pop_n(hss *h, int d, uint64_t n, uint64_t k, uint64_t *pages, hss_page **pgs)
+{
+    hss_lru *q = &h->lru[d];
+    const hss_lru_ent *buf = q->buf;
+    uint64_t head = q->head, len = q->len, mask = q->cap - 1;
+    while (n < k && len) {
+        hss_lru_ent e = buf[head];
+        head = (head + 1) & mask;
+        len--;
+        hss_page *pg = lru_live(h, e, d);
+        if (pg) {
+            pages[n] = e >> HSS_STAMP_BITS;
+            pgs[n++] = pg;
+        }
+    }
+    q->head = head;
+    q->len = len;
+    return n;
+}
+
 static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
 {
     if (d == h->home)
@@ -919,9 +941,11 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
                 n++;
         for (uint64_t i = 0; i < once; i++)
             vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
+    } else if (!dead) {
+        n = lru_pop_n(h, d, n, k, victims, vpg);
     } else {
         while (n < k && lru_pop(h, d, &victims[n], &vpg[n]))
-            if (!dead || !(vpg[n]->flags & HSS_F_MARK))
+            if (!(vpg[n]->flags & HSS_F_MARK))
                 n++;
         for (uint64_t i = 0; i < dead; i++)
             vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
