@@ -302,7 +302,15 @@ static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page)
  * the next page's record by its offset (dense) or the next rank (a leaf: consecutive present
  * offsets have consecutive ranks). Valid while no page of the chunk walked is created
  * (pt_create_run moves the records of its own chunk only). */
-typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; int dense; } pt_walk;
+typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; } pt_walk;
+
+/* A dense chunk's "ranks": record i is offset i's, so a walk steps through both kinds alike. */
+#define PT_I8(n) n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7
+#define PT_I64(n) PT_I8(n), PT_I8(n + 8), PT_I8(n + 16), PT_I8(n + 24), PT_I8(n + 32), PT_I8(n + 40), \
+    PT_I8(n + 48), PT_I8(n + 56)
+static const uint16_t pt_identity[HSS_CHUNK] = {PT_I64(0), PT_I64(64), PT_I64(128), PT_I64(192), PT_I64(256),
+                                                PT_I64(320), PT_I64(384), PT_I64(448)};
+typedef char pt_identity_covers_a_chunk[HSS_CHUNK == 512 ? 1 : -1];
 
 /* Start a walk at `page` (which has a record); returns the last page to walk before the next start:
  * the last of page's chunk, or `last` if that comes first. */
@@ -311,24 +319,25 @@ static inline uint64_t pt_walk_start(hss_pagetable *pt, pt_walk *it, uint64_t pa
     uint64_t key = page >> HSS_CHUNK_BITS, e = page | (HSS_CHUNK - 1);
     if (key != pt->cached_key)
         pt_chunk(pt, key, 0);
-    it->dense = pt->cached_dense;
-    if (it->dense) {
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
+    /* the rank before page's: pt_walk_next steps to it first (unsigned, so 0 - 1 wraps back) */
+    if (pt->cached_dense) {
         it->base = pt->cached;
+        it->perm = pt_identity;
+        it->rank = off - 1;
     } else {
         hss_leaf *l = pt->cached;
-        unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
         it->base = leaf_rec(l);
         it->perm = leaf_perm(l);
-        /* the rank before page's: pt_walk_next steps to it first (unsigned, so 0 - 1 wraps back) */
         it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1)) - 1;
     }
     return e < last ? e : last;
 }
 
-/* The record of `page`, the page after the one walked before (or the walk's first page). */
-static inline hss_page *pt_walk_next(pt_walk *it, uint64_t page)
+/* The record of the page after the one walked before (or of the walk's first page). */
+static inline hss_page *pt_walk_next(pt_walk *it)
 {
-    return it->dense ? it->base + (page & (HSS_CHUNK - 1)) : it->base + it->perm[++it->rank];
+    return it->base + it->perm[++it->rank];
 }
 
 /* The pages of p0..p1 that have no record, are not placed, or (place >= 0) are placed on another
@@ -1448,7 +1457,7 @@ static int fill_copies(hss *h, double done, size_t n, const uint64_t *page, hss_
         } else {
             if (p == r->p0 || p > e)
                 e = pt_walk_start(&h->pt, &it, p, r->p1);
-            pg = pt_walk_next(&it, p);
+            pg = pt_walk_next(&it);
             if (!(pg->flags & HSS_F_FILL))
                 continue;
         }
@@ -1511,7 +1520,7 @@ int hss_finish(hss *h, int place, double *latency)
                 return HSS_ENOMEM;
             e = pt_walk_start(&h->pt, &it, p, r->p1);
             for (; p <= e; p++) {
-                hss_page *pg = pt_walk_next(&it, p);
+                hss_page *pg = pt_walk_next(&it);
                 if (!pg->dev) {
                     touched++;
                     if (fill) {
@@ -1551,7 +1560,7 @@ int hss_finish(hss *h, int place, double *latency)
     for (uint64_t p = r->p0; p <= p1;) {
         uint64_t e = pt_walk_start(&h->pt, &it, p, p1);
         for (; p <= e; p++) {
-            hss_page *pg = pt_walk_next(&it, p);
+            hss_page *pg = pt_walk_next(&it);
             unsigned fl = pg->flags;
             int pd = (int)pg->dev - 1, d = pd; /* dev_of: every page is placed */
             if (fl & HSS_F_FILL) {
