@@ -547,21 +547,22 @@ static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
 }
 
 /* One device's LRU queue held in locals while a request's pages are pushed to it (hss_finish):
- * the ring and its length, and the length past which lru_touch compacts (the device's occupancy
- * does not change meanwhile). A push that would grow the ring or compact goes through lru_touch
- * itself, so the queue ends as with lru_touch for every page. */
+ * the ring, the position of its end, and how many pushes it takes before lru_touch would grow the
+ * ring (length = capacity) or compact it (length past twice the device's occupancy + 4096, which
+ * does not change meanwhile). That push goes through lru_touch itself, so the queue ends as with
+ * lru_touch for every page. */
 typedef struct lru_cur {
     hss_lru *q;
-    int d;
     hss_lru_ent *buf;
-    uint64_t head, len, cap, limit;
+    uint64_t end, mask, room;
+    int d;
 } lru_cur;
 
 /* Write the held length back (before anything else uses the queue); returns rc. */
 static inline int lru_cur_done(lru_cur *c, int rc)
 {
     if (c->q)
-        c->q->len = c->len;
+        c->q->len = c->end - c->q->head;
     c->q = NULL;
     c->d = -1;
     return rc;
@@ -570,24 +571,30 @@ static inline int lru_cur_done(lru_cur *c, int rc)
 static inline void lru_cur_load(hss *h, lru_cur *c, int d)
 {
     hss_lru *q = &h->lru[d];
-    *c = (lru_cur){q, d, q->buf, q->head, q->len, q->cap, 2 * h->dev[d].used_pages + 4096};
+    uint64_t limit = 2 * h->dev[d].used_pages + 4096;
+    uint64_t room = q->cap - q->len, below = limit > q->len ? limit - q->len : 0;
+    if (below < room)
+        room = below;
+    *c = (lru_cur){q, q->buf, q->head + q->len, q->cap - 1, room, d};
 }
 
 /* lru_touch(h, d, page, stamp) for a device d other than home. */
 static inline int lru_cur_push(hss *h, lru_cur *c, int d, uint64_t page, uint32_t stamp)
 {
-    if (d != c->d) {
-        lru_cur_done(c, HSS_OK);
-        lru_cur_load(h, c, d);
+    if (d != c->d || !c->room) {
+        if (d != c->d) {
+            lru_cur_done(c, HSS_OK);
+            lru_cur_load(h, c, d);
+        }
+        if (!c->room) {
+            lru_cur_done(c, HSS_OK);
+            int rc = lru_touch(h, d, page, stamp);
+            lru_cur_load(h, c, d);
+            return rc;
+        }
     }
-    if (c->len == c->cap || c->len + 1 > c->limit) {
-        lru_cur_done(c, HSS_OK);
-        int rc = lru_touch(h, d, page, stamp);
-        lru_cur_load(h, c, d);
-        return rc;
-    }
-    c->buf[(c->head + c->len) & (c->cap - 1)] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
-    c->len++;
+    c->buf[c->end++ & c->mask] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
+    c->room--;
     return HSS_OK;
 }
 
@@ -1555,7 +1562,7 @@ int hss_finish(hss *h, int place, double *latency)
     int run_dev = -1;
     uint64_t run_slot = 0, run_next = 0, fast = 0; /* run_next: the slot after the run */
     uint32_t run_len = 0; /* <= HSS_MAX_REQ_PAGES */
-    lru_cur lc = {NULL, -1, NULL, 0, 0, 0, 0};
+    lru_cur lc = {NULL, NULL, 0, 0, 0, -1};
     pt_walk it = {0};
     for (uint64_t p = r->p0; p <= p1;) {
         uint64_t e = pt_walk_start(&h->pt, &it, p, p1);
