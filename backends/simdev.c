@@ -113,7 +113,8 @@ static double slc_transfer(simdev *d, double bytes, double t)
     return fast / d->p.write_bw + (bytes - fast) / d->p.cliff_bw;
 }
 
-double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background)
+/* One I/O (simdev_io), inline for simdev_io_each's loop. */
+static inline __attribute__((always_inline)) double io_one(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background)
 {
     const simdev_params *p = &d->p;
     double bytes = (double)npages * SIMDEV_PAGE;
@@ -193,4 +194,15 @@ double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, in
         else { d->st.writes++; d->st.bytes_written += (uint64_t)bytes; }
     }
     return end;
+}
+
+double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background)
+{
+    return io_one(d, op, slot, npages, t, background);
+}
+
+void simdev_io_each(simdev *d, int op, const uint64_t *slot, size_t n, uint32_t npages, double t, int background)
+{
+    for (size_t i = 0; i < n; i++)
+        io_one(d, op, slot[i], npages, t, background);
 }

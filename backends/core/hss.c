@@ -1454,6 +1454,19 @@ int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, c
 static int fill_copies(hss *h, double done, size_t n, const uint64_t *page, hss_page *const *pgs)
 {
     const hss_req *r = &h->cur;
+    if (n && !h->log.on) { /* the listed pages' copies, one call per device (with the log: below) */
+        uint64_t slots[HSS_FILL_STACK];
+        for (size_t i = 0, j; i < n; i = j) {
+            int d = dev_of(pgs[i]);
+            for (j = i; j < n && dev_of(pgs[j]) == d; j++) {
+                slots[j - i] = pgs[j]->slot;
+                pgs[j]->flags &= (uint8_t)~HSS_F_FILL;
+            }
+            simdev_io_each(&h->dev[d], SIMDEV_WRITE, slots, j - i, 1, done, 1);
+        }
+        h->c.fill_pages += n;
+        return HSS_OK;
+    }
     pt_walk it = {0};
     size_t i = 0;
     for (uint64_t p = r->p0, e = 0; n ? i < n : p <= r->p1; p++) {
