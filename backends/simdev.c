@@ -85,7 +85,7 @@ double simdev_free_at(const simdev *d)
     return m;
 }
 
-static double gc_factor(const simdev *d)
+static inline __attribute__((always_inline)) double gc_factor(const simdev *d)
 {
     if (d->p.gc_max <= 1.0)
         return 1.0;
