@@ -195,6 +195,11 @@ static void vec_prefetch(const hss_vec *v, int k, int level)
         __builtin_prefetch(&s->op[i]);
         __builtin_prefetch(&s->off[i]);
         __builtin_prefetch(&s->size[i]);
+        /* the core's fields the step reads first: the page table's directory (hss_prefetch's
+         * next level reads it) and the request being finished, and the env's state */
+        __builtin_prefetch(&s->h->pt);
+        __builtin_prefetch(&s->h->cur);
+        __builtin_prefetch(s->e);
     } else {
         hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
     }
