@@ -298,10 +298,10 @@ static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page)
 }
 
 /* A walk over the records of consecutive pages that all have one (a request's pages once placed),
- * a chunk at a time: pt_walk_start looks up the chunk of its first page, and pt_walk_next gives
- * the next page's record by its offset (dense) or the next rank (a leaf: consecutive present
- * offsets have consecutive ranks). Valid while no page of the chunk walked is created
- * (pt_create_run moves the records of its own chunk only). */
+ * a chunk at a time: pt_walk_start looks up the chunk of its first page and that page's rank, and
+ * pt_walk_next gives the record of the next rank (consecutive present offsets have consecutive
+ * ranks; a dense chunk's ranks are its offsets). Valid while no page of the chunk walked is
+ * created (pt_create_run moves the records of its own chunk only). */
 typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; } pt_walk;
 
 /* A dense chunk's "ranks": record i is offset i's, so a walk steps through both kinds alike. */
@@ -576,6 +576,14 @@ static inline void lru_cur_load(hss *h, lru_cur *c, int d)
     if (below < room)
         room = below;
     *c = (lru_cur){q, q->buf, q->head + q->len, q->cap - 1, room, d};
+}
+
+/* An error in hss_finish's I/O loop: the fast pages counted so far and the held length written
+ * back, as the page-by-page updates would have left them; returns rc. */
+static inline int io_fail(hss *h, lru_cur *c, uint64_t fast, int rc)
+{
+    h->c.fast_pages += fast;
+    return lru_cur_done(c, rc);
 }
 
 /* lru_touch(h, d, page, stamp) for a device d other than home. */
@@ -1597,7 +1605,7 @@ int hss_finish(hss *h, int place, double *latency)
                 run_next++;
             } else {
                 if (run_len && h->log.on && (rc = log_push(h, op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
-                    return lru_cur_done(&lc, rc);
+                    return io_fail(h, &lc, fast, rc);
                 if (run_len)
                     issue_run(h, run_dev, run_slot, run_len, ready, &done);
                 run_dev = d;
@@ -1614,7 +1622,7 @@ int hss_finish(hss *h, int place, double *latency)
                 pg->flags = (uint8_t)(fl & ~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV));
             }
             if (reuse && (rc = reuse_access(h, p, pg, op, d)) != HSS_OK)
-                return lru_cur_done(&lc, rc);
+                return io_fail(h, &lc, fast, rc);
             unsigned count = pg->count;
             if (!count && pg->last_access)
                 prefetch_outcome(h, pg, d == 0 && op == SIMDEV_READ, 0);
@@ -1623,7 +1631,7 @@ int hss_finish(hss *h, int place, double *latency)
             pg->last_access = now;
             fast += d == 0;
             if (pd != home && (rc = lru_cur_push(h, &lc, pd, p, now)) != HSS_OK)
-                return lru_cur_done(&lc, rc);
+                return io_fail(h, &lc, fast, rc);
         }
     }
     lru_cur_done(&lc, HSS_OK);
