@@ -63,6 +63,8 @@ void simdev_reset(simdev *d, uint64_t seed)
     if (d->rng == 0)
         d->rng = 1;
     d->used_pages = 0;
+    d->next_server = 0;
+    d->in_order = 1;
     memset(&d->st, 0, sizeof d->st);
 }
 
@@ -74,6 +76,8 @@ void simdev_init(simdev *d, const simdev_params *p, uint64_t seed)
 
 double simdev_free_at(const simdev *d)
 {
+    if (d->in_order)
+        return d->server_free[d->next_server];
     double m = d->server_free[0];
     for (int i = 1; i < d->p.servers; i++)
         if (d->server_free[i] < m)
@@ -81,7 +85,7 @@ double simdev_free_at(const simdev *d)
     return m;
 }
 
-static double gc_factor(const simdev *d)
+static inline __attribute__((always_inline)) double gc_factor(const simdev *d)
 {
     if (d->p.gc_max <= 1.0)
         return 1.0;
@@ -109,19 +113,31 @@ static double slc_transfer(simdev *d, double bytes, double t)
     return fast / d->p.write_bw + (bytes - fast) / d->p.cliff_bw;
 }
 
-double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background)
+/* One I/O (simdev_io), inline for simdev_io_each's loop. */
+static inline __attribute__((always_inline)) double io_one(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background)
 {
     const simdev_params *p = &d->p;
     double bytes = (double)npages * SIMDEV_PAGE;
 
-    /* FCFS: the request takes the server that frees up first. */
+    /* FCFS: the request takes the server that frees up first (the first such one on a tie). Each
+     * I/O ends on the channel after the one before (end >= chan_free below), so each server's free
+     * time is the end of the last I/O it took, and while every end was strictly later than the one
+     * before (in_order), the server that frees up first is the one taken longest ago: the servers
+     * are taken round robin from 0 (all free at 0 after a reset, the lowest index first), and the
+     * scan is needed only once two ends were equal (or NaN). */
     int s = 0;
-    double first = d->server_free[0];
-    for (int i = 1; i < p->servers; i++)
-        if (d->server_free[i] < first) {
-            first = d->server_free[i];
-            s = i;
-        }
+    double first;
+    if (d->in_order) {
+        s = d->next_server;
+        first = d->server_free[s];
+    } else {
+        first = d->server_free[0];
+        for (int i = 1; i < p->servers; i++)
+            if (d->server_free[i] < first) {
+                first = d->server_free[i];
+                s = i;
+            }
+    }
     double start = first > t ? first : t;
 
     double fixed, xfer;
@@ -158,6 +174,10 @@ double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, in
     double end = xstart + xfer;
     if (op == SIMDEV_WRITE && p->slc_bytes > 0)
         d->slc_time = end;
+    if (d->in_order) {
+        d->in_order = end > d->chan_free; /* chan_free: the latest end so far (0 after a reset) */
+        d->next_server = s + 1 < p->servers ? s + 1 : 0;
+    }
     d->chan_free = end;
     d->server_free[s] = end;
     d->st.busy_us += end - start;
@@ -174,4 +194,15 @@ double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, in
         else { d->st.writes++; d->st.bytes_written += (uint64_t)bytes; }
     }
     return end;
+}
+
+double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background)
+{
+    return io_one(d, op, slot, npages, t, background);
+}
+
+void simdev_io_each(simdev *d, int op, const uint64_t *slot, size_t n, uint32_t npages, double t, int background)
+{
+    for (size_t i = 0; i < n; i++)
+        io_one(d, op, slot[i], npages, t, background);
 }

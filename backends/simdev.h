@@ -15,6 +15,7 @@
 #ifndef HSS_SIMDEV_H
 #define HSS_SIMDEV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SIMDEV_MAX_SERVERS 64
@@ -62,6 +63,10 @@ typedef struct simdev {
     double last_end;           /* latest completion so far (for active_us) */
     uint64_t rng;              /* xorshift64* state */
     uint64_t used_pages;       /* maintained by the HSS core: utilisation for GC */
+    /* The server FCFS takes next while every completion so far was later than all before it (see
+     * simdev_io): then the servers free up in the order they were taken, round robin. */
+    int next_server;
+    int in_order;              /* 1 while that holds (since the last reset) */
     simdev_stats st;
 } simdev;
 
@@ -74,5 +79,8 @@ double simdev_free_at(const simdev *d);
 /* Issue one I/O of `npages` pages at `slot`, arriving at time `t`; returns its completion time.
  * `background` marks migration traffic (counted apart, same timing). */
 double simdev_io(simdev *d, int op, uint64_t slot, uint32_t npages, double t, int background);
+/* n I/Os of `npages` pages each at slot[0..n-1] in that order, all arriving at t: as n calls of
+ * simdev_io (their completions unused), in one call. */
+void simdev_io_each(simdev *d, int op, const uint64_t *slot, size_t n, uint32_t npages, double t, int background);
 
 #endif

@@ -94,11 +94,24 @@ int hss_features(hss *h, long long page, int op, uint64_t npages, int flags, int
     v[F_FAST_CAP] = free_bin(h, 0, npages, flags);
     v[F_CURR_DEV] = pg ? hss_dev_of(pg) : h->home;
     v[F_MIGR_INTR] = pg ? log_bin((double)(h->now - pg->last_move), 2.0) : 63;
-    int n = hss_feature_count(h->ndev, flags);
-    for (int k = 0; k < n; k++) {
-        int id = feature_id(flags, k);
-        bins[k] = id >= F_FREE ? free_bin(h, id - F_FREE + 1, npages, flags) : v[id];
-        nbins[k] = feature_bins(id, h->ndev);
+    /* the columns of hss_feature_layout: Sibyl's (all of the table's first part), or the table */
+    int ndev = h->ndev;
+    if (flags & HSS_FEAT_SIBYL) {
+        for (int k = 0; k < N_SIBYL; k++) {
+            int id = sibyl_order[k];
+            bins[k] = v[id];
+            nbins[k] = base_features[id].bins ? base_features[id].bins : ndev;
+        }
+        return N_SIBYL;
+    }
+    for (int k = 0; k < F_FREE; k++) {
+        bins[k] = v[k];
+        nbins[k] = base_features[k].bins ? base_features[k].bins : ndev;
+    }
+    int n = hss_feature_count(ndev, flags);
+    for (int k = F_FREE; k < n; k++) {
+        bins[k] = free_bin(h, k - F_FREE + 1, npages, flags);
+        nbins[k] = FREE_BINS;
     }
     return n;
 }
@@ -107,12 +120,12 @@ int hss_features_row(hss *h, long long page, int op, uint64_t npages, int flags,
 {
     int bins[HSS_FEAT_MAX], nbins[HSS_FEAT_MAX];
     int k = hss_features(h, page, op, npages, flags, bins, nbins);
-    for (int i = 0; i < k; i++) {
-        if (raw)
+    if (raw)
+        for (int i = 0; i < k; i++)
             ((int64_t *)row)[i] = bins[i];
-        else
+    else
+        for (int i = 0; i < k; i++)
             ((float *)row)[i] = nbins[i] > 1 ? (float)bins[i] / (float)(nbins[i] - 1) : 0.0f;
-    }
     return k;
 }
 

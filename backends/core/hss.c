@@ -297,29 +297,88 @@ static inline hss_page *pt_get(hss_pagetable *pt, uint64_t page)
     return leaf_get(pt->cached, off);
 }
 
-/* A walk over the records of consecutive pages that all have one (a request's pages once placed):
- * a lookup at the first page and at each chunk's first page, then the next record by its rank, as
- * consecutive present offsets have consecutive ranks. Valid while no page of the chunk walked is
+/* A walk over the records of consecutive pages that all have one (a request's pages once placed),
+ * a chunk at a time: pt_walk_start looks up the chunk of its first page and that page's rank, and
+ * pt_walk_next gives the record of the next rank (consecutive present offsets have consecutive
+ * ranks; a dense chunk's ranks are its offsets). Valid while no page of the chunk walked is
  * created (pt_create_run moves the records of its own chunk only). */
-typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; int dense; } pt_walk;
+typedef struct pt_walk { hss_page *base; const uint16_t *perm; uint32_t rank; } pt_walk;
 
-static inline hss_page *pt_walk_get(hss_pagetable *pt, pt_walk *it, uint64_t page, int first)
+/* A dense chunk's "ranks": record i is offset i's, so a walk steps through both kinds alike. */
+#define PT_I8(n) n, n + 1, n + 2, n + 3, n + 4, n + 5, n + 6, n + 7
+#define PT_I64(n) PT_I8(n), PT_I8(n + 8), PT_I8(n + 16), PT_I8(n + 24), PT_I8(n + 32), PT_I8(n + 40), \
+    PT_I8(n + 48), PT_I8(n + 56)
+static const uint16_t pt_identity[HSS_CHUNK] = {PT_I64(0), PT_I64(64), PT_I64(128), PT_I64(192), PT_I64(256),
+                                                PT_I64(320), PT_I64(384), PT_I64(448)};
+typedef char pt_identity_covers_a_chunk[HSS_CHUNK == 512 ? 1 : -1];
+
+/* Start a walk at `page` (which has a record); returns the last page to walk before the next start:
+ * the last of page's chunk, or `last` if that comes first. */
+static inline uint64_t pt_walk_start(hss_pagetable *pt, pt_walk *it, uint64_t page, uint64_t last)
 {
+    uint64_t key = page >> HSS_CHUNK_BITS, e = page | (HSS_CHUNK - 1);
+    if (key != pt->cached_key)
+        pt_chunk(pt, key, 0);
     unsigned off = (unsigned)(page & (HSS_CHUNK - 1));
-    if (first || !off) {
-        hss_page *pg = pt_get(pt, page);
-        it->dense = pt->cached_dense;
-        if (it->dense) {
-            it->base = pg - off;
-        } else {
-            hss_leaf *l = pt->cached;
-            it->base = leaf_rec(l);
-            it->perm = leaf_perm(l);
-            it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1));
-        }
-        return pg;
+    /* the rank before page's: pt_walk_next steps to it first (unsigned, so 0 - 1 wraps back) */
+    if (pt->cached_dense) {
+        it->base = pt->cached;
+        it->perm = pt_identity;
+        it->rank = off - 1;
+    } else {
+        hss_leaf *l = pt->cached;
+        it->base = leaf_rec(l);
+        it->perm = leaf_perm(l);
+        it->rank = l->cum[off >> 6] + popcount64(l->bits[off >> 6] & (((uint64_t)1 << (off & 63)) - 1)) - 1;
     }
-    return it->dense ? it->base + off : it->base + it->perm[++it->rank];
+    return e < last ? e : last;
+}
+
+/* The record of the page after the one walked before (or of the walk's first page). */
+static inline hss_page *pt_walk_next(pt_walk *it)
+{
+    return it->base + it->perm[++it->rank];
+}
+
+/* The pages of p0..p1 that have no record, are not placed, or (place >= 0) are placed on another
+ * device than `place`. Chunk by chunk: a leaf's absent pages are counted from its map, and its
+ * present ones are walked by rank (consecutive present offsets have consecutive ranks). */
+static uint64_t pt_count_unplaced(hss_pagetable *pt, uint64_t p0, uint64_t p1, int place)
+{
+    uint64_t need = 0;
+    unsigned dev = place >= 0 ? (unsigned)place + 1 : 0;
+    for (uint64_t p = p0; p <= p1;) {
+        uint64_t e = p | (HSS_CHUNK - 1);
+        if (e > p1)
+            e = p1;
+        unsigned a = (unsigned)(p & (HSS_CHUNK - 1)), b = (unsigned)(e & (HSS_CHUNK - 1));
+        uint64_t key = p >> HSS_CHUNK_BITS;
+        p = e + 1;
+        if (key != pt->cached_key && !pt_chunk(pt, key, 0)) {
+            need += b - a + 1;
+            continue;
+        }
+        if (pt->cached_dense) {
+            const hss_page *c = pt->cached;
+            for (unsigned o = a; o <= b; o++)
+                need += !c[o].dev || (dev && c[o].dev != dev);
+            continue;
+        }
+        hss_leaf *l = pt->cached;
+        const hss_page *rec = leaf_rec(l);
+        const uint16_t *perm = leaf_perm(l);
+        for (unsigned w = a >> 6; w <= b >> 6; w++) {
+            uint64_t m = run_bits(w, a, b), bits = l->bits[w] & m;
+            unsigned lo = w == a >> 6 ? (a & 63) : 0;
+            uint32_t rank = l->cum[w] + popcount64(l->bits[w] & (((uint64_t)1 << lo) - 1));
+            need += popcount64(m) - popcount64(bits);
+            for (; bits; bits &= bits - 1) {
+                const hss_page *pg = &rec[perm[rank++]];
+                need += !pg->dev || (dev && pg->dev != dev);
+            }
+        }
+    }
+    return need;
 }
 
 hss_page *hss_lookup(hss *h, uint64_t page)
@@ -455,6 +514,28 @@ static int lru_pop(hss *h, int d, uint64_t *page, hss_page **pg)
     return 0;
 }
 
+/* Pop up to k live pages of device d as k calls of lru_pop would (pages[] and pgs[] from `n` on);
+ * the queue's position and length in locals meanwhile. Returns the new count. */
+static uint64_t lru_pop_n(hss *h, int d, uint64_t n, uint64_t k, uint64_t *pages, hss_page **pgs)
+{
+    hss_lru *q = &h->lru[d];
+    const hss_lru_ent *buf = q->buf;
+    uint64_t head = q->head, len = q->len, mask = q->cap - 1;
+    while (n < k && len) {
+        hss_lru_ent e = buf[head];
+        head = (head + 1) & mask;
+        len--;
+        hss_page *pg = lru_live(h, e, d);
+        if (pg) {
+            pages[n] = e >> HSS_STAMP_BITS;
+            pgs[n++] = pg;
+        }
+    }
+    q->head = head;
+    q->len = len;
+    return n;
+}
+
 static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
 {
     if (d == h->home)
@@ -463,6 +544,66 @@ static inline int lru_touch(hss *h, int d, uint64_t page, uint32_t stamp)
     if (rc == HSS_OK && h->lru[d].len > 2 * h->dev[d].used_pages + 4096)
         lru_compact(h, &h->lru[d], d);
     return rc;
+}
+
+/* One device's LRU queue held in locals while a request's pages are pushed to it (hss_finish):
+ * the ring, the position of its end, and how many pushes it takes before lru_touch would grow the
+ * ring (length = capacity) or compact it (length past twice the device's occupancy + 4096, which
+ * does not change meanwhile). That push goes through lru_touch itself, so the queue ends as with
+ * lru_touch for every page. */
+typedef struct lru_cur {
+    hss_lru *q;
+    hss_lru_ent *buf;
+    uint64_t end, mask, room;
+    int d;
+} lru_cur;
+
+/* Write the held length back (before anything else uses the queue); returns rc. */
+static inline int lru_cur_done(lru_cur *c, int rc)
+{
+    if (c->q)
+        c->q->len = c->end - c->q->head;
+    c->q = NULL;
+    c->d = -1;
+    return rc;
+}
+
+static inline void lru_cur_load(hss *h, lru_cur *c, int d)
+{
+    hss_lru *q = &h->lru[d];
+    uint64_t limit = 2 * h->dev[d].used_pages + 4096;
+    uint64_t room = q->cap - q->len, below = limit > q->len ? limit - q->len : 0;
+    if (below < room)
+        room = below;
+    *c = (lru_cur){q, q->buf, q->head + q->len, q->cap - 1, room, d};
+}
+
+/* An error in hss_finish's I/O loop: the fast pages counted so far and the held length written
+ * back, as the page-by-page updates would have left them; returns rc. */
+static inline int io_fail(hss *h, lru_cur *c, uint64_t fast, int rc)
+{
+    h->c.fast_pages += fast;
+    return lru_cur_done(c, rc);
+}
+
+/* lru_touch(h, d, page, stamp) for a device d other than home. */
+static inline int lru_cur_push(hss *h, lru_cur *c, int d, uint64_t page, uint32_t stamp)
+{
+    if (d != c->d || !c->room) {
+        if (d != c->d) {
+            lru_cur_done(c, HSS_OK);
+            lru_cur_load(h, c, d);
+        }
+        if (!c->room) {
+            lru_cur_done(c, HSS_OK);
+            int rc = lru_touch(h, d, page, stamp);
+            lru_cur_load(h, c, d);
+            return rc;
+        }
+    }
+    c->buf[c->end++ & c->mask] = (page << HSS_STAMP_BITS) | (stamp & HSS_STAMP_MASK);
+    c->room--;
+    return HSS_OK;
 }
 
 /* ------------------------------------------------------------------ reuse victims */
@@ -824,9 +965,11 @@ static int evict_batch(hss *h, int d, uint64_t k, double t, double *done, uint64
                 n++;
         for (uint64_t i = 0; i < once; i++)
             vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
+    } else if (!dead) {
+        n = lru_pop_n(h, d, n, k, victims, vpg);
     } else {
         while (n < k && lru_pop(h, d, &victims[n], &vpg[n]))
-            if (!dead || !(vpg[n]->flags & HSS_F_MARK))
+            if (!(vpg[n]->flags & HSS_F_MARK))
                 n++;
         for (uint64_t i = 0; i < dead; i++)
             vpg[i]->flags &= (uint8_t)~HSS_F_MARK;
@@ -1289,12 +1432,7 @@ int hss_begin(hss *h, double t, int op, uint64_t offset, uint64_t size)
     int rc = hss_run_idle(h, t);
     if (rc != HSS_OK)
         return rc;
-    r->needs_placement = op == SIMDEV_WRITE;
-    for (uint64_t p = r->p0; !r->needs_placement && p <= r->p1; p++) {
-        hss_page *pg = pt_get(&h->pt, p);
-        if (!pg || !pg->dev)
-            r->needs_placement = 1;
-    }
+    r->needs_placement = op == SIMDEV_WRITE || pt_count_unplaced(&h->pt, r->p0, r->p1, -1) != 0;
     return HSS_OK;
 }
 
@@ -1318,15 +1456,39 @@ int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, c
     return rc;
 }
 
-/* The background copies of a first-touch read's fill pages to their device, after the read (done). */
-static int fill_copies(hss *h, double done)
+/* The background copies of a first-touch read's fill pages to their device, after the read (done):
+ * the n pages listed in page[] and pg[] (in page order), or with n = 0 those flagged HSS_F_FILL. */
+#define HSS_FILL_STACK 64 /* fill pages hss_finish lists on the stack at most */
+static int fill_copies(hss *h, double done, size_t n, const uint64_t *page, hss_page *const *pgs)
 {
     const hss_req *r = &h->cur;
-    pt_walk it = {0};  /* set at the first page */
-    for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
-        if (!(pg->flags & HSS_F_FILL))
-            continue;
+    if (n && !h->log.on) { /* the listed pages' copies, one call per device (with the log: below) */
+        uint64_t slots[HSS_FILL_STACK];
+        for (size_t i = 0, j; i < n; i = j) {
+            int d = dev_of(pgs[i]);
+            for (j = i; j < n && dev_of(pgs[j]) == d; j++) {
+                slots[j - i] = pgs[j]->slot;
+                pgs[j]->flags &= (uint8_t)~HSS_F_FILL;
+            }
+            simdev_io_each(&h->dev[d], SIMDEV_WRITE, slots, j - i, 1, done, 1);
+        }
+        h->c.fill_pages += n;
+        return HSS_OK;
+    }
+    pt_walk it = {0};
+    size_t i = 0;
+    for (uint64_t p = r->p0, e = 0; n ? i < n : p <= r->p1; p++) {
+        hss_page *pg;
+        if (n) {
+            p = page[i];
+            pg = pgs[i++];
+        } else {
+            if (p == r->p0 || p > e)
+                e = pt_walk_start(&h->pt, &it, p, r->p1);
+            pg = pt_walk_next(&it);
+            if (!(pg->flags & HSS_F_FILL))
+                continue;
+        }
         pg->flags &= (uint8_t)~HSS_F_FILL;
         int d = dev_of(pg);
         simdev_io(&h->dev[d], SIMDEV_WRITE, pg->slot, 1, done, 1);
@@ -1363,12 +1525,7 @@ int hss_finish(hss *h, int place, double *latency)
     if (r->needs_placement) {
         h->c.placements++;
         if (place != h->home) {
-            uint64_t need = 0;
-            for (uint64_t p = r->p0; p <= r->p1; p++) {
-                hss_page *pg = pt_get(&h->pt, p);
-                if (!pg || !pg->dev || (r->op == SIMDEV_WRITE && dev_of(pg) != place))
-                    need++;
-            }
+            uint64_t need = pt_count_unplaced(&h->pt, r->p0, r->p1, r->op == SIMDEV_WRITE ? place : -1);
             uint64_t free_pages = h->cap[place] > h->dev[place].used_pages ? h->cap[place] - h->dev[place].used_pages : 0;
             if (need > free_pages) {
                 uint64_t freed;
@@ -1379,79 +1536,114 @@ int hss_finish(hss *h, int place, double *latency)
                     ready = edone;
             }
         }
-        pt_walk it = {0};  /* set at the first page */
-        for (uint64_t p = r->p0; p <= r->p1; p++) {
-            if (p == r->p0 || !(p & (HSS_CHUNK - 1))) { /* records for the pages of p's chunk */
-                uint64_t e = p | (HSS_CHUNK - 1);
-                if (!pt_create_run(&h->pt, p, e < r->p1 ? e : r->p1))
-                    return HSS_ENOMEM;
-            }
-            hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
-            if (!pg->dev) {
-                h->pt.touched++;
-                if (r->op == SIMDEV_READ && place != h->home && !h->preloaded) {
-                    pg->flags |= HSS_F_FILL;
-                    fills++;
+        /* h's fields in locals (the records' stores could alias them); touched is added up */
+        const int fill = r->op == SIMDEV_READ && place != h->home && !h->preloaded;
+        const int rd = r->op == SIMDEV_READ;
+        const uint32_t now = h->now;
+        uint64_t touched = 0;
+        pt_walk it = {0};
+        for (uint64_t p = r->p0; p <= r->p1;) {
+            uint64_t e = p | (HSS_CHUNK - 1);  /* records for the pages of p's chunk */
+            if (!pt_create_run(&h->pt, p, e < r->p1 ? e : r->p1))
+                return HSS_ENOMEM;
+            e = pt_walk_start(&h->pt, &it, p, r->p1);
+            for (; p <= e; p++) {
+                hss_page *pg = pt_walk_next(&it);
+                if (!pg->dev) {
+                    touched++;
+                    if (fill) {
+                        pg->flags |= HSS_F_FILL;
+                        fills++;
+                    }
+                } else if (rd || pg->dev == place + 1) {
+                    continue;
+                } else if ((rc = detach(h, pg)) != HSS_OK) {
+                    h->pt.touched += touched;
+                    return rc;
                 }
-            } else if (r->op == SIMDEV_READ || dev_of(pg) == place) {
-                continue;
-            } else if ((rc = detach(h, pg)) != HSS_OK) {
-                return rc;
+                if ((rc = attach(h, pg, place, r->t, &ready)) < 0) {
+                    h->pt.touched += touched;
+                    return rc;
+                }
+                pg->last_move = now;
             }
-            if ((rc = attach(h, pg, place, r->t, &ready)) < 0)
-                return rc;
-            pg->last_move = h->now;
         }
+        h->pt.touched += touched;
     }
-    /* Issue the I/O in runs of contiguous slots per device; update metadata. */
+    /* Issue the I/O in runs of contiguous slots per device; update metadata. What the loop reads
+     * of h is held in locals: the stores to the pages' records could otherwise alias it. The fill
+     * pages are listed for fill_copies (up to HSS_FILL_STACK of them; past that it looks for them). */
     double done = ready;
+    const int home = h->home, op = r->op, reuse = h->reuse_victims;
+    const uint32_t now = h->now;
+    const uint64_t home_cap = h->dev[home].p.capacity_pages, p1 = r->p1;
+    uint64_t fpage[HSS_FILL_STACK];
+    hss_page *fpg[HSS_FILL_STACK];
+    size_t nfill = 0; /* pages flagged HSS_F_FILL seen (as a stale flag after an error would be too) */
     int run_dev = -1;
-    uint64_t run_slot = 0;
-    uint32_t run_len = 0;
-    pt_walk it = {0};  /* set at the first page */
-    for (uint64_t p = r->p0; p <= r->p1; p++) {
-        hss_page *pg = pt_walk_get(&h->pt, &it, p, p == r->p0);
-        int d = pg->flags & HSS_F_FILL ? h->home : dev_of(pg);
-        uint64_t s = dev_slot(h, d, p, pg);
-        if (d == run_dev && s == run_slot + run_len && run_len < UINT32_MAX) {
-            run_len++;
-        } else {
-            if (run_len && h->log.on && (rc = log_push(h, r->op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
-                return rc;
-            if (run_len)
-                issue_run(h, run_dev, run_slot, run_len, ready, &done);
-            run_dev = d;
-            run_slot = s;
-            run_len = 1;
-        }
-        if (pg->flags & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
-            if (d != 0 && r->op == SIMDEV_READ) {
-                h->c.clean_misses++;
-                h->ghost[pg->flags & HSS_F_ONCE ? 2 : 3] += 1.0;
-                h->dead_ghost[pg->flags & HSS_F_DEADEV ? 1 : 3] += 1.0;
+    uint64_t run_slot = 0, run_next = 0, fast = 0; /* run_next: the slot after the run */
+    uint32_t run_len = 0; /* <= HSS_MAX_REQ_PAGES */
+    lru_cur lc = {NULL, NULL, 0, 0, 0, -1};
+    pt_walk it = {0};
+    for (uint64_t p = r->p0; p <= p1;) {
+        uint64_t e = pt_walk_start(&h->pt, &it, p, p1);
+        for (; p <= e; p++) {
+            hss_page *pg = pt_walk_next(&it);
+            unsigned fl = pg->flags;
+            int pd = (int)pg->dev - 1, d = pd; /* dev_of: every page is placed */
+            if (fl & HSS_F_FILL) {
+                d = home;
+                if (nfill < HSS_FILL_STACK) {
+                    fpage[nfill] = p;
+                    fpg[nfill] = pg;
+                }
+                nfill++;
             }
-            pg->flags &= (uint8_t)~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV);
+            uint64_t s = d != home ? pg->slot : p < home_cap ? p : p % home_cap; /* dev_slot */
+            if (d == run_dev && s == run_next) {
+                run_len++;
+                run_next++;
+            } else {
+                if (run_len && h->log.on && (rc = log_push(h, op, run_dev, run_slot, p - run_len, run_len)) != HSS_OK)
+                    return io_fail(h, &lc, fast, rc);
+                if (run_len)
+                    issue_run(h, run_dev, run_slot, run_len, ready, &done);
+                run_dev = d;
+                run_slot = s;
+                run_next = s + 1;
+                run_len = 1;
+            }
+            if (fl & HSS_F_CLEANED) { /* its first access since a cleaning moved it down */
+                if (d != 0 && op == SIMDEV_READ) {
+                    h->c.clean_misses++;
+                    h->ghost[fl & HSS_F_ONCE ? 2 : 3] += 1.0;
+                    h->dead_ghost[fl & HSS_F_DEADEV ? 1 : 3] += 1.0;
+                }
+                pg->flags = (uint8_t)(fl & ~(HSS_F_CLEANED | HSS_F_ONCE | HSS_F_DEADEV));
+            }
+            if (reuse && (rc = reuse_access(h, p, pg, op, d)) != HSS_OK)
+                return io_fail(h, &lc, fast, rc);
+            unsigned count = pg->count;
+            if (!count && pg->last_access)
+                prefetch_outcome(h, pg, d == 0 && op == SIMDEV_READ, 0);
+            if (pg->count < HSS_COUNT_MAX)
+                pg->count++;
+            pg->last_access = now;
+            fast += d == 0;
+            if (pd != home && (rc = lru_cur_push(h, &lc, pd, p, now)) != HSS_OK)
+                return io_fail(h, &lc, fast, rc);
         }
-        if (h->reuse_victims && (rc = reuse_access(h, p, pg, r->op, d)) != HSS_OK)
-            return rc;
-        if (!pg->count && pg->last_access)
-            prefetch_outcome(h, pg, d == 0 && r->op == SIMDEV_READ, 0);
-        if (pg->count < HSS_COUNT_MAX)
-            pg->count++;
-        pg->last_access = h->now;
-        if (d == 0)
-            h->c.fast_pages++;
-        if ((rc = lru_touch(h, dev_of(pg), p, h->now)) != HSS_OK)
-            return rc;
     }
+    lru_cur_done(&lc, HSS_OK);
+    h->c.fast_pages += fast;
     issue_run(h, run_dev, run_slot, run_len, ready, &done);
 
     uint64_t npages = r->p1 - r->p0 + 1;
-    if (h->log.on && ((rc = log_push(h, r->op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK
+    if (h->log.on && ((rc = log_push(h, op, run_dev, run_slot, r->p1 + 1 - run_len, run_len)) != HSS_OK
                       || (rc = log_push(h, HSS_LOG_END, 0, 0, r->p0, (uint32_t)npages)) != HSS_OK))
         return rc;
     /* After the request's END in the log: the real backend runs the fills as background copies. */
-    if (fills && (rc = fill_copies(h, done)) != HSS_OK)
+    if (fills && (rc = fill_copies(h, done, nfill <= HSS_FILL_STACK ? nfill : 0, fpage, fpg)) != HSS_OK)
         return rc;
     if (h->readahead && r->op == SIMDEV_READ)
         readahead(h, r);

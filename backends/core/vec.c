@@ -195,6 +195,20 @@ static void vec_prefetch(const hss_vec *v, int k, int level)
         __builtin_prefetch(&s->op[i]);
         __builtin_prefetch(&s->off[i]);
         __builtin_prefetch(&s->size[i]);
+        /* the core's fields the step reads first: the page table's directory (hss_prefetch's
+         * next level reads it) and the request being finished, and the env's state */
+        __builtin_prefetch(&s->h->pt);
+        __builtin_prefetch(&s->h->cur);
+        __builtin_prefetch(s->e);
+    } else if (level == 1) {
+        /* what hss_finish updates on every request: the counters, the fast device's LRU queue
+         * and its timing state */
+        const hss *h = s->h;
+        __builtin_prefetch(&h->c);
+        __builtin_prefetch(&h->lru[0]);
+        __builtin_prefetch(&h->dev[0].chan_free);
+        __builtin_prefetch(&h->dev[h->home].chan_free);
+        hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
     } else {
         hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
     }
