@@ -172,6 +172,8 @@ def test_bad_use_fails_clearly():
         LQoCoVectorEnv(0)
     with pytest.raises(ValueError, match="does not render"):
         LQoCoVectorEnv(2, render_mode="ansi")
+    refused = LQoCoVectorEnv.__new__(LQoCoVectorEnv)  # as __del__ finds one whose __init__ raised
+    refused.close()
     with pytest.raises(ValueError, match="weights"):
         gym.make_vec("hss/LQoCo-v0", num_envs=2, weights=(1, 1, 1))
     vec.close()

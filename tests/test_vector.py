@@ -138,6 +138,8 @@ def test_reset_mask_resets_only_those():
 def test_bad_arguments_fail_clearly():
     with pytest.raises(ValueError, match="num_envs must be an integer >= 1"):
         PlacementVectorEnv(0)
+    refused = PlacementVectorEnv.__new__(PlacementVectorEnv)  # as __del__ finds one whose __init__ raised
+    refused.close()
     with pytest.raises(ValueError, match=r"threads must be an integer in 1\.\.num_envs \(2\)"):
         PlacementVectorEnv(2, threads=3)
     with pytest.raises(ValueError, match="do not render"):

@@ -217,7 +217,7 @@ class _SingleVectorEnv(_Threaded, VectorEnv):
         return self._obs, self._rew, b.term, b.trunc, infos
 
     def close_extras(self, **kwargs: Any) -> None:
-        for e in self.envs:
+        for e in getattr(self, "envs", ()):  # none when __init__ refused its arguments (__del__ closes it)
             e.close()
 
 

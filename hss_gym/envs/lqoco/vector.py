@@ -140,5 +140,5 @@ class LQoCoVectorEnv(VectorEnv):
         return self._obs, self._rew, self._term, self._trunc, infos
 
     def close_extras(self, **kwargs: Any) -> None:
-        for e in self.envs:
+        for e in getattr(self, "envs", ()):  # none when __init__ refused its arguments (__del__ closes it)
             e.close()
