@@ -23,6 +23,14 @@ from hss_gym.workloads.trace import PAGE_SIZE
 READAHEAD_PAGES: int = 131072 // PAGE_SIZE
 
 
+#: into an SSD home, the largest chunk in first chunks (:func:`first_chunk_pages`): the chunk's fixed
+#: service time is then at most a fifth of it, and a host request behind it waits a few small writes
+CHUNK_GROWTH: int = 4
+#: into an SSD home, the cleaning's chunks in flight at once: one on the data channel, one in its fixed
+#: service, one ready (a host request at the home waits behind at most these)
+CLEAN_DEPTH: int = 3
+
+
 def seek_amortising_pages(profile: Any) -> int:
     """Pages a disk writes in one average positioning time (seek plus half a rotation): a batch of
     that size spends at most half its device time positioning. 0 for a device without seeks."""
@@ -71,10 +79,19 @@ class Cleaner:
       4 pages for the catalogue's SSDs), so a host request arriving during one waits about one
       more small write. While the cleaning is behind (the cleaned device has less than half its
       ``free`` goal free, or a write was sent past it within the last ``patience`` requests), each
-      idle period's chunks start there and double up to ``min_batch``, so a long idle period
-      still cleans at full speed. Into a middle device the chunks stay whole: its own cleaning
-      must keep pace behind it, and smaller chunks there let write-heavy traces fill the faster
-      devices.
+      idle period's chunks start there and double up to ``CHUNK_GROWTH`` first chunks (16 pages:
+      the fixed service is then a fifth of a chunk's time), so a long idle period still cleans at
+      nearly full speed.
+    * **A few chunks in flight**, into an SSD home: at most ``CLEAN_DEPTH`` (3: one on the data
+      channel, one in its fixed service, one ready; ``HSS.clean_depth``). An SSD with many servers
+      otherwise takes a chunk on each at once, and a read at home waits for all their transfers
+      on the shared channel (measured in docs/learning-diagnostics.md). Into a middle device the
+      chunks stay whole: its own cleaning must keep pace behind it, and smaller chunks there let
+      write-heavy traces fill the faster devices.
+    * **Full speed when the home has no idle time**: a cleaning forced after ``patience`` requests
+      without idle time (below) runs whole ``min_batch`` chunks with no limit in flight, and so do
+      its chunks until the next cleaning asked in idle time. A home a closed loop keeps busy needs
+      the cleaning's throughput more than its reads need short waits.
     * **Room that grows with the writes turned away**, on a device cleaned into an SSD home: its
       ``free`` goal doubles each time a write is sent past it (it did not fit), at most once per
       ``patience`` requests, up to an eighth of the device (the cleaner's largest batch), and
@@ -131,6 +148,8 @@ class Cleaner:
         #: the first chunk of an idle period into each device's next: into an SSD home only (0: whole chunks)
         self._first = [first_chunk_pages(env.cfg.devices[d + 1]) if d + 1 == self._home and not seek[d + 1] else 0
                        for d in range(self._home)]
+        #: into an SSD home, chunks grow to CHUNK_GROWTH first chunks at most, CLEAN_DEPTH of them in flight
+        self._chunk = [min(c, CHUNK_GROWTH * f) if f else c for c, f in zip(self._chunk, self._first)]
         #: the devices whose goal grows with the writes turned away (cleaned into an SSD home), the
         #: goal's fraction of each device, and when it last grew and shrank
         self._grows = [d for d in range(self._home) if self._first[d]]
@@ -180,9 +199,13 @@ class Cleaner:
                             and step - wanted_at[d] > self.patience:
                         chunk = self._first[d]  # ahead: every chunk one small write's service time
                     if not core.clean_pending:
+                        if self._first[d]:
+                            core.clean_depth = CLEAN_DEPTH
                         core.clean(d, pages, False, chunk, self._first[d])
                         self._asked_at = step
                     elif step - self._asked_at >= self.patience:
+                        if self._first[d]:  # no idle time at home: the cleaning at full speed
+                            core.clean_depth, chunk = 0, self.min_batch
                         core.clean(d, pages, True, chunk, self._first[d])
                         self._asked_at = step
                     return

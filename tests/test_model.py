@@ -302,6 +302,34 @@ def test_clean_waits_for_idle_time():
     assert h.counters()["migrations"] == 64 and not h.core.clean_pending
 
 
+def test_clean_depth_bounds_the_chunks_in_flight_into_the_home():
+    """``clean_depth``: a cleaning's next chunk into the home starts in idle time only once the one
+    ``depth`` chunks before it has completed, so a host read at the home waits behind fewer chunks
+    (pmem: the home SSD has 6 servers, which take 5 chunks at once with no limit)."""
+    latency, moved = {}, {}
+    for depth in (0, 1, 3):
+        h = HSS("pmem", footprint_pages=4000, min_interval=0)
+        h.begin(0.0, 1, 0, 64 * PAGE)                # 64 pages on the fast device
+        h.finish(0)
+        h.begin(0.0, 1, 1000 * PAGE, PAGE)           # one at home, read below
+        h.finish(1)
+        h.core.clean_depth = depth
+        assert h.core.clean_depth == depth
+        assert h.clean(0, 64, chunk=4, first=4) is True
+        h.begin(40.0, 0, 1000 * PAGE, PAGE)          # the cleaning ran in the 40 us before this read
+        latency[depth], moved[depth] = h.finish(0), h.counters()["migrations"]
+        h.begin(1e6, 0, 1000 * PAGE, PAGE)           # a long idle period: all of it runs
+        h.finish(0)
+        assert h.counters()["migrations"] == 64 and not h.core.clean_pending
+        h.reset()
+        assert h.core.clean_depth == 0
+    assert latency[1] < latency[3] < latency[0] and latency[0] > 3 * latency[1], latency
+    assert moved[1] < moved[3] < moved[0], moved
+    for bad in (-1, 17):
+        with pytest.raises(ValueError, match="clean_depth"):
+            h.core.clean_depth = bad
+
+
 def test_a_forced_cleaning_runs_the_pending_one_at_once():
     h = HSS("cost_opt", footprint_pages=4000, min_interval=0)
     h.begin(0.0, 1, 0, 64 * PAGE)

@@ -704,6 +704,14 @@ int hss_set_reuse_victims(hss *h, int on)
     return HSS_OK;
 }
 
+int hss_set_clean_depth(hss *h, uint32_t depth)
+{
+    if (depth > HSS_CLEAN_DEPTH_MAX)
+        return HSS_EINVAL;
+    h->clean_depth = depth;
+    return HSS_OK;
+}
+
 int hss_set_readahead(hss *h, uint32_t pages)
 {
     if (pages > HSS_MAX_REQ_PAGES)
@@ -1107,6 +1115,8 @@ static int run_clean(hss *h, double start)
     uint32_t k = c && h->clean_k > c ? c : h->clean_k;
     h->clean_k -= k;
     int rc = evict_batch(h, h->clean_dev, k, start, &done, &freed, HSS_F_CLEANED);
+    if (freed && h->clean_dev + 1 == h->home)
+        h->clean_end[h->clean_issued++ % HSS_CLEAN_DEPTH_MAX] = done;
     if (freed < k)
         h->clean_k = 0; /* nothing left to clean */
     uint64_t moved = h->c.evictions - before; /* cascades included: moves, not evictions */
@@ -1261,6 +1271,12 @@ int hss_run_idle(hss *h, double t)
         int d = h->clean_dev;
         double a = simdev_free_at(&h->dev[d]), b = simdev_free_at(&h->dev[d + 1]);
         double start = a > b ? a : b;
+        uint32_t depth = h->clean_depth;
+        if (depth && d + 1 == h->home && h->clean_issued >= depth) {
+            double e = h->clean_end[(h->clean_issued - depth) % HSS_CLEAN_DEPTH_MAX];
+            if (e > start)
+                start = e; /* no more than `depth` chunks in flight into the home */
+        }
         if (start >= t)
             return HSS_OK;
         int rc = run_clean(h, start);
@@ -1736,6 +1752,8 @@ int hss_reset(hss *h, uint64_t seed)
     }
     h->mq_head = h->mq_len = 0;
     h->clean_k = 0;
+    h->clean_depth = h->clean_issued = 0;
+    memset(h->clean_end, 0, sizeof h->clean_end);
     memset(h->ghost, 0, sizeof h->ghost);
     memset(h->dead_ghost, 0, sizeof h->dead_ghost);
     free(h->regions.tab);

@@ -36,6 +36,7 @@
 #define HSS_COUNT_MAX 0xFFFFu
 
 #define HSS_RA_STREAMS 8     /* read streams readahead follows at once */
+#define HSS_CLEAN_DEPTH_MAX 16 /* most chunks of a cleaning into the home in flight (hss_set_clean_depth) */
 
 #define HSS_F_QUEUED 1u   /* page is in the migration queue */
 #define HSS_F_MARK 2u     /* scratch bit for LRU compaction */
@@ -172,6 +173,9 @@ typedef struct hss {
     uint32_t clean_chunk;      /* its pages per chunk (0: one batch) */
     uint32_t clean_first;      /* its first chunk in an idle period, doubling up to clean_chunk (0: clean_chunk) */
     uint32_t clean_run;        /* the last chunk of the current idle period (0: none yet) */
+    uint32_t clean_depth;      /* most chunks into the home device in flight at once (0: no limit) */
+    uint32_t clean_issued;     /* chunks run into the home device so far (indexes clean_end) */
+    double clean_end[HSS_CLEAN_DEPTH_MAX]; /* completions of the last chunks run into the home device */
     uint32_t readahead;        /* most pages a read stream prefetches ahead (0: off) */
     uint64_t ra_next[HSS_RA_STREAMS]; /* recent read streams: the page after each one's last read */
     uint32_t ra_win[HSS_RA_STREAMS];  /* ... and its window (pages ahead) */
@@ -216,6 +220,10 @@ int hss_reset(hss *h, uint64_t seed);
  * sequential read to at most `pages`, are copied from the slower devices to the fastest one in the
  * next idle time, into its free room only (none evicted). */
 int hss_set_readahead(hss *h, uint32_t pages);
+/* Chunks of a cleaning into the home device in flight at once (0: no limit, the default; at most
+ * HSS_CLEAN_DEPTH_MAX): the next chunk starts in idle time only once the one `depth` chunks
+ * before it has completed, so host I/O at the home queues behind at most that many. */
+int hss_set_clean_depth(hss *h, uint32_t depth);
 
 /* Phase 1 of a request; returns HSS_OK or an error (HSS_EBIG: it touches more than
  * HSS_MAX_REQ_PAGES pages; nothing changed). h->cur.needs_placement tells if a placement

@@ -520,6 +520,24 @@ static int HSS_set_readahead(HSSObject *self, PyObject *value, void *Py_UNUSED(c
     hss_set_readahead(&self->h, (uint32_t)pages);
     return 0;
 }
+BIND_GETTER(HSS_get_clean_depth, HSSObject, PyLong_FromUnsignedLong(self->h.clean_depth))
+
+static int HSS_set_clean_depth(HSSObject *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    if (!value) {
+        PyErr_SetString(PyExc_AttributeError, "clean_depth cannot be deleted");
+        return -1;
+    }
+    long long depth = PyLong_AsLongLong(value);
+    if (depth == -1 && PyErr_Occurred())
+        return -1;
+    if (depth < 0 || depth > HSS_CLEAN_DEPTH_MAX) {
+        PyErr_Format(PyExc_ValueError, "clean_depth: need 0 <= chunks <= %d, got %lld", HSS_CLEAN_DEPTH_MAX, depth);
+        return -1;
+    }
+    hss_set_clean_depth(&self->h, (uint32_t)depth);
+    return 0;
+}
 BIND_GETTER(HSS_get_queue_length, HSSObject, PyLong_FromLong((long)self->h.mq_len))
 BIND_GETTER(HSS_get_host_wait, HSSObject, PyFloat_FromDouble(self->h.c.host_wait_us))
 
@@ -535,6 +553,8 @@ static PyGetSetDef HSS_getset[] = {
     {"reuse_victims", (getter)HSS_get_reuse_victims, (setter)HSS_set_reuse_victims,
      "cleanings take first the pages predicted never read again, by their region's written pages (off after reset)",
      NULL},
+    {"clean_depth", (getter)HSS_get_clean_depth, (setter)HSS_set_clean_depth,
+     "most chunks of a cleaning into the home device in flight at once (0: no limit; 0 after reset)", NULL},
     {"readahead", (getter)HSS_get_readahead, (setter)HSS_set_readahead,
      "most pages a sequential read stream prefetches to the fastest device in idle time (0: off; off after reset)",
      NULL},

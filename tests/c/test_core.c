@@ -382,6 +382,48 @@ static int test_clean_chunks(uint32_t chunk, uint32_t first)
     return 0;
 }
 
+/* hss_set_clean_depth: with four servers per device, the first idle moment starts a chunk per free
+ * server with no limit (depth 0 comes first and sets *unlimited), or `depth` of them (the next
+ * waits for the one `depth` before it to complete); a long idle gap then runs the rest, the ring of
+ * completions wrapping; reset clears the depth. */
+static int test_clean_depth(uint32_t depth, uint64_t *unlimited)
+{
+    simdev dev[2];
+    simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
+    p[0].servers = p[1].servers = 4;
+    for (int d = 0; d < 2; d++)
+        simdev_init(&dev[d], &p[d], 1);
+    uint64_t cap[2] = {1000, 1u << 20};
+    hss h = {0};
+    CHECK(hss_init(&h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK && hss_reset(&h, 3) == HSS_OK, "init");
+    CHECK(hss_set_clean_depth(&h, HSS_CLEAN_DEPTH_MAX + 1) == HSS_EINVAL, "depth too large refused");
+    CHECK(hss_set_clean_depth(&h, depth) == HSS_OK && h.clean_depth == depth, "depth %u", depth);
+    double t = 0, lat;
+    for (int i = 0; i < 8; i++, t += 1e5) {
+        CHECK(hss_begin(&h, t, SIMDEV_WRITE, (uint64_t)i * 100 * 4096, 100 * 4096) == HSS_OK, "begin");
+        CHECK(hss_finish(&h, 0, &lat) == HSS_OK, "finish");
+    }
+    CHECK(hss_clean(&h, 0, 640, 0, 8, 0) == 1, "clean asked");
+    double idle = simdev_free_at(&dev[0]) > simdev_free_at(&dev[1]) ? simdev_free_at(&dev[0]) : simdev_free_at(&dev[1]);
+    /* a read of a home page arriving just after the devices are free */
+    CHECK(hss_begin(&h, idle + 1, SIMDEV_READ, 900 * 4096, 4096) == HSS_OK, "begin read");
+    CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish read");
+    uint64_t cleaned = 800 - h.dev[0].used_pages;
+    if (!depth)
+        *unlimited = cleaned;
+    CHECK(depth ? cleaned == 8u * depth || (cleaned == *unlimited && 8u * depth > *unlimited) : cleaned > 16,
+          "depth %u: %llu pages cleaned in the first idle moment (%llu with no limit)", depth,
+          (unsigned long long)cleaned, (unsigned long long)*unlimited);
+    CHECK(hss_begin(&h, idle + 1e7, SIMDEV_READ, 910 * 4096, 4096) == HSS_OK, "begin later read");
+    CHECK(hss_finish(&h, 1, &lat) == HSS_OK, "finish later read");
+    CHECK(h.dev[0].used_pages == 160 && h.clean_k == 0 && h.clean_issued == 80,
+          "after a long idle gap: %llu held, %u pending, %u chunks", (unsigned long long)h.dev[0].used_pages, h.clean_k,
+          h.clean_issued);
+    CHECK(hss_reset(&h, 3) == HSS_OK && h.clean_depth == 0 && h.clean_issued == 0, "reset clears the depth");
+    hss_free(&h);
+    return 0;
+}
+
 /* Reuse victims: region A's written pages are read again, region B's only rewritten. With the
  * fast device holding A's pages (older) and B's (newer), a cleaning takes B's first; without reuse
  * victims, A's (the least recently used). Then a reset switches it off. */
@@ -533,6 +575,11 @@ int main(void)
     tests++; test_clean_chunks(64, 0);
     tests++; test_clean_chunks(64, 4);
     tests++; test_clean_chunks(0, 0);
+    uint64_t unlimited = 0;
+    for (uint32_t depth = 0; depth <= 5; depth++) {
+        tests++;
+        test_clean_depth(depth, &unlimited);
+    }
     tests++; test_reuse_victims(1);
     tests++; test_reuse_victims(0);
     tests++; test_readahead(32);
