@@ -143,6 +143,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->gc_wf = malloc(nf * sizeof(frontier_t));
     s->planes = calloc((size_t)s->n_planes, sizeof(plane_t));
     s->units = calloc((size_t)s->n_units, sizeof(unit_t));
+    s->mpf = calloc((size_t)s->n_units * MPF_SLOTS, sizeof(uint32_t));
     s->dG = fl_div_make((uint32_t)s->G);
     s->dB = fl_div_make((uint32_t)s->B);
     s->dGB = fl_div_make((uint32_t)s->G * (uint32_t)s->B);
@@ -163,7 +164,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
             s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
     if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
-        || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list
+        || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->mpf || !s->ch || !s->streams || !s->dirty || !s->dirty_list
         || ev_init(s) < 0) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
@@ -181,6 +182,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
         un->qmask = 0;
         un->chan = u / cfg->chips_per_channel;
+        un->rbit = cfg->chips_per_channel <= 64 ? 1ull << (u % cfg->chips_per_channel) : 0;
         un->free_blocks = (int64_t)s->D * s->P * s->B;
     }
     for (int c = 0; c < cfg->n_channels; c++) {
@@ -214,7 +216,7 @@ void fl_free(fl_sim *s)
 {
     if (!s) return;
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
-    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->ch);
+    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->mpf); free(s->ch);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq);
     ev_free(s);
     free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);
@@ -656,6 +658,17 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
                  (unsigned long long)mapped, (long long)uf, (long long)pf);
         return -1;
     }
+    for (int u = 0; u < s->n_units; u++) {
+        uint32_t cnt[MPF_SLOTS] = {0};
+        for (int q = 0; q < N_Q; q++)
+            for (int32_t t = s->units[u].q[q].head; t >= 0; t = s->tx[t].next) cnt[mpf_slot(s->tx[t].dp)]++;
+        for (int k = 0; k < MPF_SLOTS; k++)
+            if (cnt[k] != s->mpf[u * MPF_SLOTS + k]) {
+                snprintf(err, errlen, "unit %d: %u queued transactions in partner slot %d, counted %u", u, cnt[k], k,
+                         s->mpf[u * MPF_SLOTS + k]);
+                return -1;
+            }
+    }
     for (int c = 0; c < s->c.n_channels; c++) {
         int n = 0;
         for (int k = 0; k < s->c.chips_per_channel; k++) {
@@ -666,6 +679,14 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
                 return -1;
             }
             n += un->ready;
+        }
+        uint64_t m = 0;
+        for (int k = 0; k < s->c.chips_per_channel && k < 64; k++)
+            if (s->units[c * s->c.chips_per_channel + k].ready) m |= 1ull << k;
+        if (s->c.chips_per_channel > 64) m = 0;
+        if (m != s->ch[c].rmask) {
+            snprintf(err, errlen, "channel %d: mask of chips ready disagrees with their flags", c);
+            return -1;
         }
         if (n != s->ch[c].n_ready) {
             snprintf(err, errlen, "channel %d counts %d chips ready, %d are", c, s->ch[c].n_ready, n);

@@ -250,8 +250,9 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     tx_t *x = &s->tx[t];
     uint32_t u = unit_of_plane(s, x->pl);
     unit_t *un = &s->units[u];
-    x->die = (uint16_t)die_of_plane(s, x->pl);
+    x->dp = (uint32_t)die_of_plane(s, x->pl) << 16 | x->page;
     x->pid = (uint8_t)plane_in_die(s, x->pl);
+    s->mpf[u * MPF_SLOTS + mpf_slot(x->dp)]++;
     if (x->kind <= TX_CWRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
@@ -286,8 +287,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
 {
     unit_t *un = &s->units[u];
     tx_t *h = &s->tx[un->q[q1].head];
-    int die = h->die;
-    uint32_t page = h->page;
+    uint32_t dp = h->dp;
     int64_t susp = 0;
     if (un->busy) {
         /* the chip is in a program/erase (service_busy_chip checked that it may be suspended): set
@@ -296,7 +296,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         un->s_n = un->n_active;
         memcpy(un->s_active, un->active, sizeof(un->active)); /* whole arrays: a fixed-size copy, inlined */
         un->in_array = 0;
-        if (s->tx[un->active[0]].die == die) {
+        if (s->tx[un->active[0]].dp >> 16 == dp >> 16) {
             un->s_state = SUSP_HELD;
             un->s_remaining = un->array_done_at - s->now;
             if (un->kind == TX_WRITE) { susp = s->susp_cmd_ns + s->c.susp_program_ns; s->program_suspends++; }
@@ -306,9 +306,10 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             un->s_done_at = un->array_done_at;
         }
     }
-    /* q1's head starts the command; then the first MP_SCAN transactions of q1 and of q2 are
-     * looked at for partners. A partner needs the same die and page offset (one test, false for
-     * most transactions: predictable) and a plane not yet taken. */
+    /* q1's head starts the command; then, if another queued transaction of the chip may have its
+     * die and page offset (the chip's counts by a hash of them), the first MP_SCAN transactions of
+     * q1 and of q2 are looked at for partners. A partner needs the same die and page offset (one
+     * test, false for most transactions: predictable) and a plane not yet taken. */
     fifo_t *f = &un->q[q1];
     unsigned planes = 1u << h->pid;
     int n = 1, P = s->P;
@@ -316,6 +317,8 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     f->head = h->next;
     if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
     h->next = -1;
+    uint32_t *cnt = &s->mpf[u * MPF_SLOTS + mpf_slot(dp)];
+    if (--*cnt == 0) P = 1;   /* no partner can be queued */
     int qs[2] = {q1, q2};
     for (int k = 0; k < 2 && n < P; k++) {
         if (qs[k] < 0) continue;
@@ -325,9 +328,10 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         while (i >= 0 && n < P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            if (((unsigned)(x->die == die) & (unsigned)(x->page == page)) && !(planes & (1u << x->pid))) {
+            if (x->dp == dp && !(planes & (1u << x->pid))) {
                 planes |= 1u << x->pid;
                 un->active[n++] = i;
+                --*cnt;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
                 x->next = -1;
@@ -445,6 +449,18 @@ void channel_kick(fl_sim *s, int c)
      * robin would come back to where it started */
     if (!ch->n_ready) return;
     int W = s->c.chips_per_channel, k = ch->rr;
+    if (W <= 64) {
+        /* the chips that may issue, from the round robin's position on (bit b: chip k + b mod W) */
+        uint64_t m = ch->rmask, r = m >> k;
+        if (k) r |= m << (W - k);
+        if (W < 64) r &= (1ull << W) - 1;
+        for (; r; r &= r - 1) {
+            int j = k + __builtin_ctzll(r);
+            if (j >= W) j -= W;
+            if (service_chip(s, (uint32_t)(c * W + j))) { ch->rr = j + 1 == W ? 0 : j + 1; return; }
+        }
+        return;
+    }
     unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {
         int j = k;

@@ -53,7 +53,12 @@ static inline int may_suspend(const fl_sim *s, const unit_t *un)
 static inline void ready_update(fl_sim *s, unit_t *un)
 {
     int r = un->qmask && !un->stuck;
-    if (r != un->ready) { un->ready = r; s->ch[un->chan].n_ready += r ? 1 : -1; }
+    if (r != un->ready) {
+        channel_t *ch = &s->ch[un->chan];
+        un->ready = r;
+        ch->n_ready += r ? 1 : -1;
+        ch->rmask ^= un->rbit;
+    }
 }
 
 /* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */

@@ -50,7 +50,8 @@ typedef struct {
     int32_t link;      /* TX_UPDREAD: the write waiting for it */
     /* TX_CWRITE keeps its data's timestamp (MQSim's DataTimeStamp) in req (high half) and link
      * (low half), and until it is dispatched its 4 KiB chunk masks in page (see cache_write_tx) */
-    uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
+    uint32_t dp;       /* die in its chip << 16 | page offset, and plane in its die (pid): cached by
+                          enqueue_tx for issue() */
     uint8_t kind, stream, pid;
     uint8_t held;      /* a write waiting for its update read */
     uint8_t placed;    /* a write that has its physical page */
@@ -75,6 +76,10 @@ typedef struct {
 
 typedef struct { int32_t head, tail; } fifo_t;
 
+/* the slot of a die and page offset key (tx_t.dp) in a chip's counts of queued transactions */
+#define MPF_SLOTS 64
+static inline uint32_t mpf_slot(uint32_t dp) { return (dp * 0x9E3779B1u) >> 26; }
+
 /* a divisor fixed at construction: sh = log2(d) when d is a power of 2 (the usual geometries), so
  * that x / d and x % d are a shift and a mask instead of a division; else -1 */
 typedef struct { uint32_t d; int sh; } fl_div_t;
@@ -90,6 +95,7 @@ typedef struct {
     int64_t start, busy_done;
     int rr;
     int n_ready;                   /* its chips with queued work that are not stuck (see unit_t.ready) */
+    uint64_t rmask;                /* the same chips as bits (bit j: its chip j), up to 64 chips a channel */
     fifo_t wait_user, wait_gc;
 } channel_t;
 
@@ -117,6 +123,7 @@ typedef struct {
     int ready;                     /* qmask && !stuck, counted in its channel's n_ready: a channel with
                                       none returns from channel_kick at once */
     int chan;
+    uint64_t rbit;                 /* its bit in its channel's rmask (0 beyond 64 chips a channel) */
     int64_t gc_ops, valid_pages, free_blocks;
 } unit_t;
 
@@ -195,6 +202,9 @@ struct fl_sim {
     fl_div_t dG, dB, dGB;          /* pages per block, blocks per plane, pages per plane */
     int ps_sh;                     /* log2(page size) when a power of 2, else -1 */
     unit_t *units;
+    /* per chip, MPF_SLOTS counts of its queued transactions by a hash of their die and page offset:
+     * issue() looks for multi-plane partners only when the head's count shows another */
+    uint32_t *mpf;
     channel_t *ch;
     stream_t *streams;
     /* pools */
