@@ -120,10 +120,11 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     /* ONFI NV-DDR2 command/address timing, MQSim's defaults (ONFI_Channel_NVDDR2.h), in ns */
     const int64_t tCS = 20, tWC = 25, tWB = 100, tRR = 20, tDBSY = 500, tADL = 70, tWPST = 6, tWPSTH = 15, tCALS = 15;
     for (int n = 1; n <= FL_MAX_PLANES; n++) {
-        s->cmd_read[n] = tCS + n * 6 * tWC + (n - 1) * tDBSY + tWB + tRR;
-        s->cmd_prog[n] = tCS + (n - 1) * (5 * tWC + tADL + tWPST + tCALS + tWB + tDBSY) + (6 * tWC + tADL + tWPST + tWPSTH + tWB);
-        s->cmd_erase[n] = tCS + n * (4 * tWC + tWB) + (n - 1) * tDBSY;
+        s->cmd_ns[0][n] = tCS + n * 6 * tWC + (n - 1) * tDBSY + tWB + tRR;
+        s->cmd_ns[1][n] = tCS + (n - 1) * (5 * tWC + tADL + tWPST + tCALS + tWB + tDBSY) + (6 * tWC + tADL + tWPST + tWPSTH + tWB);
+        s->cmd_ns[2][n] = tCS + n * (4 * tWC + tWB) + (n - 1) * tDBSY;
     }
+    s->op_ns[0] = cfg->read_ns; s->op_ns[1] = cfg->program_ns; s->op_ns[2] = cfg->erase_ns;
     s->susp_cmd_ns = tCS + 3 * tWC;
     s->xfer_ns_per_byte = 1000.0 / (cfg->channel_mtps * cfg->channel_width);
     int bits = 1;
@@ -371,8 +372,9 @@ static void on_bus_done(fl_sim *s, int c)
     uint32_t u = (uint32_t)ch->unit;
     unit_t *un = &s->units[u];
     if (ch->phase == PH_CMD) {
-        int k = un->kind == TX_READ ? 0 : un->kind == TX_WRITE ? 1 : 2;
-        int64_t op = k == 0 ? s->c.read_ns : k == 1 ? s->c.program_ns : s->c.erase_ns;
+        int k = un->kind == TX_READ ? 0 : un->kind == TX_WRITE ? 1 : 2;   /* (branches: chip_changed is
+                                                                              specialised for each kind) */
+        int64_t op = s->op_ns[k];
         un->in_array = 1;
         chip_changed(s, un);
         un->array_done_at = s->now + op;

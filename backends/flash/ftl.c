@@ -343,26 +343,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         if (f->head < 0) un->qmask &= ~(1u << qs[k]);
     }
     un->n_active = n;
-    /* the chip operation of each transaction kind */
-    static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
-                                    [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
-                                    [TX_ERASE] = TX_ERASE};
-    int kind = op_of[s->tx[un->active[0]].kind];
-    int64_t dur, op;
-    if (kind == TX_READ) {
-        un->kind = TX_READ;
-        dur = s->cmd_read[n];
-        op = s->c.read_ns;
-    } else if (kind == TX_WRITE) {
-        un->kind = TX_WRITE;
-        dur = s->cmd_prog[n];
+    static const uint8_t kind_of_op[] = {TX_READ, TX_WRITE, TX_ERASE};
+    int k = op_of_kind[s->tx[un->active[0]].kind];
+    un->kind = kind_of_op[k];
+    int64_t dur = s->cmd_ns[k][n], op = s->op_ns[k];
+    if (k == 1)
         for (int i = 0; i < n; i++) dur += xfer_ns(s, s->tx[un->active[i]].bytes);
-        op = s->c.program_ns;
-    } else {
-        un->kind = TX_ERASE;
-        dur = s->cmd_erase[n];
-        op = s->c.erase_ns;
-    }
     dur += susp;
     if (s->now + dur + op > un->exp_finish) un->exp_finish = s->now + dur + op;
     if (!un->busy) un->start = s->now;
@@ -437,10 +423,9 @@ static int service_chip(fl_sim *s, uint32_t u)
     return 0;
 }
 
-void channel_kick(fl_sim *s, int c)
+void channel_kick_run(fl_sim *s, int c)
 {
     channel_t *ch = &s->ch[c];
-    if (ch->busy) return;
     int32_t t = fifo_pop(s, &ch->wait_user);
     if (t < 0) t = fifo_pop(s, &ch->wait_gc);
     if (t >= 0) { start_dataout(s, c, t); return; }

@@ -68,6 +68,10 @@ static inline void chip_changed(fl_sim *s, unit_t *un)
     ready_update(s, un);
 }
 
+/* the chip operation of each transaction kind: 0 read, 1 program, 2 erase (its array ring) */
+static const uint8_t op_of_kind[] = {[TX_READ] = 0, [TX_WRITE] = 1, [TX_UPDREAD] = 0, [TX_CWRITE] = 1, [TX_GCREAD] = 0,
+                                     [TX_GCWRITE] = 1, [TX_ERASE] = 2};
+
 /* ---- the event queue: events leave in (time, number) order. Keys are unique, so any correct
  * priority queue hands them out in the same order; the next event is the earliest of five queues'
  * first ones. Array operations of one kind (read, program, erase) take the same time, so their ends,
@@ -112,19 +116,20 @@ FL_INTERNAL void ev_free(fl_sim *s);
 /* a bus end into its ring, from the back */
 static inline void bus_push(fl_sim *s, int64_t t, int c)
 {
-    ring_t *q = &s->bq;
-    if (q->n + 1 > q->mask) ring_grow(q);
+    ring_t *q = &s->bq;   /* room for one per channel and the end marker (ev_init): never full */
     uint64_t seq = s->seq++;
     uint32_t m = q->mask, i = (q->head + q->n) & m;
+    qev_t *r = q->r;
+    /* its number is above those of all the events there: it goes after those due by t */
     for (uint32_t k = q->n; k > 0; k--) {
         uint32_t p = (i - 1) & m;
-        if (!key_less(t, seq, q->r[p].t, q->r[p].seq)) break;
-        q->r[i] = q->r[p];
+        if (t >= r[p].t) break;
+        r[i] = r[p];
         i = p;
     }
-    q->r[i].t = t; q->r[i].seq = seq; q->r[i].arg = c;
+    r[i].t = t; r[i].seq = seq; r[i].arg = c;
     q->n++;
-    q->r[(q->head + q->n) & m] = EV_NONE;
+    r[(q->head + q->n) & m] = EV_NONE;
 }
 
 /* the end of chip u's array operation of kind k (0 read, 1 program, 2 erase), due at t = now + the
@@ -137,7 +142,7 @@ static inline void array_push(fl_sim *s, int k, int64_t t, int u)
     r->t = t; r->seq = s->seq++; r->arg = u;
     q->r[(q->head + q->n) & q->mask] = EV_NONE;
     const qev_t *m = &s->aq[s->amin].r[s->aq[s->amin].head];
-    if (q->n == 1 && key_less(t, r->seq, m->t, m->seq)) s->amin = k;
+    if (q->n == 1 && t < m->t) s->amin = k;   /* (its number is above that of any event there) */
 }
 
 /* the array ring whose first event is the earliest (after one left) */
@@ -186,7 +191,14 @@ FL_INTERNAL uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t l
  * read's data-out on channel c */
 FL_INTERNAL void enqueue_tx(fl_sim *s, int32_t t, int q);
 FL_INTERNAL void flush_dirty(fl_sim *s);
-FL_INTERNAL void channel_kick(fl_sim *s, int c);
+FL_INTERNAL void channel_kick_run(fl_sim *s, int c);
+static inline void channel_kick(fl_sim *s, int c)
+{
+    const channel_t *ch = &s->ch[c];
+    /* nothing to do (most kicks): a busy bus, no waiting data-out and no chip that may issue */
+    if (ch->busy || (!ch->n_ready && ch->wait_user.head < 0 && ch->wait_gc.head < 0)) return;
+    channel_kick_run(s, c);
+}
 FL_INTERNAL void start_dataout(fl_sim *s, int c, int32_t t);
 
 /* ---- a host page's transactions for request r: the write of [lo, hi) of page lp (placed and

@@ -181,7 +181,10 @@ struct fl_sim {
     int64_t logical_bytes;
     int32_t gc_thr_blocks;
     /* timing */
-    int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
+    /* command (bus) times of n-plane reads, programs and erases, [op][n], and their array times, [op]
+     * (op: 0 read, 1 program, 2 erase: a chip operation's array ring, see op_of_kind) */
+    int64_t cmd_ns[3][FL_MAX_PLANES + 1];
+    int64_t op_ns[3];
     double xfer_ns_per_byte;
     int64_t *xfer_sect;            /* xfer time of k 512-byte sectors, k = 0..page_size / 512 */
     /* FTL state */
