@@ -186,6 +186,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         un->rbit = cfg->chips_per_channel <= 64 ? 1ull << (u % cfg->chips_per_channel) : 0;
         un->free_blocks = (int64_t)s->D * s->P * s->B;
     }
+    s->chip_mask = cfg->chips_per_channel >= 64 ? ~0ull : (1ull << cfg->chips_per_channel) - 1;
     for (int c = 0; c < cfg->n_channels; c++) {
         channel_t *ch = &s->ch[c];
         ch->wait_user.head = ch->wait_user.tail = ch->wait_gc.head = ch->wait_gc.tail = -1;
@@ -660,17 +661,19 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
                  (unsigned long long)mapped, (long long)uf, (long long)pf);
         return -1;
     }
-    for (int u = 0; u < s->n_units; u++) {
-        uint32_t cnt[MPF_SLOTS] = {0};
+    uint32_t *cnt = calloc((size_t)s->n_units * MPF_SLOTS, sizeof(uint32_t));
+    if (!cnt) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (int u = 0; u < s->n_units; u++)
         for (int q = 0; q < N_Q; q++)
-            for (int32_t t = s->units[u].q[q].head; t >= 0; t = s->tx[t].next) cnt[mpf_slot(s->tx[t].dp)]++;
-        for (int k = 0; k < MPF_SLOTS; k++)
-            if (cnt[k] != s->mpf[u * MPF_SLOTS + k]) {
-                snprintf(err, errlen, "unit %d: %u queued transactions in partner slot %d, counted %u", u, cnt[k], k,
-                         s->mpf[u * MPF_SLOTS + k]);
-                return -1;
-            }
-    }
+            for (int32_t t = s->units[u].q[q].head; t >= 0; t = s->tx[t].next)
+                cnt[mpf_at(s, (uint32_t)u, s->tx[t].dp, s->tx[t].pid) - s->mpf]++;
+    for (size_t k = 0; k < (size_t)s->n_units * MPF_SLOTS; k++)
+        if (cnt[k] != s->mpf[k]) {
+            snprintf(err, errlen, "%u queued transactions in partner slot %zu, counted %u", cnt[k], k, s->mpf[k]);
+            free(cnt);
+            return -1;
+        }
+    free(cnt);
     for (int c = 0; c < s->c.n_channels; c++) {
         int n = 0;
         for (int k = 0; k < s->c.chips_per_channel; k++) {

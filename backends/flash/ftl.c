@@ -82,7 +82,7 @@ static int ring_init(ring_t *q, uint32_t n)
 {
     q->head = q->n = 0;
     q->mask = n - 1;
-    q->r = malloc(n * sizeof(qev_t));
+    q->r = q->hp = malloc(n * sizeof(qev_t));
     if (q->r) q->r[0] = EV_NONE;
     return q->r ? 0 : -1;
 }
@@ -95,7 +95,7 @@ void ring_grow(ring_t *q)
     for (uint32_t i = 0; i < q->n; i++) r[i] = q->r[(q->head + i) & q->mask];
     r[q->n] = EV_NONE;
     free(q->r);
-    q->r = r;
+    q->r = q->hp = r;
     q->head = 0;
     q->mask = 2 * cap - 1;
 }
@@ -113,6 +113,7 @@ int ev_init(fl_sim *s)
     if (ring_init(&s->bq, n) < 0) return -1;
     for (int k = 0; k < 3; k++)
         if (ring_init(&s->aq[k], na) < 0) return -1;
+    s->ahp = s->aq[s->amin].hp;
     return 0;
 }
 
@@ -252,7 +253,7 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     unit_t *un = &s->units[u];
     x->dp = (uint32_t)die_of_plane(s, x->pl) << 16 | x->page;
     x->pid = (uint8_t)plane_in_die(s, x->pl);
-    s->mpf[u * MPF_SLOTS + mpf_slot(x->dp)]++;
+    (*mpf_at(s, u, x->dp, x->pid))++;
     if (x->kind <= TX_CWRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
@@ -306,8 +307,8 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             un->s_done_at = un->array_done_at;
         }
     }
-    /* q1's head starts the command; then, if another queued transaction of the chip may have its
-     * die and page offset (the chip's counts by a hash of them), the first MP_SCAN transactions of
+    /* q1's head starts the command; then, if a queued transaction of the chip on another plane may
+     * have its die and page offset (the counts by a hash of them), the first MP_SCAN transactions of
      * q1 and of q2 are looked at for partners. A partner needs the same die and page offset (one
      * test, false for most transactions: predictable) and a plane not yet taken. */
     fifo_t *f = &un->q[q1];
@@ -317,8 +318,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     f->head = h->next;
     if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
     h->next = -1;
-    uint32_t *cnt = &s->mpf[u * MPF_SLOTS + mpf_slot(dp)];
-    if (--*cnt == 0) P = 1;   /* no partner can be queued */
+    (*mpf_at(s, u, dp, h->pid))--;
+    int other = 0;            /* whether a transaction of another plane may be queued */
+    if (P == 2) other = *mpf_at(s, u, dp, h->pid ^ 1u) != 0;
+    else
+        for (int p = 0; p < P; p++) other |= p != h->pid && *mpf_at(s, u, dp, (uint32_t)p);
+    if (!other) P = 1;        /* no partner is queued */
     int qs[2] = {q1, q2};
     for (int k = 0; k < 2 && n < P; k++) {
         if (qs[k] < 0) continue;
@@ -331,7 +336,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             if (x->dp == dp && !(planes & (1u << x->pid))) {
                 planes |= 1u << x->pid;
                 un->active[n++] = i;
-                --*cnt;
+                (*mpf_at(s, u, dp, x->pid))--;
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
                 x->next = -1;
@@ -400,7 +405,7 @@ static int service_busy_chip(fl_sim *s, uint32_t u)
 }
 
 /* MQSim's TSU_Priority_OutOfOrder with non-preemptive GC: read, else write, else erase. */
-static int service_chip(fl_sim *s, uint32_t u)
+static FL_ALWAYS_INLINE int service_chip(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
     if (un->busy) {
@@ -436,9 +441,7 @@ void channel_kick_run(fl_sim *s, int c)
     int W = s->c.chips_per_channel, k = ch->rr;
     if (W <= 64) {
         /* the chips that may issue, from the round robin's position on (bit b: chip k + b mod W) */
-        uint64_t m = ch->rmask, r = m >> k;
-        if (k) r |= m << (W - k);
-        if (W < 64) r &= (1ull << W) - 1;
+        uint64_t m = ch->rmask, r = (m >> k | (m << 1) << (W - 1 - k)) & s->chip_mask;
         for (; r; r &= r - 1) {
             int j = k + __builtin_ctzll(r);
             if (j >= W) j -= W;

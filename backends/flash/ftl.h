@@ -137,18 +137,18 @@ static inline void bus_push(fl_sim *s, int64_t t, int c)
 static inline void array_push(fl_sim *s, int k, int64_t t, int u)
 {
     ring_t *q = &s->aq[k];
-    if (q->n + 1 > q->mask) ring_grow(q);
+    if (q->n + 1 > q->mask) { ring_grow(q); s->ahp = s->aq[s->amin].hp; }
     qev_t *r = &q->r[(q->head + q->n++) & q->mask];
     r->t = t; r->seq = s->seq++; r->arg = u;
     q->r[(q->head + q->n) & q->mask] = EV_NONE;
-    const qev_t *m = &s->aq[s->amin].r[s->aq[s->amin].head];
-    if (q->n == 1 && t < m->t) s->amin = k;   /* (its number is above that of any event there) */
+    /* (its number is above that of any event queued) */
+    if (q->n == 1 && t < s->ahp->t) { s->amin = k; s->ahp = q->hp; }
 }
 
 /* the array ring whose first event is the earliest (after one left) */
 static inline int array_min(const fl_sim *s)
 {
-    const qev_t *a = &s->aq[0].r[s->aq[0].head], *b = &s->aq[1].r[s->aq[1].head], *c = &s->aq[2].r[s->aq[2].head];
+    const qev_t *a = s->aq[0].hp, *b = s->aq[1].hp, *c = s->aq[2].hp;
     int k = key_less(b->t, b->seq, a->t, a->seq);
     if (k) a = b;
     return key_less(c->t, c->seq, a->t, a->seq) ? 2 : k;
@@ -162,10 +162,10 @@ static inline void ev_push(fl_sim *s, int64_t t, int type, int arg) { heap_inser
 static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
 {
     if (s->top_taken) heap_settle(s);
-    ring_t *q = &s->bq, *a = &s->aq[s->amin];
-    const qev_t *b = &q->r[q->head], *x = &a->r[a->head];
+    ring_t *q = &s->bq;
+    const qev_t *b = q->hp, *x = s->ahp;
     int arr = key_less(x->t, x->seq, b->t, b->seq);
-    if (arr) { b = x; q = a; }
+    if (arr) { b = x; q = &s->aq[s->amin]; }
     if (key_less(s->heap[0].t, s->heap[0].seq, b->t, b->seq)) {
         if (s->heap[0].t > T) return 0;
         *e = s->heap[0];
@@ -175,8 +175,9 @@ static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
     if (b->t > T || b->t == INT64_MAX) return 0;
     e->t = b->t; e->seq = b->seq; e->type = arr ? EV_ARRAY : EV_BUS; e->arg = b->arg;
     q->head = (q->head + 1) & q->mask;
+    q->hp = &q->r[q->head];
     q->n--;
-    if (arr) s->amin = array_min(s);
+    if (arr) { s->amin = array_min(s); s->ahp = s->aq[s->amin].hp; }
     return 1;
 }
 

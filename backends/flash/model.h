@@ -76,9 +76,7 @@ typedef struct {
 
 typedef struct { int32_t head, tail; } fifo_t;
 
-/* the slot of a die and page offset key (tx_t.dp) in a chip's counts of queued transactions */
-#define MPF_SLOTS 64
-static inline uint32_t mpf_slot(uint32_t dp) { return (dp * 0x9E3779B1u) >> 26; }
+
 
 /* a divisor fixed at construction: sh = log2(d) when d is a power of 2 (the usual geometries), so
  * that x / d and x % d are a shift and a mask instead of a division; else -1 */
@@ -87,7 +85,7 @@ typedef struct { uint32_t d; int sh; } fl_div_t;
 /* A time-ordered ring of events of one kind (the earliest at head); the slot after the last holds
  * EV_NONE, so that an empty ring's head reads as later than any event. */
 typedef struct { int64_t t; uint64_t seq; int32_t arg; } qev_t;
-typedef struct { qev_t *r; uint32_t head, n, mask; } ring_t;
+typedef struct { qev_t *r, *hp; uint32_t head, n, mask; } ring_t;   /* hp: &r[head] */
 
 typedef struct {
     int busy, phase;
@@ -205,10 +203,11 @@ struct fl_sim {
     fl_div_t dG, dB, dGB;          /* pages per block, blocks per plane, pages per plane */
     int ps_sh;                     /* log2(page size) when a power of 2, else -1 */
     unit_t *units;
-    /* per chip, MPF_SLOTS counts of its queued transactions by a hash of their die and page offset:
-     * issue() looks for multi-plane partners only when the head's count shows another */
-    uint32_t *mpf;
+    /* counts of the chips' queued transactions by a hash of their chip, die, page offset and plane
+     * (mpf_at): issue() looks for multi-plane partners only when one of another plane may be queued */
+    uint32_t *mpf;                 /* MPF_SLOTS counts a chip */
     channel_t *ch;
+    uint64_t chip_mask;            /* the bits of a channel's chips in its rmask (up to 64 chips) */
     stream_t *streams;
     /* pools */
     tx_t *tx;
@@ -219,6 +218,7 @@ struct fl_sim {
      * in a binary heap */
     ring_t bq, aq[3];
     int amin;                      /* the array ring whose first event is the earliest */
+    const qev_t *ahp;              /* that event: aq[amin].hp */
     ev_t *heap;
     size_t heap_n, heap_cap;
     int top_taken;                 /* heap[0] is the event being handled (see heap_insert) */
@@ -306,6 +306,15 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
     uint8_t *b = a + (bit >> 3);
     uint64_t mask = ((1ull << w) - 1) << (bit & 7);
     store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
+}
+
+#define MPF_BITS 9
+#define MPF_SLOTS (1 << MPF_BITS)
+/* the count of chip u's queued transactions of die and page offset dp (tx_t.dp) and plane pid, with
+ * those of any other key that shares its slot */
+static inline uint32_t *mpf_at(const fl_sim *s, uint32_t u, uint32_t dp, uint32_t pid)
+{
+    return &s->mpf[(size_t)u * MPF_SLOTS + (((dp << 3 | pid) * 0x9E3779B1u) >> (32 - MPF_BITS))];
 }
 
 /* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
