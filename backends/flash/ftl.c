@@ -253,7 +253,7 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     unit_t *un = &s->units[u];
     x->dp = (uint32_t)die_of_plane(s, x->pl) << 16 | x->page;
     x->pid = (uint8_t)plane_in_die(s, x->pl);
-    (*mpf_at(s, u, x->dp, x->pid))++;
+    mpf_inc(mpf_at(s, u, x->dp, x->pid));
     if (x->kind <= TX_CWRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
@@ -318,7 +318,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     f->head = h->next;
     if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
     h->next = -1;
-    (*mpf_at(s, u, dp, h->pid))--;
+    mpf_dec(mpf_at(s, u, dp, h->pid));
     int other = 0;            /* whether a transaction of another plane may be queued */
     if (P == 2) other = *mpf_at(s, u, dp, h->pid ^ 1u) != 0;
     else
@@ -336,7 +336,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             if (x->dp == dp && !(planes & (1u << x->pid))) {
                 planes |= 1u << x->pid;
                 un->active[n++] = i;
-                (*mpf_at(s, u, dp, x->pid))--;
+                mpf_dec(mpf_at(s, u, dp, x->pid));
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
                 x->next = -1;

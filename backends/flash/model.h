@@ -205,7 +205,7 @@ struct fl_sim {
     unit_t *units;
     /* counts of the chips' queued transactions by a hash of their chip, die, page offset and plane
      * (mpf_at): issue() looks for multi-plane partners only when one of another plane may be queued */
-    uint32_t *mpf;                 /* MPF_SLOTS counts a chip */
+    uint8_t *mpf;                  /* MPF_SLOTS counts a chip; one that reaches 255 stays there (mpf_inc) */
     channel_t *ch;
     uint64_t chip_mask;            /* the bits of a channel's chips in its rmask (up to 64 chips) */
     stream_t *streams;
@@ -312,10 +312,13 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
 #define MPF_SLOTS (1 << MPF_BITS)
 /* the count of chip u's queued transactions of die and page offset dp (tx_t.dp) and plane pid, with
  * those of any other key that shares its slot */
-static inline uint32_t *mpf_at(const fl_sim *s, uint32_t u, uint32_t dp, uint32_t pid)
+static inline uint8_t *mpf_at(const fl_sim *s, uint32_t u, uint32_t dp, uint32_t pid)
 {
     return &s->mpf[(size_t)u * MPF_SLOTS + (((dp << 3 | pid) * 0x9E3779B1u) >> (32 - MPF_BITS))];
 }
+/* a count up or down; one that reached 255 stays there ("may be queued" for good) */
+static inline void mpf_inc(uint8_t *c) { *c += *c != 255; }
+static inline void mpf_dec(uint8_t *c) { *c -= *c != 255; }
 
 /* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
  * untouched parts of a large device cost neither time nor resident memory. */
