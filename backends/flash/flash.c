@@ -203,6 +203,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         st->n_units = s->n_units;
         for (int k = 0; k < s->n_units; k++)
             st->units[k] = (k % cfg->n_channels) * cfg->chips_per_channel + k / cfg->n_channels;
+        cwdp_build(s, st);
     }
     s->tx_free = s->rq_free = -1;
     s->rng = cfg->seed ^ 0x5DEECE66Dull;
@@ -219,6 +220,8 @@ void fl_free(fl_sim *s)
     if (!s) return;
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->mpf); free(s->ch);
+    if (s->streams)
+        for (int i = 0; i < s->c.n_streams; i++) free(s->streams[i].cwdp);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq);
     ev_free(s);
     free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);
@@ -545,6 +548,7 @@ int fl_set_units(fl_sim *s, int stream, const int32_t *units, int n, char *err, 
     for (int chip = 0; chip < W; chip++)
         for (int c = 0; c < C; c++)
             if (seen[c * W + chip]) st->units[st->n_units++] = c * W + chip;
+    cwdp_build(s, st);
     return 0;
 }
 

@@ -469,6 +469,21 @@ static int plane_has_room(const fl_sim *s, uint32_t pl, int stream)
 /* The plane of a host write: CWDP over the stream's units (channel fastest, then chip, die, plane).
  * When that plane is full of valid data (its units took more than their share of the stream's
  * data), the next plane in the stream's CWDP sequence with room, then any plane of the device. */
+static inline uint32_t cwdp_plane(const fl_sim *s, const stream_t *st, uint32_t l)
+{
+    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    return ((uint32_t)st->units[l % nu] * D + (l / nu) % D) * P + (l / (nu * D)) % P;
+}
+
+void cwdp_build(fl_sim *s, stream_t *st)
+{
+    uint32_t span = (uint32_t)st->n_units * (uint32_t)s->D * (uint32_t)s->P;
+    free(st->cwdp);
+    st->cwdp = span <= CWDP_TABLE ? malloc(span * sizeof(uint32_t)) : NULL;
+    if (st->cwdp)
+        for (uint32_t l = 0; l < span; l++) st->cwdp[l] = cwdp_plane(s, st, l);
+}
+
 uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
 {
     uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
@@ -476,7 +491,7 @@ uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
     uint32_t span = nu * D * P;
     for (uint32_t k = 0; k < span; k++) {
         uint32_t l = (lpn + k) % span;
-        uint32_t pl = ((uint32_t)st->units[l % nu] * D + (l / nu) % D) * P + (l / (nu * D)) % P;
+        uint32_t pl = st->cwdp ? st->cwdp[l] : cwdp_plane(s, st, l);
         if (plane_has_room(s, pl, si)) return pl;
     }
     for (uint32_t pl = 0; pl < (uint32_t)s->n_planes; pl++)

@@ -186,6 +186,10 @@ static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
 FL_INTERNAL int place_write(fl_sim *s, int32_t t);
 FL_INTERNAL void gc_check(fl_sim *s, uint32_t pl);
 FL_INTERNAL uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn);
+/* the stream's table of its CWDP sequence, after its units changed (none, and write_plane computes
+ * each step, when the sequence is longer than CWDP_TABLE or out of memory) */
+#define CWDP_TABLE 4096
+FL_INTERNAL void cwdp_build(fl_sim *s, stream_t *st);
 
 /* ---- scheduling: a transaction into chip queue q; the kick of the channels touched while
  * batching (s->batching); a channel's kick (a waiting data-out, else a chip's next command); a

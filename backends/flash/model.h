@@ -168,6 +168,8 @@ typedef struct {
     int64_t ev_pending_t;          /* time of a scheduled EV_ARRIVE, -1 none */
     int n_units;
     int32_t units[1024];
+    uint32_t *cwdp;                /* the plane of each step of its CWDP sequence (write_plane), NULL when
+                                      that sequence is longer than CWDP_TABLE */
     fl_stream_stats st;
 } stream_t;
 
