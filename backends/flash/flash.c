@@ -231,7 +231,7 @@ void fl_free(fl_sim *s)
 
 /* ------------------------------------------------------------------ host side */
 
-static void log_latency(fl_sim *s, double us, double dev_us, int stream)
+static inline void log_latency(fl_sim *s, double us, double dev_us, int stream)
 {
     if (s->lat_n == s->lat_cap) {
         s->lat_cap = s->lat_cap ? 2 * s->lat_cap : 4096;

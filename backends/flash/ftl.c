@@ -192,10 +192,10 @@ int place_write(fl_sim *s, int32_t t)
     return 1;
 }
 
-void gc_check(fl_sim *s, uint32_t pl)
+/* (gc_check: the plane has no victim and fewer free blocks than the threshold) */
+void gc_start(fl_sim *s, uint32_t pl)
 {
     plane_t *p = &s->planes[pl];
-    if (p->victim >= 0 || p->n_free >= s->gc_thr_blocks) return;
     uint32_t base = pl * (uint32_t)s->B;
     int32_t best = -1;
     uint32_t bestv = 0x7FFFFFFF;
@@ -349,7 +349,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     }
     un->n_active = n;
     static const uint8_t kind_of_op[] = {TX_READ, TX_WRITE, TX_ERASE};
-    int k = op_of_kind[s->tx[un->active[0]].kind];
+    int k = op_of_kind[h->kind];   /* (h is active[0]) */
     un->kind = kind_of_op[k];
     int64_t dur = s->cmd_ns[k][n], op = s->op_ns[k];
     if (k == 1)
@@ -361,7 +361,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     chip_changed(s, un);
     un->fg_active = 1;
     un->pending_out = 0;
-    un->active_stream = s->tx[un->active[0]].stream;
+    un->active_stream = h->stream;
     bus_start(s, channel_of_unit(s, u), PH_CMD, (int32_t)u, -1, dur);
 }
 
@@ -531,6 +531,15 @@ static inline void range_chunks(const fl_sim *s, int64_t lo, int64_t hi, unsigne
     int64_t ps = s->c.page_size;
     *full = *any = 0;
     if (!s->cbits) { *full = (lo == 0 && hi == ps) ? 1u : 0u; *any = 1u; return; }
+    if ((int64_t)s->cbits * 4096 >= ps) {
+        /* the chunks cover the page (the last ends at its end): touched from lo's to (hi - 1)'s,
+         * covered from the first starting at or after lo to the last ending at or before hi */
+        int a0 = (int)(lo >> 12), a1 = (int)((hi - 1) >> 12);
+        int f0 = (int)((lo + 4095) >> 12), f1 = hi == ps ? s->cbits - 1 : (int)(hi >> 12) - 1;
+        *any = ((2u << a1) - 1) & ~((1u << a0) - 1);
+        if (f1 >= f0) *full = ((2u << f1) - 1) & ~((1u << f0) - 1);
+        return;
+    }
     for (int k = 0; k < s->cbits; k++) {
         int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
         if (lo <= c0 && hi >= c1) *full |= 1u << k;

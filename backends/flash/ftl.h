@@ -184,7 +184,12 @@ static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
 /* ---- FTL: a write's physical page (0: stalled until its plane frees a block); a plane's GC check;
  * the plane of a host write of lpn */
 FL_INTERNAL int place_write(fl_sim *s, int32_t t);
-FL_INTERNAL void gc_check(fl_sim *s, uint32_t pl);
+FL_INTERNAL void gc_start(fl_sim *s, uint32_t pl);
+static inline void gc_check(fl_sim *s, uint32_t pl)
+{
+    const plane_t *p = &s->planes[pl];
+    if (p->victim < 0 && p->n_free < s->gc_thr_blocks) gc_start(s, pl);
+}
 FL_INTERNAL uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn);
 /* the stream's table of its CWDP sequence, after its units changed (none, and write_plane computes
  * each step, when the sequence is longer than CWDP_TABLE or out of memory) */
