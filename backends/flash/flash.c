@@ -453,17 +453,48 @@ static void on_dram_done(fl_sim *s, int32_t d)
 void fl_run_until(fl_sim *s, double t_us)
 {
     int64_t T = (int64_t)llround(t_us * 1000.0);
-    ev_t e;
-    while (ev_next(s, T, &e)) {
-        s->now = e.t;
-        switch (e.type) {
-        case EV_ARRIVE:
-            if (s->streams[e.arg].ev_pending_t == e.t) s->streams[e.arg].ev_pending_t = -1;
-            try_admit(s, e.arg);
-            break;
-        case EV_BUS: on_bus_done(s, e.arg); break;
-        case EV_ARRAY: on_array_done(s, (uint32_t)e.arg); break;
-        default: on_dram_done(s, e.arg); break; /* EV_DRAM */
+    /* the next event is the earliest of the bus ring's first, the earliest array ring's first and
+     * the heap's root (ftl.h), each handled in a branch of its own; a ring's event leaves it at once,
+     * the heap's stays at the root while it is handled (heap_insert) */
+    for (;;) {
+        if (s->top_taken) heap_settle(s);
+        const qev_t *b = s->bq.hp, *x = s->ahp;
+        const ev_t *h = &s->heap[0];
+        if (key_less(x->t, x->seq, b->t, b->seq)) {
+            if (key_less(h->t, h->seq, x->t, x->seq)) goto heap;
+            if (x->t > T || x->t == INT64_MAX) break;
+            s->now = x->t;
+            uint32_t u = (uint32_t)x->arg;
+            ring_t *a = &s->aq[s->amin];
+            a->head = (a->head + 1) & a->mask;
+            a->hp = &a->r[a->head];
+            a->n--;
+            s->amin = array_min(s);
+            s->ahp = s->aq[s->amin].hp;
+            on_array_done(s, u);
+            continue;
+        }
+        if (key_less(h->t, h->seq, b->t, b->seq)) goto heap;
+        if (b->t > T || b->t == INT64_MAX) break;
+        s->now = b->t;
+        int c = b->arg;
+        s->bq.head = (s->bq.head + 1) & s->bq.mask;
+        s->bq.hp = &s->bq.r[s->bq.head];
+        s->bq.n--;
+        on_bus_done(s, c);
+        continue;
+    heap:
+        if (h->t > T) break;
+        s->top_taken = 1;
+        s->now = h->t;
+        int arg = h->arg;
+        if (h->type == EV_ARRIVE) {
+            if (s->streams[arg].ev_pending_t == s->now) s->streams[arg].ev_pending_t = -1;
+            try_admit(s, arg);
+        } else if (h->type == EV_ARRAY) {
+            on_array_done(s, (uint32_t)arg);
+        } else {
+            on_dram_done(s, arg);
         }
     }
     if (T > s->now) s->now = T;

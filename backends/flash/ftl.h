@@ -79,7 +79,7 @@ static const uint8_t op_of_kind[] = {[TX_READ] = 0, [TX_WRITE] = 1, [TX_UPDREAD]
  * events and at most one per channel, are placed in a ring from its back (a new one is due after
  * most of those there). The others (a resumed operation's end, arrivals, DRAM transfers) wait in a
  * binary heap, whose event being handled stays at its root until the handler inserts one there
- * (which takes its place); ev_next drops it otherwise. */
+ * (which takes its place); the event loop (fl_run_until) drops it otherwise. */
 
 static const qev_t EV_NONE = {INT64_MAX, UINT64_MAX, 0};
 
@@ -156,30 +156,6 @@ static inline int array_min(const fl_sim *s)
 
 /* an arrival, a DRAM transfer or a resumed operation's end, numbered now, into the heap */
 static inline void ev_push(fl_sim *s, int64_t t, int type, int arg) { heap_insert(s, ev_make(s, t, type, arg)); }
-
-/* The event loop's next event, if one is due by T (into *e): first the heap event just handled
- * leaves, if nothing took its place. A ring's event leaves it at once. */
-static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
-{
-    if (s->top_taken) heap_settle(s);
-    ring_t *q = &s->bq;
-    const qev_t *b = q->hp, *x = s->ahp;
-    int arr = key_less(x->t, x->seq, b->t, b->seq);
-    if (arr) { b = x; q = &s->aq[s->amin]; }
-    if (key_less(s->heap[0].t, s->heap[0].seq, b->t, b->seq)) {
-        if (s->heap[0].t > T) return 0;
-        *e = s->heap[0];
-        s->top_taken = 1;
-        return 1;
-    }
-    if (b->t > T || b->t == INT64_MAX) return 0;
-    e->t = b->t; e->seq = b->seq; e->type = arr ? EV_ARRAY : EV_BUS; e->arg = b->arg;
-    q->head = (q->head + 1) & q->mask;
-    q->hp = &q->r[q->head];
-    q->n--;
-    if (arr) { s->amin = array_min(s); s->ahp = s->aq[s->amin].hp; }
-    return 1;
-}
 
 /* ---- FTL: a write's physical page (0: stalled until its plane frees a block); a plane's GC check;
  * the plane of a host write of lpn */
