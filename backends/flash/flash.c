@@ -505,27 +505,34 @@ double fl_now_us(const fl_sim *s) { return (double)s->now / 1000.0; }
 int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, const int64_t *offset,
               const int64_t *size, const uint8_t *is_write, char *err, size_t errlen)
 {
-    /* validate everything first so that a bad request leaves the simulator unchanged */
+    /* validate everything first so that a bad request leaves the simulator unchanged (the arrival
+     * times in ns, computed once, kept in tn for the second pass) */
+    int64_t *tn = malloc((n ? n : 1) * sizeof(int64_t));
+    if (!tn) { snprintf(err, errlen, "out of memory"); return -1; }
     int64_t last[FL_MAX_STREAMS];
     for (int i = 0; i < s->c.n_streams; i++) last[i] = s->streams[i].last_t_ns;
     for (size_t i = 0; i < n; i++) {
         if (stream[i] < 0 || stream[i] >= s->c.n_streams) {
             snprintf(err, errlen, "request %zu: stream %d does not exist (n_streams=%d)", i, stream[i], s->c.n_streams);
+            free(tn);
             return -1;
         }
         if (!(t_us[i] >= 0) || !isfinite(t_us[i])) {
             snprintf(err, errlen, "request %zu: time_us %g must be finite and >= 0", i, t_us[i]);
+            free(tn);
             return -1;
         }
         if (size[i] <= 0 || offset[i] < 0 || offset[i] > s->logical_bytes - size[i]) {
             snprintf(err, errlen, "request %zu: offset %lld + size %lld is past the logical capacity of %lld bytes "
                      "(or size <= 0)", i, (long long)offset[i], (long long)size[i], (long long)s->logical_bytes);
+            free(tn);
             return -1;
         }
-        int64_t t = (int64_t)llround(t_us[i] * 1000.0);
+        int64_t t = tn[i] = (int64_t)llround(t_us[i] * 1000.0);
         if (t < last[stream[i]]) {
             snprintf(err, errlen, "request %zu: time_us %g of stream %d is before that stream's previous request",
                      i, t_us[i], stream[i]);
+            free(tn);
             return -1;
         }
         last[stream[i]] = t;
@@ -533,13 +540,14 @@ int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, co
     for (size_t i = 0; i < n; i++) {
         int32_t r = rq_alloc(s);
         req_t *q = &s->rq[r];
-        q->arr_ns = (int64_t)llround(t_us[i] * 1000.0);
+        q->arr_ns = tn[i];
         q->off = offset[i]; q->size = size[i]; q->write = is_write[i] ? 1 : 0; q->stream = (uint16_t)stream[i];
         stream_t *st = &s->streams[stream[i]];
         st->last_t_ns = q->arr_ns;
         if (st->pending.tail < 0) st->pending.head = r; else s->rq[st->pending.tail].next = r;
         st->pending.tail = r;
     }
+    free(tn);
     for (int i = 0; i < s->c.n_streams; i++) {
         stream_t *st = &s->streams[i];
         if (st->pending.head < 0 || st->inflight >= st->qd) continue;
