@@ -120,10 +120,11 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     /* ONFI NV-DDR2 command/address timing, MQSim's defaults (ONFI_Channel_NVDDR2.h), in ns */
     const int64_t tCS = 20, tWC = 25, tWB = 100, tRR = 20, tDBSY = 500, tADL = 70, tWPST = 6, tWPSTH = 15, tCALS = 15;
     for (int n = 1; n <= FL_MAX_PLANES; n++) {
-        s->cmd_read[n] = tCS + n * 6 * tWC + (n - 1) * tDBSY + tWB + tRR;
-        s->cmd_prog[n] = tCS + (n - 1) * (5 * tWC + tADL + tWPST + tCALS + tWB + tDBSY) + (6 * tWC + tADL + tWPST + tWPSTH + tWB);
-        s->cmd_erase[n] = tCS + n * (4 * tWC + tWB) + (n - 1) * tDBSY;
+        s->cmd_ns[0][n] = tCS + n * 6 * tWC + (n - 1) * tDBSY + tWB + tRR;
+        s->cmd_ns[1][n] = tCS + (n - 1) * (5 * tWC + tADL + tWPST + tCALS + tWB + tDBSY) + (6 * tWC + tADL + tWPST + tWPSTH + tWB);
+        s->cmd_ns[2][n] = tCS + n * (4 * tWC + tWB) + (n - 1) * tDBSY;
     }
+    s->op_ns[0] = cfg->read_ns; s->op_ns[1] = cfg->program_ns; s->op_ns[2] = cfg->erase_ns;
     s->susp_cmd_ns = tCS + 3 * tWC;
     s->xfer_ns_per_byte = 1000.0 / (cfg->channel_mtps * cfg->channel_width);
     int bits = 1;
@@ -143,6 +144,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     s->gc_wf = malloc(nf * sizeof(frontier_t));
     s->planes = calloc((size_t)s->n_planes, sizeof(plane_t));
     s->units = calloc((size_t)s->n_units, sizeof(unit_t));
+    s->mpf = calloc((size_t)s->n_units * MPF_SLOTS, 1);
     s->dG = fl_div_make((uint32_t)s->G);
     s->dB = fl_div_make((uint32_t)s->B);
     s->dGB = fl_div_make((uint32_t)s->G * (uint32_t)s->B);
@@ -163,7 +165,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
             s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
     if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
-        || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->ch || !s->streams || !s->dirty || !s->dirty_list
+        || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->mpf || !s->ch || !s->streams || !s->dirty || !s->dirty_list
         || ev_init(s) < 0) {
         fl_free(s);
         snprintf(err, errlen, "out of memory for the geometry (%llu physical pages)", (unsigned long long)cfg->n_channels);
@@ -181,8 +183,10 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
         un->qmask = 0;
         un->chan = u / cfg->chips_per_channel;
+        un->rbit = cfg->chips_per_channel <= 64 ? 1ull << (u % cfg->chips_per_channel) : 0;
         un->free_blocks = (int64_t)s->D * s->P * s->B;
     }
+    s->chip_mask = cfg->chips_per_channel >= 64 ? ~0ull : (1ull << cfg->chips_per_channel) - 1;
     for (int c = 0; c < cfg->n_channels; c++) {
         channel_t *ch = &s->ch[c];
         ch->wait_user.head = ch->wait_user.tail = ch->wait_gc.head = ch->wait_gc.tail = -1;
@@ -199,6 +203,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
         st->n_units = s->n_units;
         for (int k = 0; k < s->n_units; k++)
             st->units[k] = (k % cfg->n_channels) * cfg->chips_per_channel + k / cfg->n_channels;
+        cwdp_build(s, st);
     }
     s->tx_free = s->rq_free = -1;
     s->rng = cfg->seed ^ 0x5DEECE66Dull;
@@ -214,7 +219,9 @@ void fl_free(fl_sim *s)
 {
     if (!s) return;
     free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
-    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->ch);
+    free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->mpf); free(s->ch);
+    if (s->streams)
+        for (int i = 0; i < s->c.n_streams; i++) free(s->streams[i].cwdp);
     free(s->streams); free(s->dirty); free(s->dirty_list); free(s->tx); free(s->rq);
     ev_free(s);
     free(s->lat); free(s->dev_lat); free(s->lat_stream); free(s->xfer_sect);
@@ -224,7 +231,7 @@ void fl_free(fl_sim *s)
 
 /* ------------------------------------------------------------------ host side */
 
-static void log_latency(fl_sim *s, double us, double dev_us, int stream)
+static inline void log_latency(fl_sim *s, double us, double dev_us, int stream)
 {
     if (s->lat_n == s->lat_cap) {
         s->lat_cap = s->lat_cap ? 2 * s->lat_cap : 4096;
@@ -307,6 +314,9 @@ static FL_ALWAYS_INLINE void finish_request(fl_sim *s, int32_t r)
     int si = q->stream;
     q->next = s->rq_free; s->rq_free = r;
     st->inflight--;
+    /* try_admit has nothing to do when no request waits or the next one's arrival is scheduled */
+    int32_t h = st->pending.head;
+    if (h < 0 || (s->rq[h].arr_ns > s->now && st->ev_pending_t >= 0 && st->ev_pending_t <= s->rq[h].arr_ns)) return;
     try_admit(s, si);
 }
 
@@ -369,8 +379,9 @@ static void on_bus_done(fl_sim *s, int c)
     uint32_t u = (uint32_t)ch->unit;
     unit_t *un = &s->units[u];
     if (ch->phase == PH_CMD) {
-        int k = un->kind == TX_READ ? 0 : un->kind == TX_WRITE ? 1 : 2;
-        int64_t op = k == 0 ? s->c.read_ns : k == 1 ? s->c.program_ns : s->c.erase_ns;
+        int k = un->kind == TX_READ ? 0 : un->kind == TX_WRITE ? 1 : 2;   /* (branches: chip_changed is
+                                                                              specialised for each kind) */
+        int64_t op = s->op_ns[k];
         un->in_array = 1;
         chip_changed(s, un);
         un->array_done_at = s->now + op;
@@ -442,17 +453,48 @@ static void on_dram_done(fl_sim *s, int32_t d)
 void fl_run_until(fl_sim *s, double t_us)
 {
     int64_t T = (int64_t)llround(t_us * 1000.0);
-    ev_t e;
-    while (ev_next(s, T, &e)) {
-        s->now = e.t;
-        switch (e.type) {
-        case EV_ARRIVE:
-            if (s->streams[e.arg].ev_pending_t == e.t) s->streams[e.arg].ev_pending_t = -1;
-            try_admit(s, e.arg);
-            break;
-        case EV_BUS: on_bus_done(s, e.arg); break;
-        case EV_ARRAY: on_array_done(s, (uint32_t)e.arg); break;
-        default: on_dram_done(s, e.arg); break; /* EV_DRAM */
+    /* the next event is the earliest of the bus ring's first, the earliest array ring's first and
+     * the heap's root (ftl.h), each handled in a branch of its own; a ring's event leaves it at once,
+     * the heap's stays at the root while it is handled (heap_insert) */
+    for (;;) {
+        if (s->top_taken) heap_settle(s);
+        const qev_t *b = s->bq.hp, *x = s->ahp;
+        const ev_t *h = &s->heap[0];
+        if (key_less(x->t, x->seq, b->t, b->seq)) {
+            if (key_less(h->t, h->seq, x->t, x->seq)) goto heap;
+            if (x->t > T || x->t == INT64_MAX) break;
+            s->now = x->t;
+            uint32_t u = (uint32_t)x->arg;
+            ring_t *a = &s->aq[s->amin];
+            a->head = (a->head + 1) & a->mask;
+            a->hp = &a->r[a->head];
+            a->n--;
+            s->amin = array_min(s);
+            s->ahp = s->aq[s->amin].hp;
+            on_array_done(s, u);
+            continue;
+        }
+        if (key_less(h->t, h->seq, b->t, b->seq)) goto heap;
+        if (b->t > T || b->t == INT64_MAX) break;
+        s->now = b->t;
+        int c = b->arg;
+        s->bq.head = (s->bq.head + 1) & s->bq.mask;
+        s->bq.hp = &s->bq.r[s->bq.head];
+        s->bq.n--;
+        on_bus_done(s, c);
+        continue;
+    heap:
+        if (h->t > T) break;
+        s->top_taken = 1;
+        s->now = h->t;
+        int arg = h->arg;
+        if (h->type == EV_ARRIVE) {
+            if (s->streams[arg].ev_pending_t == s->now) s->streams[arg].ev_pending_t = -1;
+            try_admit(s, arg);
+        } else if (h->type == EV_ARRAY) {
+            on_array_done(s, (uint32_t)arg);
+        } else {
+            on_dram_done(s, arg);
         }
     }
     if (T > s->now) s->now = T;
@@ -463,27 +505,34 @@ double fl_now_us(const fl_sim *s) { return (double)s->now / 1000.0; }
 int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, const int64_t *offset,
               const int64_t *size, const uint8_t *is_write, char *err, size_t errlen)
 {
-    /* validate everything first so that a bad request leaves the simulator unchanged */
+    /* validate everything first so that a bad request leaves the simulator unchanged (the arrival
+     * times in ns, computed once, kept in tn for the second pass) */
+    int64_t *tn = malloc((n ? n : 1) * sizeof(int64_t));
+    if (!tn) { snprintf(err, errlen, "out of memory"); return -1; }
     int64_t last[FL_MAX_STREAMS];
     for (int i = 0; i < s->c.n_streams; i++) last[i] = s->streams[i].last_t_ns;
     for (size_t i = 0; i < n; i++) {
         if (stream[i] < 0 || stream[i] >= s->c.n_streams) {
             snprintf(err, errlen, "request %zu: stream %d does not exist (n_streams=%d)", i, stream[i], s->c.n_streams);
+            free(tn);
             return -1;
         }
         if (!(t_us[i] >= 0) || !isfinite(t_us[i])) {
             snprintf(err, errlen, "request %zu: time_us %g must be finite and >= 0", i, t_us[i]);
+            free(tn);
             return -1;
         }
         if (size[i] <= 0 || offset[i] < 0 || offset[i] > s->logical_bytes - size[i]) {
             snprintf(err, errlen, "request %zu: offset %lld + size %lld is past the logical capacity of %lld bytes "
                      "(or size <= 0)", i, (long long)offset[i], (long long)size[i], (long long)s->logical_bytes);
+            free(tn);
             return -1;
         }
-        int64_t t = (int64_t)llround(t_us[i] * 1000.0);
+        int64_t t = tn[i] = (int64_t)llround(t_us[i] * 1000.0);
         if (t < last[stream[i]]) {
             snprintf(err, errlen, "request %zu: time_us %g of stream %d is before that stream's previous request",
                      i, t_us[i], stream[i]);
+            free(tn);
             return -1;
         }
         last[stream[i]] = t;
@@ -491,13 +540,14 @@ int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, co
     for (size_t i = 0; i < n; i++) {
         int32_t r = rq_alloc(s);
         req_t *q = &s->rq[r];
-        q->arr_ns = (int64_t)llround(t_us[i] * 1000.0);
+        q->arr_ns = tn[i];
         q->off = offset[i]; q->size = size[i]; q->write = is_write[i] ? 1 : 0; q->stream = (uint16_t)stream[i];
         stream_t *st = &s->streams[stream[i]];
         st->last_t_ns = q->arr_ns;
         if (st->pending.tail < 0) st->pending.head = r; else s->rq[st->pending.tail].next = r;
         st->pending.tail = r;
     }
+    free(tn);
     for (int i = 0; i < s->c.n_streams; i++) {
         stream_t *st = &s->streams[i];
         if (st->pending.head < 0 || st->inflight >= st->qd) continue;
@@ -537,6 +587,7 @@ int fl_set_units(fl_sim *s, int stream, const int32_t *units, int n, char *err, 
     for (int chip = 0; chip < W; chip++)
         for (int c = 0; c < C; c++)
             if (seen[c * W + chip]) st->units[st->n_units++] = c * W + chip;
+    cwdp_build(s, st);
     return 0;
 }
 
@@ -656,6 +707,19 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
                  (unsigned long long)mapped, (long long)uf, (long long)pf);
         return -1;
     }
+    uint32_t *cnt = calloc((size_t)s->n_units * MPF_SLOTS, sizeof(uint32_t));
+    if (!cnt) { snprintf(err, errlen, "out of memory"); return -1; }
+    for (int u = 0; u < s->n_units; u++)
+        for (int q = 0; q < N_Q; q++)
+            for (int32_t t = s->units[u].q[q].head; t >= 0; t = s->tx[t].next)
+                cnt[mpf_at(s, (uint32_t)u, s->tx[t].dp, s->tx[t].pid) - s->mpf]++;
+    for (size_t k = 0; k < (size_t)s->n_units * MPF_SLOTS; k++)
+        if (s->mpf[k] != 255 && cnt[k] != s->mpf[k]) {   /* (255: saturated, any count) */
+            snprintf(err, errlen, "%u queued transactions in partner slot %zu, counted %u", cnt[k], k, s->mpf[k]);
+            free(cnt);
+            return -1;
+        }
+    free(cnt);
     for (int c = 0; c < s->c.n_channels; c++) {
         int n = 0;
         for (int k = 0; k < s->c.chips_per_channel; k++) {
@@ -666,6 +730,14 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
                 return -1;
             }
             n += un->ready;
+        }
+        uint64_t m = 0;
+        for (int k = 0; k < s->c.chips_per_channel && k < 64; k++)
+            if (s->units[c * s->c.chips_per_channel + k].ready) m |= 1ull << k;
+        if (s->c.chips_per_channel > 64) m = 0;
+        if (m != s->ch[c].rmask) {
+            snprintf(err, errlen, "channel %d: mask of chips ready disagrees with their flags", c);
+            return -1;
         }
         if (n != s->ch[c].n_ready) {
             snprintf(err, errlen, "channel %d counts %d chips ready, %d are", c, s->ch[c].n_ready, n);

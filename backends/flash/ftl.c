@@ -82,7 +82,7 @@ static int ring_init(ring_t *q, uint32_t n)
 {
     q->head = q->n = 0;
     q->mask = n - 1;
-    q->r = malloc(n * sizeof(qev_t));
+    q->r = q->hp = malloc(n * sizeof(qev_t));
     if (q->r) q->r[0] = EV_NONE;
     return q->r ? 0 : -1;
 }
@@ -95,7 +95,7 @@ void ring_grow(ring_t *q)
     for (uint32_t i = 0; i < q->n; i++) r[i] = q->r[(q->head + i) & q->mask];
     r[q->n] = EV_NONE;
     free(q->r);
-    q->r = r;
+    q->r = q->hp = r;
     q->head = 0;
     q->mask = 2 * cap - 1;
 }
@@ -113,6 +113,7 @@ int ev_init(fl_sim *s)
     if (ring_init(&s->bq, n) < 0) return -1;
     for (int k = 0; k < 3; k++)
         if (ring_init(&s->aq[k], na) < 0) return -1;
+    s->ahp = s->aq[s->amin].hp;
     return 0;
 }
 
@@ -191,10 +192,10 @@ int place_write(fl_sim *s, int32_t t)
     return 1;
 }
 
-void gc_check(fl_sim *s, uint32_t pl)
+/* (gc_check: the plane has no victim and fewer free blocks than the threshold) */
+void gc_start(fl_sim *s, uint32_t pl)
 {
     plane_t *p = &s->planes[pl];
-    if (p->victim >= 0 || p->n_free >= s->gc_thr_blocks) return;
     uint32_t base = pl * (uint32_t)s->B;
     int32_t best = -1;
     uint32_t bestv = 0x7FFFFFFF;
@@ -250,8 +251,9 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     tx_t *x = &s->tx[t];
     uint32_t u = unit_of_plane(s, x->pl);
     unit_t *un = &s->units[u];
-    x->die = (uint16_t)die_of_plane(s, x->pl);
+    x->dp = (uint32_t)die_of_plane(s, x->pl) << 16 | x->page;
     x->pid = (uint8_t)plane_in_die(s, x->pl);
+    mpf_inc(mpf_at(s, u, x->dp, x->pid));
     if (x->kind <= TX_CWRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
@@ -286,8 +288,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
 {
     unit_t *un = &s->units[u];
     tx_t *h = &s->tx[un->q[q1].head];
-    int die = h->die;
-    uint32_t page = h->page;
+    uint32_t dp = h->dp;
     int64_t susp = 0;
     if (un->busy) {
         /* the chip is in a program/erase (service_busy_chip checked that it may be suspended): set
@@ -296,7 +297,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         un->s_n = un->n_active;
         memcpy(un->s_active, un->active, sizeof(un->active)); /* whole arrays: a fixed-size copy, inlined */
         un->in_array = 0;
-        if (s->tx[un->active[0]].die == die) {
+        if (s->tx[un->active[0]].dp >> 16 == dp >> 16) {
             un->s_state = SUSP_HELD;
             un->s_remaining = un->array_done_at - s->now;
             if (un->kind == TX_WRITE) { susp = s->susp_cmd_ns + s->c.susp_program_ns; s->program_suspends++; }
@@ -306,9 +307,10 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             un->s_done_at = un->array_done_at;
         }
     }
-    /* q1's head starts the command; then the first MP_SCAN transactions of q1 and of q2 are
-     * looked at for partners. A partner needs the same die and page offset (one test, false for
-     * most transactions: predictable) and a plane not yet taken. */
+    /* q1's head starts the command; then, if a queued transaction of the chip on another plane may
+     * have its die and page offset (the counts by a hash of them), the first MP_SCAN transactions of
+     * q1 and of q2 are looked at for partners. A partner needs the same die and page offset (one
+     * test, false for most transactions: predictable) and a plane not yet taken. */
     fifo_t *f = &un->q[q1];
     unsigned planes = 1u << h->pid;
     int n = 1, P = s->P;
@@ -316,6 +318,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     f->head = h->next;
     if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
     h->next = -1;
+    mpf_dec(mpf_at(s, u, dp, h->pid));
+    int other = 0;            /* whether a transaction of another plane may be queued */
+    if (P == 2) other = *mpf_at(s, u, dp, h->pid ^ 1u) != 0;
+    else
+        for (int p = 0; p < P; p++) other |= p != h->pid && *mpf_at(s, u, dp, (uint32_t)p);
+    if (!other) P = 1;        /* no partner is queued */
     int qs[2] = {q1, q2};
     for (int k = 0; k < 2 && n < P; k++) {
         if (qs[k] < 0) continue;
@@ -325,9 +333,10 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         while (i >= 0 && n < P && scanned++ < MP_SCAN) {
             tx_t *x = &s->tx[i];
             int32_t nx = x->next;
-            if (((unsigned)(x->die == die) & (unsigned)(x->page == page)) && !(planes & (1u << x->pid))) {
+            if (x->dp == dp && !(planes & (1u << x->pid))) {
                 planes |= 1u << x->pid;
                 un->active[n++] = i;
+                mpf_dec(mpf_at(s, u, dp, x->pid));
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
                 x->next = -1;
@@ -339,26 +348,12 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
         if (f->head < 0) un->qmask &= ~(1u << qs[k]);
     }
     un->n_active = n;
-    /* the chip operation of each transaction kind */
-    static const uint8_t op_of[] = {[TX_READ] = TX_READ, [TX_WRITE] = TX_WRITE, [TX_UPDREAD] = TX_READ,
-                                    [TX_CWRITE] = TX_WRITE, [TX_GCREAD] = TX_READ, [TX_GCWRITE] = TX_WRITE,
-                                    [TX_ERASE] = TX_ERASE};
-    int kind = op_of[s->tx[un->active[0]].kind];
-    int64_t dur, op;
-    if (kind == TX_READ) {
-        un->kind = TX_READ;
-        dur = s->cmd_read[n];
-        op = s->c.read_ns;
-    } else if (kind == TX_WRITE) {
-        un->kind = TX_WRITE;
-        dur = s->cmd_prog[n];
+    static const uint8_t kind_of_op[] = {TX_READ, TX_WRITE, TX_ERASE};
+    int k = op_of_kind[h->kind];   /* (h is active[0]) */
+    un->kind = kind_of_op[k];
+    int64_t dur = s->cmd_ns[k][n], op = s->op_ns[k];
+    if (k == 1)
         for (int i = 0; i < n; i++) dur += xfer_ns(s, s->tx[un->active[i]].bytes);
-        op = s->c.program_ns;
-    } else {
-        un->kind = TX_ERASE;
-        dur = s->cmd_erase[n];
-        op = s->c.erase_ns;
-    }
     dur += susp;
     if (s->now + dur + op > un->exp_finish) un->exp_finish = s->now + dur + op;
     if (!un->busy) un->start = s->now;
@@ -366,7 +361,7 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
     chip_changed(s, un);
     un->fg_active = 1;
     un->pending_out = 0;
-    un->active_stream = s->tx[un->active[0]].stream;
+    un->active_stream = h->stream;
     bus_start(s, channel_of_unit(s, u), PH_CMD, (int32_t)u, -1, dur);
 }
 
@@ -410,7 +405,7 @@ static int service_busy_chip(fl_sim *s, uint32_t u)
 }
 
 /* MQSim's TSU_Priority_OutOfOrder with non-preemptive GC: read, else write, else erase. */
-static int service_chip(fl_sim *s, uint32_t u)
+static FL_ALWAYS_INLINE int service_chip(fl_sim *s, uint32_t u)
 {
     unit_t *un = &s->units[u];
     if (un->busy) {
@@ -433,10 +428,9 @@ static int service_chip(fl_sim *s, uint32_t u)
     return 0;
 }
 
-void channel_kick(fl_sim *s, int c)
+void channel_kick_run(fl_sim *s, int c)
 {
     channel_t *ch = &s->ch[c];
-    if (ch->busy) return;
     int32_t t = fifo_pop(s, &ch->wait_user);
     if (t < 0) t = fifo_pop(s, &ch->wait_gc);
     if (t >= 0) { start_dataout(s, c, t); return; }
@@ -445,6 +439,16 @@ void channel_kick(fl_sim *s, int c)
      * robin would come back to where it started */
     if (!ch->n_ready) return;
     int W = s->c.chips_per_channel, k = ch->rr;
+    if (W <= 64) {
+        /* the chips that may issue, from the round robin's position on (bit b: chip k + b mod W) */
+        uint64_t m = ch->rmask, r = (m >> k | (m << 1) << (W - 1 - k)) & s->chip_mask;
+        for (; r; r &= r - 1) {
+            int j = k + __builtin_ctzll(r);
+            if (j >= W) j -= W;
+            if (service_chip(s, (uint32_t)(c * W + j))) { ch->rr = j + 1 == W ? 0 : j + 1; return; }
+        }
+        return;
+    }
     unit_t *un0 = &s->units[c * W];
     for (int i = 0; i < W; i++) {
         int j = k;
@@ -465,6 +469,21 @@ static int plane_has_room(const fl_sim *s, uint32_t pl, int stream)
 /* The plane of a host write: CWDP over the stream's units (channel fastest, then chip, die, plane).
  * When that plane is full of valid data (its units took more than their share of the stream's
  * data), the next plane in the stream's CWDP sequence with room, then any plane of the device. */
+static inline uint32_t cwdp_plane(const fl_sim *s, const stream_t *st, uint32_t l)
+{
+    uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
+    return ((uint32_t)st->units[l % nu] * D + (l / nu) % D) * P + (l / (nu * D)) % P;
+}
+
+void cwdp_build(fl_sim *s, stream_t *st)
+{
+    uint32_t span = (uint32_t)st->n_units * (uint32_t)s->D * (uint32_t)s->P;
+    free(st->cwdp);
+    st->cwdp = span <= CWDP_TABLE ? malloc(span * sizeof(uint32_t)) : NULL;
+    if (st->cwdp)
+        for (uint32_t l = 0; l < span; l++) st->cwdp[l] = cwdp_plane(s, st, l);
+}
+
 uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
 {
     uint32_t nu = (uint32_t)st->n_units, D = (uint32_t)s->D, P = (uint32_t)s->P;
@@ -472,7 +491,7 @@ uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn)
     uint32_t span = nu * D * P;
     for (uint32_t k = 0; k < span; k++) {
         uint32_t l = (lpn + k) % span;
-        uint32_t pl = ((uint32_t)st->units[l % nu] * D + (l / nu) % D) * P + (l / (nu * D)) % P;
+        uint32_t pl = st->cwdp ? st->cwdp[l] : cwdp_plane(s, st, l);
         if (plane_has_room(s, pl, si)) return pl;
     }
     for (uint32_t pl = 0; pl < (uint32_t)s->n_planes; pl++)
@@ -512,6 +531,15 @@ static inline void range_chunks(const fl_sim *s, int64_t lo, int64_t hi, unsigne
     int64_t ps = s->c.page_size;
     *full = *any = 0;
     if (!s->cbits) { *full = (lo == 0 && hi == ps) ? 1u : 0u; *any = 1u; return; }
+    if ((int64_t)s->cbits * 4096 >= ps) {
+        /* the chunks cover the page (the last ends at its end): touched from lo's to (hi - 1)'s,
+         * covered from the first starting at or after lo to the last ending at or before hi */
+        int a0 = (int)(lo >> 12), a1 = (int)((hi - 1) >> 12);
+        int f0 = (int)((lo + 4095) >> 12), f1 = hi == ps ? s->cbits - 1 : (int)(hi >> 12) - 1;
+        *any = ((2u << a1) - 1) & ~((1u << a0) - 1);
+        if (f1 >= f0) *full = ((2u << f1) - 1) & ~((1u << f0) - 1);
+        return;
+    }
     for (int k = 0; k < s->cbits; k++) {
         int64_t c0 = (int64_t)k * 4096, c1 = c0 + 4096 > ps ? ps : c0 + 4096;
         if (lo <= c0 && hi >= c1) *full |= 1u << k;

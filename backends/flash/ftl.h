@@ -53,7 +53,12 @@ static inline int may_suspend(const fl_sim *s, const unit_t *un)
 static inline void ready_update(fl_sim *s, unit_t *un)
 {
     int r = un->qmask && !un->stuck;
-    if (r != un->ready) { un->ready = r; s->ch[un->chan].n_ready += r ? 1 : -1; }
+    if (r != un->ready) {
+        channel_t *ch = &s->ch[un->chan];
+        un->ready = r;
+        ch->n_ready += r ? 1 : -1;
+        ch->rmask ^= un->rbit;
+    }
 }
 
 /* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */
@@ -63,6 +68,10 @@ static inline void chip_changed(fl_sim *s, unit_t *un)
     ready_update(s, un);
 }
 
+/* the chip operation of each transaction kind: 0 read, 1 program, 2 erase (its array ring) */
+static const uint8_t op_of_kind[] = {[TX_READ] = 0, [TX_WRITE] = 1, [TX_UPDREAD] = 0, [TX_CWRITE] = 1, [TX_GCREAD] = 0,
+                                     [TX_GCWRITE] = 1, [TX_ERASE] = 2};
+
 /* ---- the event queue: events leave in (time, number) order. Keys are unique, so any correct
  * priority queue hands them out in the same order; the next event is the earliest of five queues'
  * first ones. Array operations of one kind (read, program, erase) take the same time, so their ends,
@@ -70,7 +79,7 @@ static inline void chip_changed(fl_sim *s, unit_t *un)
  * events and at most one per channel, are placed in a ring from its back (a new one is due after
  * most of those there). The others (a resumed operation's end, arrivals, DRAM transfers) wait in a
  * binary heap, whose event being handled stays at its root until the handler inserts one there
- * (which takes its place); ev_next drops it otherwise. */
+ * (which takes its place); the event loop (fl_run_until) drops it otherwise. */
 
 static const qev_t EV_NONE = {INT64_MAX, UINT64_MAX, 0};
 
@@ -107,19 +116,20 @@ FL_INTERNAL void ev_free(fl_sim *s);
 /* a bus end into its ring, from the back */
 static inline void bus_push(fl_sim *s, int64_t t, int c)
 {
-    ring_t *q = &s->bq;
-    if (q->n + 1 > q->mask) ring_grow(q);
+    ring_t *q = &s->bq;   /* room for one per channel and the end marker (ev_init): never full */
     uint64_t seq = s->seq++;
     uint32_t m = q->mask, i = (q->head + q->n) & m;
+    qev_t *r = q->r;
+    /* its number is above those of all the events there: it goes after those due by t */
     for (uint32_t k = q->n; k > 0; k--) {
         uint32_t p = (i - 1) & m;
-        if (!key_less(t, seq, q->r[p].t, q->r[p].seq)) break;
-        q->r[i] = q->r[p];
+        if (t >= r[p].t) break;
+        r[i] = r[p];
         i = p;
     }
-    q->r[i].t = t; q->r[i].seq = seq; q->r[i].arg = c;
+    r[i].t = t; r[i].seq = seq; r[i].arg = c;
     q->n++;
-    q->r[(q->head + q->n) & m] = EV_NONE;
+    r[(q->head + q->n) & m] = EV_NONE;
 }
 
 /* the end of chip u's array operation of kind k (0 read, 1 program, 2 erase), due at t = now + the
@@ -127,18 +137,18 @@ static inline void bus_push(fl_sim *s, int64_t t, int c)
 static inline void array_push(fl_sim *s, int k, int64_t t, int u)
 {
     ring_t *q = &s->aq[k];
-    if (q->n + 1 > q->mask) ring_grow(q);
+    if (q->n + 1 > q->mask) { ring_grow(q); s->ahp = s->aq[s->amin].hp; }
     qev_t *r = &q->r[(q->head + q->n++) & q->mask];
     r->t = t; r->seq = s->seq++; r->arg = u;
     q->r[(q->head + q->n) & q->mask] = EV_NONE;
-    const qev_t *m = &s->aq[s->amin].r[s->aq[s->amin].head];
-    if (q->n == 1 && key_less(t, r->seq, m->t, m->seq)) s->amin = k;
+    /* (its number is above that of any event queued) */
+    if (q->n == 1 && t < s->ahp->t) { s->amin = k; s->ahp = q->hp; }
 }
 
 /* the array ring whose first event is the earliest (after one left) */
 static inline int array_min(const fl_sim *s)
 {
-    const qev_t *a = &s->aq[0].r[s->aq[0].head], *b = &s->aq[1].r[s->aq[1].head], *c = &s->aq[2].r[s->aq[2].head];
+    const qev_t *a = s->aq[0].hp, *b = s->aq[1].hp, *c = s->aq[2].hp;
     int k = key_less(b->t, b->seq, a->t, a->seq);
     if (k) a = b;
     return key_less(c->t, c->seq, a->t, a->seq) ? 2 : k;
@@ -147,41 +157,34 @@ static inline int array_min(const fl_sim *s)
 /* an arrival, a DRAM transfer or a resumed operation's end, numbered now, into the heap */
 static inline void ev_push(fl_sim *s, int64_t t, int type, int arg) { heap_insert(s, ev_make(s, t, type, arg)); }
 
-/* The event loop's next event, if one is due by T (into *e): first the heap event just handled
- * leaves, if nothing took its place. A ring's event leaves it at once. */
-static inline int ev_next(fl_sim *s, int64_t T, ev_t *e)
-{
-    if (s->top_taken) heap_settle(s);
-    ring_t *q = &s->bq, *a = &s->aq[s->amin];
-    const qev_t *b = &q->r[q->head], *x = &a->r[a->head];
-    int arr = key_less(x->t, x->seq, b->t, b->seq);
-    if (arr) { b = x; q = a; }
-    if (key_less(s->heap[0].t, s->heap[0].seq, b->t, b->seq)) {
-        if (s->heap[0].t > T) return 0;
-        *e = s->heap[0];
-        s->top_taken = 1;
-        return 1;
-    }
-    if (b->t > T || b->t == INT64_MAX) return 0;
-    e->t = b->t; e->seq = b->seq; e->type = arr ? EV_ARRAY : EV_BUS; e->arg = b->arg;
-    q->head = (q->head + 1) & q->mask;
-    q->n--;
-    if (arr) s->amin = array_min(s);
-    return 1;
-}
-
 /* ---- FTL: a write's physical page (0: stalled until its plane frees a block); a plane's GC check;
  * the plane of a host write of lpn */
 FL_INTERNAL int place_write(fl_sim *s, int32_t t);
-FL_INTERNAL void gc_check(fl_sim *s, uint32_t pl);
+FL_INTERNAL void gc_start(fl_sim *s, uint32_t pl);
+static inline void gc_check(fl_sim *s, uint32_t pl)
+{
+    const plane_t *p = &s->planes[pl];
+    if (p->victim < 0 && p->n_free < s->gc_thr_blocks) gc_start(s, pl);
+}
 FL_INTERNAL uint32_t write_plane(const fl_sim *s, const stream_t *st, uint32_t lpn);
+/* the stream's table of its CWDP sequence, after its units changed (none, and write_plane computes
+ * each step, when the sequence is longer than CWDP_TABLE or out of memory) */
+#define CWDP_TABLE 4096
+FL_INTERNAL void cwdp_build(fl_sim *s, stream_t *st);
 
 /* ---- scheduling: a transaction into chip queue q; the kick of the channels touched while
  * batching (s->batching); a channel's kick (a waiting data-out, else a chip's next command); a
  * read's data-out on channel c */
 FL_INTERNAL void enqueue_tx(fl_sim *s, int32_t t, int q);
 FL_INTERNAL void flush_dirty(fl_sim *s);
-FL_INTERNAL void channel_kick(fl_sim *s, int c);
+FL_INTERNAL void channel_kick_run(fl_sim *s, int c);
+static inline void channel_kick(fl_sim *s, int c)
+{
+    const channel_t *ch = &s->ch[c];
+    /* nothing to do (most kicks): a busy bus, no waiting data-out and no chip that may issue */
+    if (ch->busy || (!ch->n_ready && ch->wait_user.head < 0 && ch->wait_gc.head < 0)) return;
+    channel_kick_run(s, c);
+}
 FL_INTERNAL void start_dataout(fl_sim *s, int c, int32_t t);
 
 /* ---- a host page's transactions for request r: the write of [lo, hi) of page lp (placed and

@@ -50,7 +50,8 @@ typedef struct {
     int32_t link;      /* TX_UPDREAD: the write waiting for it */
     /* TX_CWRITE keeps its data's timestamp (MQSim's DataTimeStamp) in req (high half) and link
      * (low half), and until it is dispatched its 4 KiB chunk masks in page (see cache_write_tx) */
-    uint16_t die;      /* die in its chip and plane in its die, cached by enqueue_tx for issue() */
+    uint32_t dp;       /* die in its chip << 16 | page offset, and plane in its die (pid): cached by
+                          enqueue_tx for issue() */
     uint8_t kind, stream, pid;
     uint8_t held;      /* a write waiting for its update read */
     uint8_t placed;    /* a write that has its physical page */
@@ -75,6 +76,8 @@ typedef struct {
 
 typedef struct { int32_t head, tail; } fifo_t;
 
+
+
 /* a divisor fixed at construction: sh = log2(d) when d is a power of 2 (the usual geometries), so
  * that x / d and x % d are a shift and a mask instead of a division; else -1 */
 typedef struct { uint32_t d; int sh; } fl_div_t;
@@ -82,7 +85,7 @@ typedef struct { uint32_t d; int sh; } fl_div_t;
 /* A time-ordered ring of events of one kind (the earliest at head); the slot after the last holds
  * EV_NONE, so that an empty ring's head reads as later than any event. */
 typedef struct { int64_t t; uint64_t seq; int32_t arg; } qev_t;
-typedef struct { qev_t *r; uint32_t head, n, mask; } ring_t;
+typedef struct { qev_t *r, *hp; uint32_t head, n, mask; } ring_t;   /* hp: &r[head] */
 
 typedef struct {
     int busy, phase;
@@ -90,6 +93,7 @@ typedef struct {
     int64_t start, busy_done;
     int rr;
     int n_ready;                   /* its chips with queued work that are not stuck (see unit_t.ready) */
+    uint64_t rmask;                /* the same chips as bits (bit j: its chip j), up to 64 chips a channel */
     fifo_t wait_user, wait_gc;
 } channel_t;
 
@@ -117,6 +121,7 @@ typedef struct {
     int ready;                     /* qmask && !stuck, counted in its channel's n_ready: a channel with
                                       none returns from channel_kick at once */
     int chan;
+    uint64_t rbit;                 /* its bit in its channel's rmask (0 beyond 64 chips a channel) */
     int64_t gc_ops, valid_pages, free_blocks;
 } unit_t;
 
@@ -163,6 +168,8 @@ typedef struct {
     int64_t ev_pending_t;          /* time of a scheduled EV_ARRIVE, -1 none */
     int n_units;
     int32_t units[1024];
+    uint32_t *cwdp;                /* the plane of each step of its CWDP sequence (write_plane), NULL when
+                                      that sequence is longer than CWDP_TABLE */
     fl_stream_stats st;
 } stream_t;
 
@@ -174,7 +181,10 @@ struct fl_sim {
     int64_t logical_bytes;
     int32_t gc_thr_blocks;
     /* timing */
-    int64_t cmd_read[FL_MAX_PLANES + 1], cmd_prog[FL_MAX_PLANES + 1], cmd_erase[FL_MAX_PLANES + 1];
+    /* command (bus) times of n-plane reads, programs and erases, [op][n], and their array times, [op]
+     * (op: 0 read, 1 program, 2 erase: a chip operation's array ring, see op_of_kind) */
+    int64_t cmd_ns[3][FL_MAX_PLANES + 1];
+    int64_t op_ns[3];
     double xfer_ns_per_byte;
     int64_t *xfer_sect;            /* xfer time of k 512-byte sectors, k = 0..page_size / 512 */
     /* FTL state */
@@ -195,7 +205,11 @@ struct fl_sim {
     fl_div_t dG, dB, dGB;          /* pages per block, blocks per plane, pages per plane */
     int ps_sh;                     /* log2(page size) when a power of 2, else -1 */
     unit_t *units;
+    /* counts of the chips' queued transactions by a hash of their chip, die, page offset and plane
+     * (mpf_at): issue() looks for multi-plane partners only when one of another plane may be queued */
+    uint8_t *mpf;                  /* MPF_SLOTS counts a chip; one that reaches 255 stays there (mpf_inc) */
     channel_t *ch;
+    uint64_t chip_mask;            /* the bits of a channel's chips in its rmask (up to 64 chips) */
     stream_t *streams;
     /* pools */
     tx_t *tx;
@@ -206,6 +220,7 @@ struct fl_sim {
      * in a binary heap */
     ring_t bq, aq[3];
     int amin;                      /* the array ring whose first event is the earliest */
+    const qev_t *ahp;              /* that event: aq[amin].hp */
     ev_t *heap;
     size_t heap_n, heap_cap;
     int top_taken;                 /* heap[0] is the event being handled (see heap_insert) */
@@ -294,6 +309,18 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
     uint64_t mask = ((1ull << w) - 1) << (bit & 7);
     store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
 }
+
+#define MPF_BITS 9
+#define MPF_SLOTS (1 << MPF_BITS)
+/* the count of chip u's queued transactions of die and page offset dp (tx_t.dp) and plane pid, with
+ * those of any other key that shares its slot */
+static inline uint8_t *mpf_at(const fl_sim *s, uint32_t u, uint32_t dp, uint32_t pid)
+{
+    return &s->mpf[(size_t)u * MPF_SLOTS + (((dp << 3 | pid) * 0x9E3779B1u) >> (32 - MPF_BITS))];
+}
+/* a count up or down; one that reached 255 stays there ("may be queued" for good) */
+static inline void mpf_inc(uint8_t *c) { *c += *c != 255; }
+static inline void mpf_dec(uint8_t *c) { *c -= *c != 255; }
 
 /* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
  * untouched parts of a large device cost neither time nor resident memory. */
