@@ -515,36 +515,20 @@ static int lru_pop(hss *h, int d, uint64_t *page, hss_page **pg)
 }
 
 /* Pop up to k live pages of device d as k calls of lru_pop would (pages[] and pgs[] from `n` on);
- * the queue's position and length in locals meanwhile. The entries are looked up a window at a time
- * before any of them is tested, so the misses on their records overlap instead of each waiting for
- * the test before it (the lookups only read the page table). Returns the new count. */
-#define HSS_POP_WINDOW 16
+ * the queue's position and length in locals meanwhile. Returns the new count. */
 static uint64_t lru_pop_n(hss *h, int d, uint64_t n, uint64_t k, uint64_t *pages, hss_page **pgs)
 {
     hss_lru *q = &h->lru[d];
     const hss_lru_ent *buf = q->buf;
     uint64_t head = q->head, len = q->len, mask = q->cap - 1;
-    const unsigned dev = (unsigned)d + 1;
     while (n < k && len) {
-        hss_page *win[HSS_POP_WINDOW];
-        uint64_t m = k - n + (k - n) / 4 + 1; /* a guess: a few entries are dead */
-        if (m > HSS_POP_WINDOW)
-            m = HSS_POP_WINDOW;
-        if (m > len)
-            m = len;
-        for (uint64_t i = 0; i < m; i++) {
-            win[i] = pt_get(&h->pt, buf[(head + i) & mask] >> HSS_STAMP_BITS);
-            __builtin_prefetch(win[i]);
-        }
-        for (uint64_t i = 0; i < m && n < k; i++) {
-            hss_lru_ent e = buf[head];
-            head = (head + 1) & mask;
-            len--;
-            hss_page *pg = win[i]; /* lru_live */
-            if (pg && pg->dev == dev && (pg->last_access & HSS_STAMP_MASK) == (e & HSS_STAMP_MASK)) {
-                pages[n] = e >> HSS_STAMP_BITS;
-                pgs[n++] = pg;
-            }
+        hss_lru_ent e = buf[head];
+        head = (head + 1) & mask;
+        len--;
+        hss_page *pg = lru_live(h, e, d);
+        if (pg) {
+            pages[n] = e >> HSS_STAMP_BITS;
+            pgs[n++] = pg;
         }
     }
     q->head = head;
