@@ -178,15 +178,16 @@ static int vec_step_one(hss_vec *v, int k)
 
 /* The first lookup of a slot's step misses the caches (each env's page table is its own, far
  * larger than the caches beyond a few envs): the next request's first page (hss_begin, then its
- * features). It is a chain of dependent misses (hss_prefetch), so it is prefetched one level per
- * slot stepped before it: the slot HSS_VEC_AHEAD - 1 ahead gets level 0 (the request's trace
- * entries), the next slot the last level (the page's record). Slots of this range only: another
+ * features). It is a chain of dependent misses (hss_prefetch_step), so it is prefetched one level
+ * per slot stepped before it: the slot HSS_VEC_AHEAD - 1 ahead gets level 0 (the request's trace
+ * entries), the next slot the last level (the page's record), each level carrying on from what the
+ * one before found (the slot's pf, valid in this call only). Slots of this range only: another
  * thread's slots change meanwhile. */
 #define HSS_VEC_AHEAD 6
 
 static void vec_prefetch(const hss_vec *v, int k, int level)
 {
-    const hss_vec_slot *s = &v->s[k];
+    hss_vec_slot *s = &v->s[k];
     long long i = s->i + 1;
     if (v->skip[k] || i >= s->end)
         return;
@@ -208,9 +209,10 @@ static void vec_prefetch(const hss_vec *v, int k, int level)
         __builtin_prefetch(&h->lru[0]);
         __builtin_prefetch(&h->dev[0].chan_free);
         __builtin_prefetch(&h->dev[h->home].chan_free);
-        hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
-    } else {
-        hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
+        s->pf_call = v->calls;
+        hss_prefetch_step(s->h, &s->pf, (uint64_t)s->off[i] >> 12, 0);
+    } else if (s->pf_call == v->calls) {
+        hss_prefetch_step(s->h, &s->pf, (uint64_t)s->off[i] >> 12, level - 1);
     }
 }
 
@@ -414,6 +416,7 @@ int hss_vec_set_threads(hss_vec *v, int nthreads)
 
 int hss_vec_step(hss_vec *v, int *bad)
 {
+    v->calls++; /* the slots' prefetch states of the call before are stale */
 #ifdef HSS_VEC_THREADS
     if (v->pool)
         return pool_step(v->pool, bad);
