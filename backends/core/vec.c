@@ -185,34 +185,48 @@ static int vec_step_one(hss_vec *v, int k)
  * thread's slots change meanwhile. */
 #define HSS_VEC_AHEAD 6
 
+#define HSS_VEC_PF_FIELDS (-2) /* a slot's pf.level after level 0: the core's fields next */
+
+/* The core's fields the step updates on every request (the counters, the fast device's LRU queue
+ * and both devices' timing state), and the first level of the lookup. */
+static void vec_prefetch_fields(hss_vec_slot *s)
+{
+    const hss *h = s->h;
+    __builtin_prefetch(&h->c);
+    __builtin_prefetch(&h->lru[0]);
+    __builtin_prefetch(&h->dev[0].chan_free);
+    __builtin_prefetch(&h->dev[h->home].chan_free);
+    hss_prefetch_step(h, &s->pf, (uint64_t)s->off[s->i + 1] >> 12, 0);
+}
+
+/* One more level for slot k (`level` 0: the first, else the next one); a slot first met at a
+ * later level (the first slots of a range) starts there. */
 static void vec_prefetch(const hss_vec *v, int k, int level)
 {
     hss_vec_slot *s = &v->s[k];
-    long long i = s->i + 1;
-    if (v->skip[k] || i >= s->end)
-        return;
-    if (level == 0) {
+    if (s->pf_call != v->calls) {
+        long long i = s->i + 1;
+        if (v->skip[k] || i >= s->end)
+            return;
+        s->pf_call = v->calls;
+        if (level > 0) {
+            vec_prefetch_fields(s);
+            return;
+        }
         __builtin_prefetch(&s->t[i]);
         __builtin_prefetch(&s->op[i]);
         __builtin_prefetch(&s->off[i]);
         __builtin_prefetch(&s->size[i]);
-        /* the core's fields the step reads first: the page table's directory (hss_prefetch's
-         * next level reads it) and the request being finished, and the env's state */
+        /* the core's fields the step reads first: the page table's directory (the lookup's first
+         * level reads it) and the request being finished, and the env's state */
         __builtin_prefetch(&s->h->pt);
         __builtin_prefetch(&s->h->cur);
         __builtin_prefetch(s->e);
-    } else if (level == 1) {
-        /* what hss_finish updates on every request: the counters, the fast device's LRU queue
-         * and its timing state */
-        const hss *h = s->h;
-        __builtin_prefetch(&h->c);
-        __builtin_prefetch(&h->lru[0]);
-        __builtin_prefetch(&h->dev[0].chan_free);
-        __builtin_prefetch(&h->dev[h->home].chan_free);
-        s->pf_call = v->calls;
-        hss_prefetch_step(s->h, &s->pf, (uint64_t)s->off[i] >> 12, 0);
-    } else if (s->pf_call == v->calls) {
-        hss_prefetch_step(s->h, &s->pf, (uint64_t)s->off[i] >> 12, level - 1);
+        s->pf.level = HSS_VEC_PF_FIELDS;
+    } else if (s->pf.level == HSS_VEC_PF_FIELDS) {
+        vec_prefetch_fields(s);
+    } else if (s->pf.level >= 0) {
+        hss_prefetch_step(s->h, &s->pf, s->pf.page, s->pf.level + 1);
     }
 }
 
