@@ -428,6 +428,61 @@ void hss_prefetch(const hss *h, uint64_t page, int level)
         __builtin_prefetch(&leaf_rec(l)[*perm]);
 }
 
+void hss_prefetch_step(const hss *h, hss_pf *st, uint64_t page, int level)
+{
+    const hss_pagetable *pt = &h->pt;
+    if (level <= 0) {
+        uint64_t key = page >> HSS_CHUNK_BITS;
+        st->level = -1;
+        if (key >= HSS_DENSE_BIT)
+            return;
+        uint64_t i = mix64(key) & (pt->dir_cap - 1);
+        __builtin_prefetch(&pt->dir[i]);
+        *st = (hss_pf){NULL, page, (uint32_t)i, 0};
+        return;
+    }
+    if (st->level != level - 1 || st->page != page) {
+        st->level = -1;
+        return;
+    }
+    st->level = -1; /* unless this level finds the next one */
+    unsigned off = (unsigned)(page & (HSS_CHUNK - 1)), w = off >> 6;
+    if (level == 1) {
+        uint64_t key = page >> HSS_CHUNK_BITS, i = st->x;
+        while (pt->dir[i].idx && pt->dir[i].key != key)
+            i = (i + 1) & (pt->dir_cap - 1);
+        if (!pt->dir[i].idx)
+            return;
+        uint32_t idx = pt->dir[i].idx - 1;
+        __builtin_prefetch(&pt->chunks[idx]);
+        __builtin_prefetch(&pt->chunk_keys[idx]);
+        st->x = idx;
+        st->level = 1;
+    } else if (level == 2) {
+        uint32_t idx = st->x;
+        if (pt->chunk_keys[idx] & HSS_DENSE_BIT) {
+            __builtin_prefetch(&((const hss_page *)pt->chunks[idx])[off]);
+            return;
+        }
+        hss_leaf *l = pt->chunks[idx];
+        __builtin_prefetch(&l->bits[w]);
+        __builtin_prefetch(&l->cum[w]); /* with n and cap */
+        st->p = l;
+        st->level = 2;
+    } else if (level == 3) {
+        hss_leaf *l = (hss_leaf *)st->p;
+        uint64_t b = l->bits[w], m = (uint64_t)1 << (off & 63);
+        if (!(b & m))
+            return;
+        st->x = l->cum[w] + popcount64(b & (m - 1));
+        __builtin_prefetch(leaf_perm(l) + st->x);
+        st->level = 3;
+    } else {
+        hss_leaf *l = (hss_leaf *)st->p;
+        __builtin_prefetch(&leaf_rec(l)[leaf_perm(l)[st->x]]);
+    }
+}
+
 /* hss_dev_of for this file: an exported function is not inlined under -fPIC (it could be
  * interposed), and the replay calls it several times a page. */
 static inline int dev_of(const hss_page *pg)

@@ -254,6 +254,12 @@ hss_page *hss_lookup(hss *h, uint64_t page);
  * apart), overlap the misses of many lookups instead of waiting for each in turn. Reads only: no
  * result depends on it. */
 void hss_prefetch(const hss *h, uint64_t page, int level);
+/* The same, each level carrying on from what the level before found (in *st) instead of walking
+ * the levels below again: the caller keeps one hss_pf per lookup, calls level 0 first and the
+ * levels after it in order, and the page table must not change meanwhile (vec.c: within one call
+ * of hss_vec_step, before the env is stepped). A level called out of order does nothing. */
+typedef struct hss_pf { const void *p; uint64_t page; uint32_t x; int level; } hss_pf;
+void hss_prefetch_step(const hss *h, hss_pf *st, uint64_t page, int level);
 int hss_candidate(hss *h, uint64_t *page);             /* 1 if a candidate was found */
 /* Ask for device d's k least recently used pages to be moved to d + 1 in idle time, after the
  * queued moves; counted as migrations. With chunk = 0, as one batch (one read from d, one

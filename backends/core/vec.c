@@ -178,39 +178,55 @@ static int vec_step_one(hss_vec *v, int k)
 
 /* The first lookup of a slot's step misses the caches (each env's page table is its own, far
  * larger than the caches beyond a few envs): the next request's first page (hss_begin, then its
- * features). It is a chain of dependent misses (hss_prefetch), so it is prefetched one level per
- * slot stepped before it: the slot HSS_VEC_AHEAD - 1 ahead gets level 0 (the request's trace
- * entries), the next slot the last level (the page's record). Slots of this range only: another
+ * features). It is a chain of dependent misses (hss_prefetch_step), so it is prefetched one level
+ * per slot stepped before it: the slot HSS_VEC_AHEAD - 1 ahead gets level 0 (the request's trace
+ * entries), the next slot the last level (the page's record), each level carrying on from what the
+ * one before found (the slot's pf, valid in this call only). Slots of this range only: another
  * thread's slots change meanwhile. */
 #define HSS_VEC_AHEAD 6
 
+#define HSS_VEC_PF_FIELDS (-2) /* a slot's pf.level after level 0: the core's fields next */
+
+/* The core's fields the step updates on every request (the counters, the fast device's LRU queue
+ * and both devices' timing state), and the first level of the lookup. */
+static void vec_prefetch_fields(hss_vec_slot *s)
+{
+    const hss *h = s->h;
+    __builtin_prefetch(&h->c);
+    __builtin_prefetch(&h->lru[0]);
+    __builtin_prefetch(&h->dev[0].chan_free);
+    __builtin_prefetch(&h->dev[h->home].chan_free);
+    hss_prefetch_step(h, &s->pf, (uint64_t)s->off[s->i + 1] >> 12, 0);
+}
+
+/* One more level for slot k (`level` 0: the first, else the next one); a slot first met at a
+ * later level (the first slots of a range) starts there. */
 static void vec_prefetch(const hss_vec *v, int k, int level)
 {
-    const hss_vec_slot *s = &v->s[k];
-    long long i = s->i + 1;
-    if (v->skip[k] || i >= s->end)
-        return;
-    if (level == 0) {
+    hss_vec_slot *s = &v->s[k];
+    if (s->pf_call != v->calls) {
+        long long i = s->i + 1;
+        if (v->skip[k] || i >= s->end)
+            return;
+        s->pf_call = v->calls;
+        if (level > 0) {
+            vec_prefetch_fields(s);
+            return;
+        }
         __builtin_prefetch(&s->t[i]);
         __builtin_prefetch(&s->op[i]);
         __builtin_prefetch(&s->off[i]);
         __builtin_prefetch(&s->size[i]);
-        /* the core's fields the step reads first: the page table's directory (hss_prefetch's
-         * next level reads it) and the request being finished, and the env's state */
+        /* the core's fields the step reads first: the page table's directory (the lookup's first
+         * level reads it) and the request being finished, and the env's state */
         __builtin_prefetch(&s->h->pt);
         __builtin_prefetch(&s->h->cur);
         __builtin_prefetch(s->e);
-    } else if (level == 1) {
-        /* what hss_finish updates on every request: the counters, the fast device's LRU queue
-         * and its timing state */
-        const hss *h = s->h;
-        __builtin_prefetch(&h->c);
-        __builtin_prefetch(&h->lru[0]);
-        __builtin_prefetch(&h->dev[0].chan_free);
-        __builtin_prefetch(&h->dev[h->home].chan_free);
-        hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
-    } else {
-        hss_prefetch(s->h, (uint64_t)s->off[i] >> 12, level - 1);
+        s->pf.level = HSS_VEC_PF_FIELDS;
+    } else if (s->pf.level == HSS_VEC_PF_FIELDS) {
+        vec_prefetch_fields(s);
+    } else if (s->pf.level >= 0) {
+        hss_prefetch_step(s->h, &s->pf, s->pf.page, s->pf.level + 1);
     }
 }
 
@@ -414,6 +430,7 @@ int hss_vec_set_threads(hss_vec *v, int nthreads)
 
 int hss_vec_step(hss_vec *v, int *bad)
 {
+    v->calls++; /* the slots' prefetch states of the call before are stale */
 #ifdef HSS_VEC_THREADS
     if (v->pool)
         return pool_step(v->pool, bad);

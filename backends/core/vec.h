@@ -46,6 +46,8 @@ typedef struct hss_vec_slot {
     long long *credit;            /* decision steps the open (or just closed) window credits */
     size_t credit_len, credit_cap;
     int credited;                 /* the last step closed a window: its reward credits `credit` */
+    hss_pf pf;                    /* the prefetch of the next request's lookup (vec.c), this call */
+    uint64_t pf_call;             /* ... valid in the call it counts only */
 } hss_vec_slot;
 
 typedef struct hss_vec_pool hss_vec_pool;
@@ -62,6 +64,7 @@ typedef struct hss_vec {
     uint8_t *acting_p, *acting_m; /* PAIR mode: whether each agent decides the next step */
     hss_vec_pool *pool;           /* threads, when more than one */
     int nthreads;
+    uint64_t calls;               /* hss_vec_step calls so far (hss_vec_slot.pf_call) */
 } hss_vec;
 
 /* An empty batch of n slots (reset each with hss_vec_slot_clear before use); HSS_ENOMEM. */
