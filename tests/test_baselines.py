@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -769,6 +771,41 @@ def test_a_write_burst_larger_than_the_free_room_finds_room_once_the_goal_grew()
     assert means[True] < 0.6 * means[False], means
 
 
+class CleanRewritten:
+    """The real HSS core with each ``clean()`` call's chunk passed through ``rewrite(core, chunk,
+    first)`` (which may also set the core's ``clean_depth``); every other attribute, read or set,
+    is the core's."""
+
+    def __init__(self, core: Any, rewrite: Callable[[Any, int, int], int]) -> None:
+        object.__setattr__(self, "_core", core)
+        object.__setattr__(self, "_rewrite", rewrite)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._core, name, value)
+
+    def clean(self, d: int, pages: int, force: bool, chunk: int, first: int) -> None:
+        self._core.clean(d, pages, force, self._rewrite(self._core, chunk, first), first)
+
+
+def episode_with_clean(workload: Any, config: str, rewrite: Callable[[Any, int, int], int], n_requests: int,
+                       fixed_room: bool = False) -> tuple[Any, Any]:
+    """``fit_first_ref``'s episode (seed 0) with its cleaner's chunks rewritten (and its room fixed
+    at ``free`` if asked): the env and the episode's result."""
+    p = make_policy("fit_first_ref")
+    env = make_env(p, config, workload, n_requests=n_requests)
+
+    def reset(env: object, reset: Callable[[object], None] = p.cleaner.reset, cleaner: Any = p.cleaner) -> None:
+        reset(env)
+        cleaner._core = CleanRewritten(cleaner._core, rewrite)
+        if fixed_room:
+            cleaner._grows = []
+    p.cleaner.reset = reset
+    return env, run_episode(p, env, seed=0)
+
+
 def test_small_chunks_while_ahead_cut_read_tails_and_a_stream_still_gets_growing_ones():
     """Measured on whole episodes against the alternatives (the cleaner's calls rewritten): chunks
     that always grow to 64 pages with no limit on those in flight (0.10.0), chunks that never grow,
@@ -779,36 +816,18 @@ def test_small_chunks_while_ahead_cut_read_tails_and_a_stream_still_gets_growing
     cleaning keeps it behind: its chunks grow, and it is no slower than with 0.10.0's, where
     chunks that never grow clean a third less and make it 17% slower."""
 
-    class Rewrite:  # the real core, its clean() asked for the chunks of `mode`
-        def __init__(self, core: object, mode: str) -> None:
-            self._core, self._mode = core, mode
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self._core, name)
-
-        def __setattr__(self, name: str, value: object) -> None:  # the cleaner's clean_depth, to the core
-            if name in ("_core", "_mode"):
-                object.__setattr__(self, name, value)
-            else:
-                setattr(self._core, name, value)
-
-        def clean(self, d: int, pages: int, force: bool, chunk: int, first: int) -> None:
-            if self._mode != "own":
-                self._core.clean_depth = 0
-            if first and self._mode in ("grow", "small"):
-                chunk = 64 if self._mode == "grow" else first
-            self._core.clean(d, pages, force, chunk, first)
+    def rewrite(mode: str) -> Callable[[Any, int, int], int]:
+        def chunks(core: Any, chunk: int, first: int) -> int:
+            if mode != "own":
+                core.clean_depth = 0
+            if first and mode in ("grow", "small"):
+                return 64 if mode == "grow" else first
+            return chunk
+        return chunks
 
     def episode(trace: Trace, config: str, mode: str) -> tuple[np.ndarray, int]:
-        p = make_policy("fit_first_ref")
-        env = make_env(p, config, trace, n_requests=len(trace))
-
-        def reset(env: object, reset=p.cleaner.reset, cleaner=p.cleaner) -> None:
-            reset(env)
-            cleaner._core = Rewrite(cleaner._core, mode)
-            cleaner._grows = []  # the chunks alone: the room stays at `free` (0.12.0's growth is tested above)
-        p.cleaner.reset = reset
-        run_episode(p, env, seed=0)
+        # the chunks alone: the room stays at `free` (0.12.0's growth is tested above)
+        env, _ = episode_with_clean(trace, config, rewrite(mode), len(trace), fixed_room=True)
         return env.latencies(), env.hss.counters()["cleaned_pages"]
 
     rng = np.random.default_rng(0)
@@ -842,35 +861,17 @@ def test_a_cleaning_forced_without_idle_time_runs_at_full_speed_on_a_saturated_h
     against 1.00x), and the cleaner's own switch, lifting them from a forced cleaning until the
     next one asked in idle time, is as fast as no limits at all (0.13.0)."""
 
-    class Rewrite:  # the real core, its clean() asked with the limits of `mode`
-        def __init__(self, core: object, mode: str) -> None:
-            self._core, self._mode = core, mode
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self._core, name)
-
-        def __setattr__(self, name: str, value: object) -> None:  # the cleaner's clean_depth, to the core
-            if name in ("_core", "_mode"):
-                object.__setattr__(self, name, value)
-            else:
-                setattr(self._core, name, value)
-
-        def clean(self, d: int, pages: int, force: bool, chunk: int, first: int) -> None:
-            if first and self._mode == "limited":
-                self._core.clean_depth, chunk = CLEAN_DEPTH, min(chunk, CHUNK_GROWTH * first)
-            elif first and self._mode == "none":
-                self._core.clean_depth, chunk = 0, chunk if chunk == first else 64
-            self._core.clean(d, pages, force, chunk, first)
+    def limits(mode: str) -> Callable[[Any, int, int], int]:
+        def chunks(core: Any, chunk: int, first: int) -> int:
+            if first and mode == "limited":
+                core.clean_depth, chunk = CLEAN_DEPTH, min(chunk, CHUNK_GROWTH * first)
+            elif first and mode == "none":
+                core.clean_depth, chunk = 0, chunk if chunk == first else 64
+            return chunk
+        return chunks
 
     def mean(mode: str) -> float:
-        p = make_policy("fit_first_ref")
-        env = make_env(p, "pmem", "ssd-01", n_requests=100_000)
-
-        def reset(env: object, reset=p.cleaner.reset, cleaner=p.cleaner) -> None:
-            reset(env)
-            cleaner._core = Rewrite(cleaner._core, mode)
-        p.cleaner.reset = reset
-        return run_episode(p, env, seed=0).metrics.mean_latency_us
+        return episode_with_clean("ssd-01", "pmem", limits(mode), 100_000)[1].metrics.mean_latency_us
 
     own, limited, none = mean("own"), mean("limited"), mean("none")
     assert limited > 1.07 * own and own < 1.01 * none, (own, limited, none)

@@ -336,6 +336,18 @@ static int test_leaf_runs(void)
     return 0;
 }
 
+/* An HSS of two SSDs with `servers` servers each, a 1000-page fast one and its home, after a reset. */
+static int two_ssds(hss *h, simdev dev[2], int servers)
+{
+    simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
+    p[0].servers = p[1].servers = servers;
+    for (int d = 0; d < 2; d++)
+        simdev_init(&dev[d], &p[d], 1);
+    uint64_t cap[2] = {1000, 1u << 20};
+    CHECK(hss_init(h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK && hss_reset(h, 3) == HSS_OK, "init");
+    return 0;
+}
+
 /* A cleaning asked for in chunks runs each chunk only while both devices have a free server:
  * with one server each, a host request arriving right after the devices freed up lets one chunk
  * run before it (and waits for that chunk at most); a long idle gap runs the rest. Without
@@ -345,14 +357,9 @@ static int test_leaf_runs(void)
 static int test_clean_chunks(uint32_t chunk, uint32_t first)
 {
     simdev dev[2];
-    simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
-    p[0].servers = p[1].servers = 1;
-    for (int d = 0; d < 2; d++)
-        simdev_init(&dev[d], &p[d], 1);
-    uint64_t cap[2] = {1000, 1u << 20};
     hss h = {0};
-    CHECK(hss_init(&h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK, "init");
-    CHECK(hss_reset(&h, 3) == HSS_OK, "reset");
+    if (two_ssds(&h, dev, 1))
+        return 1;
     double t = 0, lat;
     for (int i = 0; i < 8; i++, t += 1e5) { /* 800 pages written to the fast device, the last at 0.7 s */
         CHECK(hss_begin(&h, t, SIMDEV_WRITE, (uint64_t)i * 100 * 4096, 100 * 4096) == HSS_OK, "begin");
@@ -389,13 +396,9 @@ static int test_clean_chunks(uint32_t chunk, uint32_t first)
 static int test_clean_depth(uint32_t depth, uint64_t *unlimited)
 {
     simdev dev[2];
-    simdev_params p[2] = {ssd(1u << 20), ssd(1u << 20)};
-    p[0].servers = p[1].servers = 4;
-    for (int d = 0; d < 2; d++)
-        simdev_init(&dev[d], &p[d], 1);
-    uint64_t cap[2] = {1000, 1u << 20};
     hss h = {0};
-    CHECK(hss_init(&h, 2, dev, cap, 4, 16, 32, 1) == HSS_OK && hss_reset(&h, 3) == HSS_OK, "init");
+    if (two_ssds(&h, dev, 4))
+        return 1;
     CHECK(hss_set_clean_depth(&h, HSS_CLEAN_DEPTH_MAX + 1) == HSS_EINVAL, "depth too large refused");
     CHECK(hss_set_clean_depth(&h, depth) == HSS_OK && h.clean_depth == depth, "depth %u", depth);
     double t = 0, lat;
