@@ -15,6 +15,7 @@ RUN_EXTRAS ?= lite
 PIP_FLAGS ?= -qq --progress-bar off
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+HSS_C := backends/core/hss.c backends/core/hss_pt.c backends/core/hss_lru.c backends/core/hss_move.c
 CSRC := $(wildcard backends/core/*.c backends/core/*.h backends/lqoco/*.c backends/lqoco/*.h backends/*.c backends/*.h hss_gym/workloads/*.c agents/*.c agents/*.h backends/flash/*.c backends/flash/*.h)
 SO_STAMP := build/.core-built
 RESULTS ?= results
@@ -81,19 +82,19 @@ test-asan: build/test_core_asan build/test_env_asan build/test_vec_asan build/te
 build/test_core_asan: tests/c/test_core.c $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ibackends/core -Ibackends tests/c/test_core.c backends/core/hss.c backends/simdev.c -lm -o $@
+	  -Ibackends/core -Ibackends tests/c/test_core.c $(HSS_C) backends/simdev.c -lm -o $@
 
 # The env: the feature table, the features, one env's step (latencies, stays, the FIFO of moves).
 build/test_env_asan: tests/c/test_env.c $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ibackends/core -Ibackends tests/c/test_env.c backends/core/env.c backends/core/hss.c backends/simdev.c -lm -o $@
+	  -Ibackends/core -Ibackends tests/c/test_env.c backends/core/env.c $(HSS_C) backends/simdev.c -lm -o $@
 
 # The batched env step (vector envs): three modes, one thread against three, autoresets.
 build/test_vec_asan: tests/c/test_vec.c $(CSRC)
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -pthread -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -Ibackends/core -Ibackends tests/c/test_vec.c backends/core/vec.c backends/core/env.c backends/core/hss.c \
+	  -Ibackends/core -Ibackends tests/c/test_vec.c backends/core/vec.c backends/core/env.c $(HSS_C) \
 	  backends/simdev.c -lm -o $@
 
 # The real-device engine (io_uring + psync) driven by the core's I/O log; Linux only.
@@ -101,7 +102,7 @@ build/test_uring_asan: tests/c/test_uring.c backends/uring/engine.c backends/uri
 	mkdir -p build
 	$(CC) -std=c99 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 	  -Ibackends/core -Ibackends -Ibackends/uring tests/c/test_uring.c backends/uring/engine.c \
-	  backends/core/hss.c backends/simdev.c -lm -o $@
+	  $(HSS_C) backends/simdev.c -lm -o $@
 
 # The C51 kernel (forward, gradients, Adam) and the per-page credit table of the reference agents.
 build/test_c51_asan: tests/c/test_c51.c agents/c51_kernel.c agents/c51_kernel.h agents/c51_async.c agents/c51_async.h \

@@ -38,9 +38,10 @@ def packages() -> list[str]:
 
 core = Extension(
     "hss_gym.backends._core",
-    sources=["backends/core/module.c", "backends/core/hss.c", "backends/core/env.c", "backends/core/vec.c",
-             "backends/simdev.c"],
-    depends=["backends/binding.h", "backends/core/hss.h", "backends/core/env.h", "backends/core/vec.h"],
+    sources=["backends/core/module.c", "backends/core/hss.c", "backends/core/hss_pt.c", "backends/core/hss_lru.c",
+             "backends/core/hss_move.c", "backends/core/env.c", "backends/core/vec.c", "backends/simdev.c"],
+    depends=["backends/binding.h", "backends/core/hss.h", "backends/core/hss_internal.h", "backends/core/env.h",
+             "backends/core/vec.h"],
     include_dirs=["backends/core", "backends"],
     # -pthread: the vector envs step their batch over threads (backends/core/vec.c)
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"] + ([] if sys.platform == "win32" else ["-pthread"]),
