@@ -165,7 +165,7 @@ typedef struct hss {
     double ghost[4];           /* cleaned pages accessed once / more when cleaned, and the reads of
                                 * each kind after (decaying): the cleanings' victim order */
     uint32_t clean_k;
-    int reuse_victims;         /* 1: cleanings take the pages predicted dead first (see hss.c) */
+    int reuse_victims;         /* 1: cleanings take the pages predicted dead first (see hss_internal.h) */
     hss_regions regions;       /* the reuse statistics of written pages, per region */
     hss_lru dead[HSS_MAX_DEV]; /* pages written as predicted dead, per device, oldest first */
     double dead_ghost[4];      /* cleaned pages predicted dead and their reads after (on the slower
@@ -239,7 +239,7 @@ int hss_finish(hss *h, int place, double *latency);
 int hss_replay(hss *h, const double *t, const uint8_t *op, const int64_t *off, const int64_t *size, int place,
                double *lat, size_t start, size_t stop, size_t *at);
 
-/* Victim order of cleanings: 0 (LRU, or the pages accessed once first: see hss.c), 1 (reuse
+/* Victim order of cleanings: 0 (LRU, or the pages accessed once first: see hss_move.c), 1 (reuse
  * victims: the pages whose region's written pages are seldom read again first). Off after a reset;
  * statistics are gathered from the first request after it is switched on. */
 int hss_set_reuse_victims(hss *h, int on);

@@ -3,7 +3,7 @@
  *   SimDevices(params, seed)  the simulated devices (backends/simdev.c), one dict of timing
  *                             parameters per device; built by hss_gym.backends.sim.SimBackend.
  *   HSS(devices, capacities, queue_size, min_interval, scan_window)
- *                             the HSS core (hss.c) over a SimDevices object, with one env's step
+ *                             the HSS core (hss.c, hss_*.c) over a SimDevices object, with one env's step
  *                             and features (env.c). Python wrappers in hss_gym/hss.py.
  *   VecEnv(n, mode, nfeat, arrays)  a batch of envs stepped in one call (vec.c).
  *   Episode(core, ...)        one env's episode stepped in C (vec.c's slot step), behind

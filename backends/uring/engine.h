@@ -1,8 +1,8 @@
 /* The real-device I/O engine of hss-gym's "uring" backend: pure C (no Python), Linux only.
  *
- * Why: the HSS core (backends/core/hss.c) decides where every page lives and, with its I/O log
- * enabled, records every device-level operation in order (host runs, and migrations split into
- * CREAD + CWRITE). This engine replays that log on real files or block devices:
+ * Why: the HSS core (backends/core/hss.c and hss_*.c) decides where every page lives and, with its
+ * I/O log enabled (hss_move.c), records every device-level operation in order (host runs, and
+ * migrations split into CREAD + CWRITE). This engine replays that log on real files or block devices:
  *
  *  - io_uring through raw io_uring_setup/io_uring_enter syscalls and <linux/io_uring.h> (no
  *    liburing), SQ sized for the queue depth, CQ twice that, acquire/release ordering on the ring
