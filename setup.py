@@ -40,8 +40,8 @@ core = Extension(
     "hss_gym.backends._core",
     sources=["backends/core/module.c", "backends/core/hss.c", "backends/core/hss_pt.c", "backends/core/hss_lru.c",
              "backends/core/hss_move.c", "backends/core/env.c", "backends/core/vec.c", "backends/simdev.c"],
-    depends=["backends/binding.h", "backends/core/hss.h", "backends/core/hss_internal.h", "backends/core/env.h",
-             "backends/core/vec.h"],
+    depends=["backends/binding.h", "backends/core/hss.h", "backends/core/hss_types.h", "backends/core/hss_pt.h",
+             "backends/core/hss_lru.h", "backends/core/hss_move.h", "backends/core/env.h", "backends/core/vec.h"],
     include_dirs=["backends/core", "backends"],
     # -pthread: the vector envs step their batch over threads (backends/core/vec.c)
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"] + ([] if sys.platform == "win32" else ["-pthread"]),
@@ -82,7 +82,7 @@ c51 = Extension(
 uring = Extension(
     "hss_gym.backends._uring",
     sources=["backends/uring/module.c", "backends/uring/engine.c"],
-    depends=["backends/uring/engine.h", "backends/core/hss.h", "backends/binding.h"],
+    depends=["backends/uring/engine.h", "backends/core/hss.h", "backends/core/hss_types.h", "backends/binding.h"],
     include_dirs=["backends/uring", "backends/core", "backends"],
     extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
     optional=True,  # raw io_uring syscalls: Linux only

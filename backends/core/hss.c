@@ -1,9 +1,13 @@
 /* The HSS core: a request's two phases (hss_begin, hss_finish: placement, the I/O in runs of
- * contiguous slots, the fills) and the core's lifecycle. See hss.h for the data structures and the
- * protocol; the page table is in hss_pt.c, the LRU queues and the reuse predictor in hss_lru.c,
- * the moves, the migration queue and the idle-time work in hss_move.c, and what they share in
- * hss_internal.h. */
-#include "hss_internal.h"
+ * contiguous slots, the fills) and the core's lifecycle. The top layer of the core's code: it
+ * defines the public API (hss.h, with the protocol; the data structures in hss_types.h) on the
+ * layers below it, each with its header: the moves, the migration queue and the idle-time work
+ * (hss_move.c, hss_move.h), on the LRU queues and the reuse predictor (hss_lru.c, hss_lru.h), on
+ * the page table (hss_pt.c, hss_pt.h). */
+#include "hss.h"
+#include "hss_move.h"
+
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------ requests */
 

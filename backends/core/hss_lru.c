@@ -1,8 +1,11 @@
 /* The HSS core's LRU queues (lazy: an access pushes an entry, and an entry is live while its page
  * is still on the device with the same last access) and the reuse victims' dead-block predictor:
- * their growth, compaction and pops. The pushes and the predictor's per-access step, which the
- * per-page loops inline, are in hss_internal.h. */
-#include "hss_internal.h"
+ * their growth, compaction and pops. On top of the page table (an entry's liveness is its page's
+ * record). The pushes and the predictor's per-access step, which the per-page loops inline, are in
+ * hss_lru.h. */
+#include "hss_lru.h"
+
+#include <stdlib.h>
 
 /* Double a full queue's ring (out of line: pushes are on every access). The capacity stays a power
  * of two, so ring positions wrap with a mask, not a division. */

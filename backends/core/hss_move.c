@@ -1,9 +1,11 @@
 /* Where the HSS core moves pages: the slots of the devices below home, the I/O log a real backend
  * replays, single moves and batched evictions (cascading down the hierarchy), the migration queue
  * and the candidate scanner, and what runs in idle time (queued moves, the readahead's prefetch,
- * the cleanings). A page's attach and detach, which the per-page loops inline, are in
- * hss_internal.h. */
-#include "hss_internal.h"
+ * the cleanings). On top of the LRU queues (the victims) and the page table. A page's attach and
+ * detach, which the per-page loops inline, are in hss_move.h. */
+#include "hss_move.h"
+
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------ slots */
 

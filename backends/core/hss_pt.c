@@ -1,8 +1,11 @@
 /* The HSS core's page table: a directory of 512-page chunks, each a sparse leaf or a dense array of
- * page records (hss.h: hss_pagetable, hss_leaf), its growth, the requests' count of unplaced pages,
- * and the lookups and prefetches the bindings and vector envs call. The lookups and walks that the
- * per-page loops inline are in hss_internal.h. */
-#include "hss_internal.h"
+ * page records (hss_types.h: hss_pagetable, hss_leaf), its growth, the requests' count of unplaced
+ * pages, and the lookups and prefetches the bindings and vector envs call. The bottom layer of the
+ * core's code: it uses its data alone. The lookups and walks that the per-page loops inline are in
+ * hss_pt.h. */
+#include "hss_pt.h"
+
+#include <stdlib.h>
 
 HSS_HIDDEN int pt_init(hss_pagetable *pt)
 {

@@ -799,7 +799,7 @@ static PyObject *HSS_env_begin(HSSObject *self, PyObject *args)
         return raise_rc(rc), NULL;
     return Py_BuildValue("(iL)", h->cur.needs_placement, self->e.cand);
 }
-/* I/O log for the real-device backend (hss.h HSS_LOG_*): set_log(on), take_log() -> bytes of
+/* I/O log for the real-device backend (hss_types.h HSS_LOG_*): set_log(on), take_log() -> bytes of
  * hss_log_ent records (drained), where(page) -> (device, slot) or None. */
 static PyObject *HSS_set_log(HSSObject *self, PyObject *args)
 {
