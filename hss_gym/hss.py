@@ -36,7 +36,7 @@ PAGE_META_BYTES: int = _core.PAGE_META_BYTES
 
 
 #: pages one request may touch at most (1 GiB): the core's bound on per-request work and memory
-#: (``HSS_MAX_REQ_PAGES`` in ``backends/core/hss.h``; docs/inputs.md)
+#: (``HSS_MAX_REQ_PAGES`` in ``backends/core/hss_types.h``; docs/inputs.md)
 MAX_REQUEST_PAGES: int = _core.MAX_REQUEST_PAGES
 
 
