@@ -264,7 +264,7 @@ class PlacementAgent(_C51Policy):
         self._rule_lat = 0.0  # running mean latency of the placements that followed the rule
         if self.cleaner is not None:
             self.cleaner.reset(env)
-        self._streams = WriteStreams(env) if self.streams else None
+        self._streams = WriteStreams(env, 2 * self.cleaner.window) if self.streams else None  # type: ignore[union-attr]
         self._bypass = (WriteBypass(env, self.cleaner.into_ssd_home, 2 * self.cleaner.window)  # type: ignore[union-attr]
                         if self.bypass else None)
 
@@ -292,6 +292,8 @@ class PlacementAgent(_C51Policy):
             self._page = request[2] >> PAGE_SHIFT
         if self._bypass is not None:
             self._bypass(self.env.step_index)
+        if self._streams is not None:
+            self._streams.tick(self.env.step_index)
         if not acting or (request[1] == READ and self._reads_home):
             self._last = None
             if self.cleaner is not None:
@@ -307,7 +309,8 @@ class PlacementAgent(_C51Policy):
         if not self.evict:  # a device the request does not fit: the next slower one
             a = self._fit(obs, a)
             streams, step, home = self._streams, self.env.step_index, False
-            long = streams is not None and request[1] == WRITE and streams.write(request[2], request[3])
+            long = streams is not None and request[1] == WRITE and streams.write(request[2], request[3]) \
+                and streams.ruled  # type: ignore[union-attr]
             if long:  # a long write stream on a disk-homed HSS
                 home = streams.home()  # type: ignore[union-attr]
                 a = self._top if home else a

@@ -4,7 +4,8 @@ A disk writes a sequential stream at its full bandwidth, with no positioning. On
 has run for as many pages as the disk writes in one positioning time (the size the cleaner's
 batches into a disk have, to amortise their seek: :func:`~hss_gym.agents.cleaner.seek_amortising_pages`),
 the disk serves the stream as efficiently as a cleaning batch, and the stream's data ends on the
-disk either way. Two rules follow, for the reference agents and the ``fit_first_ref`` rule:
+disk either way, unless it is rewritten or read back first. Two rules follow, for the reference
+agents and the ``fit_first_ref`` rule:
 
 * **No cleaning for it.** A long stream's write that did not fit a faster device and went to the
   disk does not ask the cleaner for room: the room would buy the stream nothing the disk does not
@@ -17,6 +18,15 @@ disk either way. Two rules follow, for the reference agents and the ``fit_first_
   what a stream's pages gain there is mostly their later reads, which its write latency does not
   show.
 
+Both rules assume the disk writes the stream without positioning and that its data ends on the
+disk anyway. Neither holds for every workload: a disk that also serves random reads seeks away
+between the stream's writes, and a stream rewritten in place (a storage engine's circular log) or
+read back soon is worth its room on a faster device. Which way pays shows in the latency of the
+requests around the streams, so the rules run only while they measurably do: epochs in which a
+long stream was written compare them with placing the streams as any other write
+(:class:`~hss_gym.agents.arms.EpochArms`; the rules are the default, the other way tried now and
+then while the tries cost under 2% of all requests' latency).
+
 Streams are told apart as the core's readahead tells read streams apart: a write that starts where
 one of the last 8 writes ended continues that one's stream. Nothing here acts when the home
 device is not a disk. Measured in docs/learning-diagnostics.md.
@@ -26,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hss_gym.agents.arms import EpochArms
 from hss_gym.agents.cleaner import seek_amortising_pages
 from hss_gym.workloads.trace import PAGE_SIZE
 
@@ -48,7 +59,7 @@ class WriteStreams:
     """The write streams of one episode of ``env`` (an HSS env, after its reset), and what each
     long one's writes cost per page on a middle device."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, epoch: int) -> None:
         disk = env.cfg.devices[-1]
         self._env = env
         self._home = env.cfg.n_devices - 1
@@ -59,6 +70,22 @@ class WriteStreams:
         self._end: dict[int, _Stream] = {}  # where each followed stream's last write ended
         self._cur = _Stream()
         self._timed: tuple[_Stream, int, int] | None = None  # (stream, step, pages) of a write to time
+        #: whether the rules are off (the arm running: False, the default, they apply), judged over
+        #: epochs of ``epoch`` requests
+        self.arms = EpochArms(env, epoch, keep=True) if self.long else None
+        self._written = False  # whether a long stream was written in the epoch running now
+
+    def tick(self, step: int) -> None:
+        """Account request ``step`` (placed now): closes an epoch every ``epoch`` requests."""
+        arms = self.arms
+        if arms is not None and arms.due(step):
+            arms.close(step, self._written)
+            self._written = False
+
+    @property
+    def ruled(self) -> bool:
+        """Whether the rules apply to long streams now (else they are placed as any other write)."""
+        return self.arms is not None and not self.arms.arm
 
     def write(self, offset: int, size: int) -> bool:
         """Account a write of ``size`` bytes at ``offset``, the request now placed; whether its
@@ -79,7 +106,10 @@ class WriteStreams:
         s.pages += -(-size // PAGE_SIZE)
         self._end[offset + size] = s
         self._cur = s
-        return s.pages >= self.long
+        if s.pages >= self.long:
+            self._written = True
+            return True
+        return False
 
     def home(self) -> bool:
         """Whether the current write's (long) stream goes to the disk for the rest of its run."""

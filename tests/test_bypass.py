@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from hss_gym.agents import make_policy
-from hss_gym.agents.bypass import TRY_EVERY, TRY_SHARE, WriteBypass
+from hss_gym.agents.arms import TRY_EVERY, TRY_SHARE
+from hss_gym.agents.bypass import WriteBypass
 from hss_gym.agents.problems import make_env, run_episode
 from hss_gym.backends.base import READ, WRITE
 from hss_gym.workloads.trace import Trace
@@ -78,7 +79,7 @@ def test_only_writes_to_the_devices_go_around_and_rewrites_stay_in_place():
     env = FakeEnv(1)
     bypass = WriteBypass(env, [0], EPOCH)
     assert not bypass.skips(WRITE, 0, 1)
-    bypass.around = True
+    bypass._arms.arm = True  # the arm a bandit chose
     assert bypass.skips(WRITE, 0, 1) and not bypass.skips(READ, 0, 1) and not bypass.skips(WRITE, 0, 0)
     assert not bypass.skips(WRITE, 1, 0)
 
