@@ -4,4 +4,4 @@ provenance without importing the package's ``__init__`` (and what that imports) 
 pyproject.toml's ``version`` is what packaging reads; the two are kept equal (a test checks).
 """
 
-__version__ = "0.14.0"
+__version__ = "0.15.0"
