@@ -261,7 +261,7 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     }
     fifo_push(s, &un->q[q], t);
     un->qmask |= 1u << q;
-    if (un->stuck && may_suspend(s, un)) un->stuck = 0; /* else no queue content can unstick it */
+    if (un->stuck && busy_can_issue(s, un)) un->stuck = 0; /* else service_busy_chip would not issue */
     ready_update(s, un);
     /* a busy bus stays busy until its own event: a kick before then would do nothing */
     int c = channel_of_unit(s, u);

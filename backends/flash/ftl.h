@@ -38,15 +38,23 @@ static inline int32_t fifo_pop(fl_sim *s, fifo_t *f)
     return i;
 }
 
-/* Whether busy chip un could be suspended (or run a command beside its own) for some content of
- * its queues: service_busy_chip's tests that do not look at them. False stays false while the
- * chip's state is unchanged (the time left of its operation only shrinks). */
-static inline int may_suspend(const fl_sim *s, const unit_t *un)
+/* Whether service_busy_chip would issue a command to busy chip un now, for what its queues hold: a
+ * read (a GC read, else a user read when no GC write or erase waits) for which its program (erase)
+ * may be suspended, else, in an erase that may be suspended for a write, a GC write or a user write
+ * (when no erase waits). False stays false while its queues and state are unchanged (the time left
+ * of its operation only shrinks), so the chip is passed over until they change. */
+#define QM_UR (((1u << FL_PRIO) - 1) << Q_UR)
+#define QM_UW (((1u << FL_PRIO) - 1) << Q_UW)
+static inline int busy_can_issue(const fl_sim *s, const unit_t *un)
 {
     if (!un->in_array || un->s_state != SUSP_NONE || un->kind == TX_READ) return 0;
+    uint32_t m = un->qmask;
     int64_t left = un->exp_finish - s->now;
-    if (un->kind == TX_WRITE) return s->c.susp_program && left >= s->c.susp_program_read_min_ns;
-    return s->c.susp_erase && (left >= s->c.susp_erase_read_min_ns || left >= s->c.susp_erase_write_min_ns);
+    int rd = (m >> Q_GCR & 1u) || (!(m >> Q_GCW & 1u) && !(m >> Q_ER & 1u) && (m & QM_UR));
+    if (un->kind == TX_WRITE) return rd && s->c.susp_program && left >= s->c.susp_program_read_min_ns;
+    if (!s->c.susp_erase) return 0;
+    if (rd && left >= s->c.susp_erase_read_min_ns) return 1;
+    return left >= s->c.susp_erase_write_min_ns && ((m >> Q_GCW & 1u) || (!(m >> Q_ER & 1u) && (m & QM_UW)));
 }
 
 /* Chip un's queues or stuck flag changed: count it in its channel's chips that may issue. */
@@ -61,10 +69,10 @@ static inline void ready_update(fl_sim *s, unit_t *un)
     }
 }
 
-/* Chip un's state changed: stuck when busy and unable to take a command whatever its queues hold. */
+/* Chip un's state changed: stuck when busy and unable to take a command for what its queues hold. */
 static inline void chip_changed(fl_sim *s, unit_t *un)
 {
-    un->stuck = un->busy && !may_suspend(s, un);
+    un->stuck = un->busy && !busy_can_issue(s, un);
     ready_update(s, un);
 }
 

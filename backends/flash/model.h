@@ -114,9 +114,9 @@ typedef struct {
     int64_t s_remaining, s_done_at;
     fifo_t q[N_Q];
     uint32_t qmask;                /* bit q set when q[q] is not empty (channel_kick skips idle chips) */
-    int stuck;                     /* busy and unable to take a command, whatever its queues hold or as
-                                      service_busy_chip found for what they hold: it stays so while its
-                                      queues and state are unchanged (the time left of its operation only
+    int stuck;                     /* busy and unable to take a command for what its queues hold
+                                      (busy_can_issue, service_busy_chip): it stays so while its queues
+                                      and state are unchanged (the time left of its operation only
                                       shrinks), so channel_kick passes over it */
     int ready;                     /* qmask && !stuck, counted in its channel's n_ready: a channel with
                                       none returns from channel_kick at once */
