@@ -128,7 +128,16 @@ static inline void bus_push(fl_sim *s, int64_t t, int c)
     uint64_t seq = s->seq++;
     uint32_t m = q->mask, i = (q->head + q->n) & m;
     qev_t *r = q->r;
-    /* its number is above those of all the events there: it goes after those due by t */
+    /* its number is above those of all the events there: it goes after those due by t, so before
+     * them all when due before the first (a read's command, the shortest phase: at the front, the
+     * end marker staying where it is) */
+    if (t < q->hp->t) {
+        q->head = (q->head - 1) & m;
+        q->hp = &r[q->head];
+        q->hp->t = t; q->hp->seq = seq; q->hp->arg = c;
+        q->n++;
+        return;
+    }
     for (uint32_t k = q->n; k > 0; k--) {
         uint32_t p = (i - 1) & m;
         if (t >= r[p].t) break;
