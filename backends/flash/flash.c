@@ -180,7 +180,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     }
     for (int u = 0; u < s->n_units; u++) {
         unit_t *un = &s->units[u];
-        for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = -1;
+        for (int q = 0; q < N_Q; q++) un->q[q].head = un->q[q].tail = un->wnext[q] = -1;
         un->qmask = 0;
         un->chan = u / cfg->chips_per_channel;
         un->rbit = cfg->chips_per_channel <= 64 ? 1ull << (u % cfg->chips_per_channel) : 0;
@@ -710,9 +710,25 @@ int fl_check(const fl_sim *s, char *err, size_t errlen)
     uint32_t *cnt = calloc((size_t)s->n_units * MPF_SLOTS, sizeof(uint32_t));
     if (!cnt) { snprintf(err, errlen, "out of memory"); return -1; }
     for (int u = 0; u < s->n_units; u++)
-        for (int q = 0; q < N_Q; q++)
-            for (int32_t t = s->units[u].q[q].head; t >= 0; t = s->tx[t].next)
-                cnt[mpf_at(s, (uint32_t)u, s->tx[t].dp, s->tx[t].pid) - s->mpf]++;
+        for (int q = 0; q < N_Q; q++) {
+            const unit_t *un = &s->units[u];
+            int k = 0;
+            int32_t t = un->q[q].head;
+            for (; t >= 0 && k < MP_SCAN; t = s->tx[t].next, k++) {
+                if (s->tx[t].mslot != mpf_slot(s->tx[t].dp, s->tx[t].pid)) {
+                    snprintf(err, errlen, "unit %d: a queued transaction's partner slot is stale", u);
+                    free(cnt);
+                    return -1;
+                }
+                cnt[(size_t)u * MPF_SLOTS + s->tx[t].mslot]++;
+            }
+            if (un->wn[q] != k || un->wnext[q] != t) {
+                snprintf(err, errlen, "unit %d queue %d: window of %d followed by %d, the queue's first %d by %d", u, q,
+                         un->wn[q], un->wnext[q], k, t);
+                free(cnt);
+                return -1;
+            }
+        }
     for (size_t k = 0; k < (size_t)s->n_units * MPF_SLOTS; k++)
         if (s->mpf[k] != 255 && cnt[k] != s->mpf[k]) {   /* (255: saturated, any count) */
             snprintf(err, errlen, "%u queued transactions in partner slot %zu, counted %u", cnt[k], k, s->mpf[k]);

@@ -6,10 +6,6 @@
 
 #include <math.h>
 
-/* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
- * whole queues, which under deep queues costs time for rare matches: see docs/flash-model.md) */
-#define MP_SCAN 16
-
 /* ------------------------------------------------------------------ helpers */
 
 static inline int die_of_plane(const fl_sim *s, uint32_t pl) { return (int)((s->pl_loc[pl] >> 8) & 0xFFu); }
@@ -253,13 +249,19 @@ void enqueue_tx(fl_sim *s, int32_t t, int q)
     unit_t *un = &s->units[u];
     x->dp = (uint32_t)die_of_plane(s, x->pl) << 16 | x->page;
     x->pid = (uint8_t)plane_in_die(s, x->pl);
-    mpf_inc(mpf_at(s, u, x->dp, x->pid));
+    x->mslot = (uint16_t)mpf_slot(x->dp, x->pid);
     if (x->kind <= TX_CWRITE) {
         if (un->busy && un->active_stream != x->stream) s->streams[x->stream].st.conflicts++;
     } else {
         un->gc_ops++;
     }
     fifo_push(s, &un->q[q], t);
+    if (un->wn[q] < MP_SCAN) {   /* in the queue's window */
+        un->wn[q]++;
+        mpf_inc(&s->mpf[(size_t)u * MPF_SLOTS + x->mslot]);
+    } else if (un->wnext[q] < 0) {
+        un->wnext[q] = t;
+    }
     un->qmask |= 1u << q;
     if (un->stuck && busy_can_issue(s, un)) un->stuck = 0; /* else service_busy_chip would not issue */
     ready_update(s, un);
@@ -280,6 +282,21 @@ static void bus_start(fl_sim *s, int c, int phase, int32_t unit, int32_t t, int6
 void start_dataout(fl_sim *s, int c, int32_t t)
 {
     bus_start(s, c, PH_DATAOUT, (int32_t)unit_of_plane(s, s->tx[t].pl), t, xfer_ns(s, s->tx[t].bytes));
+}
+
+/* Transaction i, in the window of chip u's queue q, left the queue: the first one beyond the window,
+ * if any, joins it. */
+static inline void window_out(fl_sim *s, uint32_t u, unit_t *un, int q, int32_t i)
+{
+    uint8_t *cnt = &s->mpf[(size_t)u * MPF_SLOTS];
+    mpf_dec(&cnt[s->tx[i].mslot]);
+    int32_t j = un->wnext[q];
+    if (j >= 0) {
+        un->wnext[q] = s->tx[j].next;
+        mpf_inc(&cnt[s->tx[j].mslot]);
+    } else {
+        un->wn[q]--;
+    }
 }
 
 /* Issue one command to chip u from queue q1 (then q2): transactions on the die of q1's head, on
@@ -307,18 +324,19 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             un->s_done_at = un->array_done_at;
         }
     }
-    /* q1's head starts the command; then, if a queued transaction of the chip on another plane may
-     * have its die and page offset (the counts by a hash of them), the first MP_SCAN transactions of
-     * q1 and of q2 are looked at for partners. A partner needs the same die and page offset (one
-     * test, false for most transactions: predictable) and a plane not yet taken. */
+    /* q1's head starts the command; then, if a transaction on another plane in the chip's queue
+     * windows (the first MP_SCAN of each queue) may have its die and page offset (the counts by a
+     * hash of them), the first MP_SCAN transactions of q1 and of q2 are looked at for partners. A
+     * partner needs the same die and page offset (one test, false for most transactions:
+     * predictable) and a plane not yet taken. */
     fifo_t *f = &un->q[q1];
     unsigned planes = 1u << h->pid;
     int n = 1, P = s->P;
     un->active[0] = f->head;
     f->head = h->next;
     if (f->head < 0) { f->tail = -1; un->qmask &= ~(1u << q1); }
+    window_out(s, u, un, q1, un->active[0]);
     h->next = -1;
-    mpf_dec(mpf_at(s, u, dp, h->pid));
     int other = 0;            /* whether a transaction of another plane may be queued */
     if (P == 2) other = *mpf_at(s, u, dp, h->pid ^ 1u) != 0;
     else
@@ -336,9 +354,9 @@ static void issue(fl_sim *s, uint32_t u, int q1, int q2)
             if (x->dp == dp && !(planes & (1u << x->pid))) {
                 planes |= 1u << x->pid;
                 un->active[n++] = i;
-                mpf_dec(mpf_at(s, u, dp, x->pid));
                 if (prev < 0) f->head = nx; else s->tx[prev].next = nx;
                 if (f->tail == i) f->tail = prev;
+                window_out(s, u, un, qs[k], i);
                 x->next = -1;
             } else {
                 prev = i;

@@ -56,6 +56,7 @@ typedef struct {
     uint8_t held;      /* a write waiting for its update read */
     uint8_t placed;    /* a write that has its physical page */
     uint8_t wq;        /* TX_CWRITE: its chip queue */
+    uint16_t mslot;    /* queued: its slot of its chip's partner counts (mpf_slot) */
 } tx_t;
 
 typedef struct {
@@ -113,6 +114,9 @@ typedef struct {
     int32_t s_active[FL_MAX_PLANES];
     int64_t s_remaining, s_done_at;
     fifo_t q[N_Q];
+    int32_t wnext[N_Q];            /* the first transaction beyond each queue's window (its first MP_SCAN,
+                                      where issue() looks for partners), -1 none */
+    uint8_t wn[N_Q];               /* the transactions in each queue's window */
     uint32_t qmask;                /* bit q set when q[q] is not empty (channel_kick skips idle chips) */
     int stuck;                     /* busy and unable to take a command for what its queues hold
                                       (busy_can_issue, service_busy_chip): it stays so while its queues
@@ -205,8 +209,9 @@ struct fl_sim {
     fl_div_t dG, dB, dGB;          /* pages per block, blocks per plane, pages per plane */
     int ps_sh;                     /* log2(page size) when a power of 2, else -1 */
     unit_t *units;
-    /* counts of the chips' queued transactions by a hash of their chip, die, page offset and plane
-     * (mpf_at): issue() looks for multi-plane partners only when one of another plane may be queued */
+    /* counts of the transactions in the chips' queue windows (the first MP_SCAN of each queue) by a
+     * hash of their die, page offset and plane (mpf_slot): issue() looks for
+     * multi-plane partners only when one of another plane may be there */
     uint8_t *mpf;                  /* MPF_SLOTS counts a chip; one that reaches 255 stays there (mpf_inc) */
     channel_t *ch;
     uint64_t chip_mask;            /* the bits of a channel's chips in its rmask (up to 64 chips) */
@@ -310,13 +315,20 @@ static inline void bits_set(uint8_t *a, int w, uint64_t i, uint32_t v)
     store_le64(b, (load_le64(b) & ~mask) | (((uint64_t)v << (bit & 7)) & mask));
 }
 
+/* multi-plane partners are looked for among the first MP_SCAN transactions of a queue (MQSim scans
+ * whole queues, which under deep queues costs time for rare matches: see docs/flash-model.md) */
+#define MP_SCAN 16
 #define MPF_BITS 9
 #define MPF_SLOTS (1 << MPF_BITS)
-/* the count of chip u's queued transactions of die and page offset dp (tx_t.dp) and plane pid, with
- * those of any other key that shares its slot */
+/* the slot in a chip's partner counts of the transactions of die and page offset dp (tx_t.dp) and
+ * plane pid, shared with any other key of the same hash */
+static inline uint32_t mpf_slot(uint32_t dp, uint32_t pid)
+{
+    return ((dp << 3 | pid) * 0x9E3779B1u) >> (32 - MPF_BITS);
+}
 static inline uint8_t *mpf_at(const fl_sim *s, uint32_t u, uint32_t dp, uint32_t pid)
 {
-    return &s->mpf[(size_t)u * MPF_SLOTS + (((dp << 3 | pid) * 0x9E3779B1u) >> (32 - MPF_BITS))];
+    return &s->mpf[(size_t)u * MPF_SLOTS + mpf_slot(dp, pid)];
 }
 /* a count up or down; one that reached 255 stays there ("may be queued" for good) */
 static inline void mpf_inc(uint8_t *c) { *c += *c != 255; }
