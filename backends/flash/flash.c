@@ -267,17 +267,7 @@ static void admit(fl_sim *s, int32_t r)
         if (--s->batching == 0) flush_dirty(s);
         return;
     }
-    for (uint64_t lp = first; lp <= last; lp++) {
-        int64_t lo = (int64_t)lp * ps, hi = lo + ps;
-        if (lo < q->off) lo = q->off;
-        if (hi > q->off + q->size) hi = q->off + q->size;
-        if (q->write) {
-            write_tx(s, r, st, lp, lo, hi, prio);
-        } else {
-            read_tx(s, r, st, lp, lo, hi, (uint32_t)(hi - lo), prio);
-            q = &s->rq[r];
-        }
-    }
+    host_txs(s, r, st, first, last, prio);
     if (--s->batching == 0) flush_dirty(s);
 }
 

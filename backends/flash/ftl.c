@@ -595,7 +595,8 @@ static int create_read_mapping(fl_sim *s, int32_t t, const stream_t *st, int64_t
 
 /* A user write transaction of page lp ([lo, hi) of the request), placed and queued (after its
  * update read, if it needs one). */
-void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio)
+static FL_ALWAYS_INLINE void write_tx_in(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi,
+                                         int prio)
 {
     int64_t ps = s->c.page_size;
     int32_t t = tx_alloc(s);
@@ -609,8 +610,8 @@ void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo,
 }
 
 /* A user read transaction of page lp ([lo, hi) of the request, bytes of it from flash), queued. */
-void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi,
-             uint32_t bytes, int prio)
+static FL_ALWAYS_INLINE void read_tx_in(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi,
+                                        uint32_t bytes, int prio)
 {
     int64_t ps = s->c.page_size;
     uint32_t D = (uint32_t)s->D, P = (uint32_t)s->P;
@@ -634,6 +635,37 @@ void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, 
         x->page = (lpn / (nu * D * P)) % (uint32_t)s->G;
     }
     enqueue_tx(s, t, Q_UR + prio);
+}
+
+void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio)
+{
+    write_tx_in(s, r, st, lp, lo, hi, prio);
+}
+
+void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, uint32_t bytes, int prio)
+{
+    read_tx_in(s, r, st, lp, lo, hi, bytes, prio);
+}
+
+/* The transactions of request r's pages first..last, one a page, without the data cache (its loop
+ * here, so that the page's transaction is made inline). */
+void host_txs(fl_sim *s, int32_t r, const stream_t *st, uint64_t first, uint64_t last, int prio)
+{
+    const req_t *q = &s->rq[r];
+    int64_t ps = s->c.page_size, off = q->off, end = q->off + q->size;
+    if (q->write) {
+        for (uint64_t lp = first; lp <= last; lp++) {
+            int64_t lo = (int64_t)lp * ps, hi = lo + ps;
+            write_tx_in(s, r, st, lp, lo < off ? off : lo, hi > end ? end : hi, prio);
+        }
+    } else {
+        for (uint64_t lp = first; lp <= last; lp++) {
+            int64_t lo = (int64_t)lp * ps, hi = lo + ps;
+            if (lo < off) lo = off;
+            if (hi > end) hi = end;
+            read_tx_in(s, r, st, lp, lo, hi, (uint32_t)(hi - lo), prio);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ completions of the FTL's own */

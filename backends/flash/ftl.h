@@ -210,6 +210,8 @@ FL_INTERNAL void start_dataout(fl_sim *s, int c, int32_t t);
 FL_INTERNAL void write_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, int prio);
 FL_INTERNAL void read_tx(fl_sim *s, int32_t r, const stream_t *st, uint64_t lp, int64_t lo, int64_t hi, uint32_t bytes,
                          int prio);
+/* the transactions of request r's pages first..last without the data cache */
+FL_INTERNAL void host_txs(fl_sim *s, int32_t r, const stream_t *st, uint64_t first, uint64_t last, int prio);
 FL_INTERNAL void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any, int64_t data_bytes, int prio);
 
 /* ---- completion of a transaction of the FTL's own (TX_UPDREAD, TX_GCREAD, TX_GCWRITE, TX_ERASE) */
