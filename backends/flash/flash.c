@@ -50,6 +50,13 @@ static int32_t rq_alloc(fl_sim *s)
 
 /* ------------------------------------------------------------------ construction */
 
+/* the 64-bit words of the bitmaps of the l2p's and cstat's 4 KiB that were written (l2p_wr, cstat_wr) */
+static size_t l2p_wr_words(const fl_sim *s) { return (size_t)(s->logical_pages / 1024 / 64 + 1); }
+static size_t cstat_wr_words(const fl_sim *s)
+{
+    return s->cbits ? (size_t)((s->logical_pages * (uint64_t)s->cbits / 8 + 8) / 4096 / 64 + 1) : 0;
+}
+
 static int cfg_error(char *err, size_t errlen, const char *msg, const char *field, double value)
 {
     snprintf(err, errlen, "%s: %s (got %g)", field, msg, value);
@@ -134,6 +141,8 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     if (s->cbits > 8) s->cbits = 8;
     s->cstat = s->cbits ? calloc((size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8), 1) : NULL;
     s->l2p = calloc(s->logical_pages, sizeof(uint32_t));
+    s->l2p_wr = calloc(l2p_wr_words(s), sizeof(uint64_t));
+    s->cstat_wr = s->cbits ? calloc(cstat_wr_words(s), sizeof(uint64_t)) : NULL;
     s->p2l = calloc((size_t)((s->phys_pages * (uint64_t)bits + 7) / 8 + 8), 1);
     s->blk_valid = calloc(s->n_blocks, sizeof(uint16_t));
     s->blk_state = calloc(s->n_blocks, 1);
@@ -164,7 +173,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
     if (s->xfer_sect)
         for (size_t k = 0; k <= (size_t)cfg->page_size / 512; k++)
             s->xfer_sect[k] = (int64_t)llround((uint32_t)(k * 512) * s->xfer_ns_per_byte);
-    if (!s->xfer_sect || !s->l2p || !s->p2l || (s->cbits && !s->cstat) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
+    if (!s->xfer_sect || !s->l2p || !s->l2p_wr || !s->p2l || (s->cbits && (!s->cstat || !s->cstat_wr)) || !s->blk_valid || !s->blk_state || !s->blk_owner || !s->free_stack || !s->data_wf
         || !s->gc_wf || !s->planes || !s->pl_loc || !s->unit_ch || !s->units || !s->mpf || !s->ch || !s->streams || !s->dirty || !s->dirty_list
         || ev_init(s) < 0) {
         fl_free(s);
@@ -218,7 +227,7 @@ fl_sim *fl_new(const fl_config *cfg, char *err, size_t errlen)
 void fl_free(fl_sim *s)
 {
     if (!s) return;
-    free(s->l2p); free(s->p2l); free(s->cstat); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
+    free(s->l2p); free(s->l2p_wr); free(s->p2l); free(s->cstat); free(s->cstat_wr); free(s->blk_valid); free(s->blk_state); free(s->blk_owner);
     free(s->free_stack); free(s->data_wf); free(s->gc_wf); free(s->planes); free(s->pl_loc); free(s->unit_ch); free(s->units); free(s->mpf); free(s->ch);
     if (s->streams)
         for (int i = 0; i < s->c.n_streams; i++) free(s->streams[i].cwdp);
@@ -653,7 +662,8 @@ size_t fl_mapping_bytes(const fl_sim *s)
 {
     return s->logical_pages * sizeof(uint32_t) + (size_t)((s->phys_pages * (uint64_t)s->p2l_bits + 7) / 8 + 8)
            + (size_t)s->n_blocks * (sizeof(uint16_t) + 2 + sizeof(uint32_t))
-           + (s->cbits ? (size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8) : 0);
+           + (s->cbits ? (size_t)((s->logical_pages * (uint64_t)s->cbits + 7) / 8 + 8) : 0)
+           + (l2p_wr_words(s) + cstat_wr_words(s)) * sizeof(uint64_t);
 }
 
 /* ------------------------------------------------------------------ self-check (tests) */

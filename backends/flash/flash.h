@@ -123,6 +123,6 @@ const uint16_t *fl_latency_streams(const fl_sim *s);
 uint64_t fl_logical_pages(const fl_sim *s);
 /* Consistency of the FTL state (mapping, reverse map, valid counts, free blocks); 0 or -1 + message. */
 int fl_check(const fl_sim *s, char *err, size_t errlen);
-size_t fl_mapping_bytes(const fl_sim *s); /* l2p + reverse map + per-block metadata */
+size_t fl_mapping_bytes(const fl_sim *s); /* l2p + reverse map + per-block metadata (and the bitmaps of the l2p and chunk table written) */
 
 #endif

@@ -165,7 +165,7 @@ static void map_page(fl_sim *s, uint32_t lpn, uint32_t ppn)
         s->blk_valid[ob]--;
         s->units[unit_of_plane(s, fl_div(s->dB, ob))].valid_pages--;
     }
-    s->l2p[lpn] = ppn + 1;
+    l2p_set(s, lpn, ppn);
     p2l_set(s, ppn, lpn);
     uint32_t nb = fl_div(s->dG, ppn);
     s->blk_valid[nb]++;
@@ -528,7 +528,7 @@ inline void update_read_chunks(fl_sim *s, int32_t t, unsigned full, unsigned any
     unsigned prev;
     if (s->cbits) {
         prev = old == NONE ? 0 : bits_get(s->cstat, s->cbits, lpn);
-        bits_set(s->cstat, s->cbits, lpn, prev | any);
+        cstat_set(s, lpn, prev | any);
     } else {
         prev = old == NONE ? 0u : 1u;
     }
@@ -587,7 +587,7 @@ static int create_read_mapping(fl_sim *s, int32_t t, const stream_t *st, int64_t
         unsigned any = 0;
         for (int k = 0; k < s->cbits; k++)
             if (lo < (int64_t)(k + 1) * 4096 && hi > (int64_t)k * 4096) any |= 1u << k;
-        bits_set(s->cstat, s->cbits, lpn, any);
+        cstat_set(s, lpn, any);
     }
     gc_check(s, pl);
     return 1;

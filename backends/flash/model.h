@@ -193,9 +193,13 @@ struct fl_sim {
     int64_t *xfer_sect;            /* xfer time of k 512-byte sectors, k = 0..page_size / 512 */
     /* FTL state */
     uint32_t *l2p;                 /* ppn + 1 per logical page, 0 = never written */
+    uint64_t *l2p_wr;              /* bit k: an entry of l2p's k-th 4 KiB was written (l2p_set); L2P reads no
+                                      other (each would map the zero page, and the first write replace it:
+                                      two page faults where one does) */
     uint8_t *p2l;                  /* bit-packed reverse map, p2l_bits per physical page */
     int p2l_bits;
     uint8_t *cstat;                /* per logical page: which 4 KiB chunks hold data (pages > 4 KiB) */
+    uint64_t *cstat_wr;            /* bit k: cstat's k-th 4 KiB was written (cstat_set) */
     int cbits;                     /* chunks per page when > 1, else 0 (no table) */
     uint16_t *blk_valid;
     uint8_t *blk_state, *blk_owner;
@@ -335,8 +339,33 @@ static inline void mpf_inc(uint8_t *c) { *c += *c != 255; }
 static inline void mpf_dec(uint8_t *c) { *c -= *c != 255; }
 
 /* The l2p table stores ppn + 1 (0 = never written), so that a fresh table is calloc'ed memory:
- * untouched parts of a large device cost neither time nor resident memory. */
-static inline uint32_t L2P(const fl_sim *s, uint64_t lpn) { return s->l2p[lpn] - 1u; }
+ * untouched parts of a large device cost neither time nor resident memory. A 4 KiB of it that was
+ * never written is not read (l2p_wr), so that its first access, a write, faults in one page. */
+static inline uint32_t L2P(const fl_sim *s, uint64_t lpn)
+{
+    uint64_t k = lpn >> 10;
+    return (s->l2p_wr[k >> 6] >> (k & 63) & 1) ? s->l2p[lpn] - 1u : NONE;
+}
+static inline void l2p_set(fl_sim *s, uint64_t lpn, uint32_t ppn)
+{
+    uint64_t k = lpn >> 10;
+    s->l2p_wr[k >> 6] |= 1ull << (k & 63);
+    s->l2p[lpn] = ppn + 1;
+}
+
+/* chunk bits v of logical page lpn into cstat (bits_set, a read-modify-write of 8 bytes): the
+ * first write into each 4 KiB of it is made a write access (an atomic or of 0, which changes
+ * nothing), so that it faults in one page, not the zero page and then a copy (the 8 bytes reach
+ * into the next 4 KiB for 7 in 4096 of the pages, which then may fault twice) */
+static inline void cstat_set(fl_sim *s, uint64_t lpn, uint32_t v)
+{
+    uint64_t byte = lpn * (uint64_t)s->cbits >> 3, k = byte >> 12;
+    if (!(s->cstat_wr[k >> 6] >> (k & 63) & 1)) {
+        s->cstat_wr[k >> 6] |= 1ull << (k & 63);
+        __atomic_fetch_or(&s->cstat[byte], (uint8_t)0, __ATOMIC_RELAXED);
+    }
+    bits_set(s->cstat, s->cbits, lpn, v);
+}
 
 static inline fl_div_t fl_div_make(uint32_t d)
 {

@@ -262,9 +262,9 @@ int fl_precondition(fl_sim *s, double valid, const uint8_t *sel, int layout, con
         uint32_t gb = p * B + b;
         if (cur_n[k] == 0) s->blk_owner[gb] = (uint8_t)owner; /* GC of the block is charged to it */
         uint32_t ppn = gb * G + cur_n[k]++;
-        s->l2p[l] = ppn + 1;
+        l2p_set(s, l, ppn);
         p2l_set(s, ppn, (uint32_t)l);
-        if (s->cbits) bits_set(s->cstat, s->cbits, l, (1u << s->cbits) - 1);
+        if (s->cbits) cstat_set(s, l, (1u << s->cbits) - 1);
         s->blk_valid[gb]++;
         s->units[unit_of_plane(s, p)].valid_pages++;
     }
