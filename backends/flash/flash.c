@@ -452,16 +452,17 @@ static void on_dram_done(fl_sim *s, int32_t d)
 void fl_run_until(fl_sim *s, double t_us)
 {
     int64_t T = (int64_t)llround(t_us * 1000.0);
+    /* events due by Tc; the empty queues' markers (time INT64_MAX) are later */
+    int64_t Tc = T < INT64_MAX ? T : INT64_MAX - 1;
     /* the next event is the earliest of the bus ring's first, the earliest array ring's first and
      * the heap's root (ftl.h), each handled in a branch of its own; a ring's event leaves it at once,
      * the heap's stays at the root while it is handled (heap_insert) */
     for (;;) {
-        if (s->top_taken) heap_settle(s);
         const qev_t *b = s->bq.hp, *x = s->ahp;
         const ev_t *h = &s->heap[0];
         if (key_less(x->t, x->seq, b->t, b->seq)) {
             if (key_less(h->t, h->seq, x->t, x->seq)) goto heap;
-            if (x->t > T || x->t == INT64_MAX) break;
+            if (x->t > Tc) break;
             s->now = x->t;
             uint32_t u = (uint32_t)x->arg;
             ring_t *a = &s->aq[s->amin];
@@ -474,7 +475,7 @@ void fl_run_until(fl_sim *s, double t_us)
             continue;
         }
         if (key_less(h->t, h->seq, b->t, b->seq)) goto heap;
-        if (b->t > T || b->t == INT64_MAX) break;
+        if (b->t > Tc) break;
         s->now = b->t;
         int c = b->arg;
         s->bq.head = (s->bq.head + 1) & s->bq.mask;
@@ -483,7 +484,7 @@ void fl_run_until(fl_sim *s, double t_us)
         on_bus_done(s, c);
         continue;
     heap:
-        if (h->t > T) break;
+        if (h->t > Tc) break;
         s->top_taken = 1;
         s->now = h->t;
         int arg = h->arg;
@@ -495,6 +496,7 @@ void fl_run_until(fl_sim *s, double t_us)
         } else {
             on_dram_done(s, arg);
         }
+        if (s->top_taken) heap_settle(s);   /* nothing took its place */
     }
     if (T > s->now) s->now = T;
 }
