@@ -45,7 +45,44 @@ static int32_t rq_alloc(fl_sim *s)
     int32_t i = s->rq_free;
     s->rq_free = s->rq[i].next;
     s->rq[i].next = -1;
+    s->rq_live++;
     return i;
+}
+
+/* Room for n more requests in the pool, and in the latency log for all requests not finished:
+ * grown at once to what a submission needs (at least doubled), not at each power of 2 on the way
+ * (the pool's free list would touch, so fault in, the whole doubled array, and each step of the log
+ * copies it). */
+static void rq_reserve(fl_sim *s, int32_t n)
+{
+    int32_t need = s->rq_live + n;
+    if (need > s->rq_cap) {
+        int32_t old = s->rq_cap, cap = need > 2 * old ? need : 2 * old;
+        req_t *q = realloc(s->rq, (size_t)cap * sizeof(req_t));
+        if (!q) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+        s->rq = q;
+        s->rq_cap = cap;
+        for (int32_t i = cap - 1; i >= old; i--) { s->rq[i].next = s->rq_free; s->rq_free = i; }
+    }
+    size_t lneed = s->lat_n + (size_t)need;
+    if (lneed > s->lat_cap) {
+        size_t cap = lneed > 2 * s->lat_cap ? lneed : 2 * s->lat_cap;
+        s->lat = realloc(s->lat, cap * sizeof(double));
+        s->dev_lat = realloc(s->dev_lat, cap * sizeof(double));
+        s->lat_stream = realloc(s->lat_stream, cap * sizeof(uint16_t));
+        if (!s->lat || !s->dev_lat || !s->lat_stream) { fprintf(stderr, "flash: out of memory\n"); abort(); }
+        s->lat_cap = cap;
+    }
+}
+
+/* llround(t_us * 1000), the time of an arrival in ns (t_us >= 0, finite), without the call where
+ * the product is below 2^52: its integer part is exact, and so is its fraction (x - floor(x)) */
+static inline int64_t arrival_ns(double t_us)
+{
+    double x = t_us * 1000.0;
+    if (!(x < 4503599627370496.0)) return (int64_t)llround(x);
+    int64_t r = (int64_t)x;
+    return r + (x - (double)r >= 0.5);
 }
 
 /* ------------------------------------------------------------------ construction */
@@ -312,6 +349,7 @@ static FL_ALWAYS_INLINE void finish_request(fl_sim *s, int32_t r)
     log_latency(s, lat, (double)(s->now - q->admit_ns) / 1000.0, q->stream);
     int si = q->stream;
     q->next = s->rq_free; s->rq_free = r;
+    s->rq_live--;
     st->inflight--;
     /* try_admit has nothing to do when no request waits or the next one's arrival is scheduled */
     int32_t h = st->pending.head;
@@ -506,49 +544,51 @@ double fl_now_us(const fl_sim *s) { return (double)s->now / 1000.0; }
 int fl_submit(fl_sim *s, size_t n, const double *t_us, const int32_t *stream, const int64_t *offset,
               const int64_t *size, const uint8_t *is_write, char *err, size_t errlen)
 {
-    /* validate everything first so that a bad request leaves the simulator unchanged (the arrival
-     * times in ns, computed once, kept in tn for the second pass) */
-    int64_t *tn = malloc((n ? n : 1) * sizeof(int64_t));
-    if (!tn) { snprintf(err, errlen, "out of memory"); return -1; }
+    /* validate everything first so that a bad request leaves the simulator unchanged: the pool's
+     * room first, then each request written into the free entry it will take (a free entry's
+     * contents do not matter), which the second pass links */
+    if (n > (size_t)(INT32_MAX / 2 - s->rq_live)) {
+        snprintf(err, errlen, "%zu requests with %d not finished: at most %d at a time", n, s->rq_live, INT32_MAX / 2);
+        return -1;
+    }
+    rq_reserve(s, (int32_t)n);
+    int32_t r = s->rq_free;
     int64_t last[FL_MAX_STREAMS];
     for (int i = 0; i < s->c.n_streams; i++) last[i] = s->streams[i].last_t_ns;
     for (size_t i = 0; i < n; i++) {
         if (stream[i] < 0 || stream[i] >= s->c.n_streams) {
             snprintf(err, errlen, "request %zu: stream %d does not exist (n_streams=%d)", i, stream[i], s->c.n_streams);
-            free(tn);
             return -1;
         }
         if (!(t_us[i] >= 0) || !isfinite(t_us[i])) {
             snprintf(err, errlen, "request %zu: time_us %g must be finite and >= 0", i, t_us[i]);
-            free(tn);
             return -1;
         }
         if (size[i] <= 0 || offset[i] < 0 || offset[i] > s->logical_bytes - size[i]) {
             snprintf(err, errlen, "request %zu: offset %lld + size %lld is past the logical capacity of %lld bytes "
                      "(or size <= 0)", i, (long long)offset[i], (long long)size[i], (long long)s->logical_bytes);
-            free(tn);
             return -1;
         }
-        int64_t t = tn[i] = (int64_t)llround(t_us[i] * 1000.0);
+        int64_t t = arrival_ns(t_us[i]);
         if (t < last[stream[i]]) {
             snprintf(err, errlen, "request %zu: time_us %g of stream %d is before that stream's previous request",
                      i, t_us[i], stream[i]);
-            free(tn);
             return -1;
         }
         last[stream[i]] = t;
+        req_t *q = &s->rq[r];
+        q->arr_ns = t;
+        q->off = offset[i]; q->size = size[i]; q->write = is_write[i] ? 1 : 0; q->stream = (uint16_t)stream[i];
+        r = q->next;
     }
     for (size_t i = 0; i < n; i++) {
-        int32_t r = rq_alloc(s);
-        req_t *q = &s->rq[r];
-        q->arr_ns = tn[i];
-        q->off = offset[i]; q->size = size[i]; q->write = is_write[i] ? 1 : 0; q->stream = (uint16_t)stream[i];
-        stream_t *st = &s->streams[stream[i]];
+        r = rq_alloc(s);
+        const req_t *q = &s->rq[r];
+        stream_t *st = &s->streams[q->stream];
         st->last_t_ns = q->arr_ns;
         if (st->pending.tail < 0) st->pending.head = r; else s->rq[st->pending.tail].next = r;
         st->pending.tail = r;
     }
-    free(tn);
     for (int i = 0; i < s->c.n_streams; i++) {
         stream_t *st = &s->streams[i];
         if (st->pending.head < 0 || st->inflight >= st->qd) continue;

@@ -224,7 +224,7 @@ struct fl_sim {
     tx_t *tx;
     int32_t tx_cap, tx_free;
     req_t *rq;
-    int32_t rq_cap, rq_free;
+    int32_t rq_cap, rq_free, rq_live;   /* rq_live: submitted and not finished */
     /* events (see ftl.h): bus ends, array ends of reads, programs and erases in rings, the others
      * in a binary heap */
     ring_t bq, aq[3];
